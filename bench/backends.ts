@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+
+export type Mode = 'embedded' | 'production';
+
+/** Where one mode's service keeps its state, and how to remove it afterwards. */
+export interface Backend {
+  mode: Mode;
+  /** Environment for `storefront-auth serve` (besides PORT, LOG_LEVEL, TRUST_PROXY). */
+  env: Record<string, string>;
+  /** Empties the counters between figures (production: FLUSHDB of the benchmark's own Redis db). */
+  resetCounters(): Promise<void>;
+  cleanup(): Promise<void>;
+  description: string;
+}
+
+const benchSecret = `bench-secret-${randomBytes(24).toString('hex')}`;
+
+export function embeddedBackend(): Backend {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-bench-'));
+  return {
+    mode: 'embedded',
+    env: { DATA_DIR: dataDir, APP_SECRET: benchSecret },
+    description: 'PGlite in a fresh temporary DATA_DIR, counters in the process',
+    async resetCounters() {
+      // The counters live in the service process; a fresh process starts with none.
+    },
+    async cleanup() {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The highest-numbered Redis database that holds no keys, so FLUSHDB touches nobody else's. */
+async function pickEmptyRedisDb(redisUrl: string): Promise<number> {
+  const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await probe.connect();
+  try {
+    const [, countText] = (await probe.config('GET', 'databases')) as [string, string];
+    for (let db = Number(countText) - 1; db > 0; db -= 1) {
+      await probe.select(db);
+      if ((await probe.dbsize()) === 0) return db;
+    }
+    throw new Error('no empty Redis database to run the benchmark in');
+  } finally {
+    probe.disconnect();
+  }
+}
+
+export async function productionBackend(databaseUrl: string, redisUrl: string): Promise<Backend> {
+  const name = `sfa_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const dbUrl = new URL(databaseUrl);
+  dbUrl.pathname = `/${name}`;
+
+  const redisDb = await pickEmptyRedisDb(redisUrl);
+  const cacheUrl = new URL(redisUrl);
+  cacheUrl.pathname = `/${redisDb}`;
+  const redis = new Redis(cacheUrl.toString(), { maxRetriesPerRequest: 1 });
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-bench-'));
+  const [{ server_version: postgresVersion } = { server_version: '?' }] = (
+    await admin.query<{ server_version: string }>('SHOW server_version')
+  ).rows;
+  const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? '?';
+  return {
+    mode: 'production',
+    env: { DATABASE_URL: dbUrl.toString(), REDIS_URL: cacheUrl.toString(), APP_SECRET: benchSecret, DATA_DIR: dataDir },
+    description: `PostgreSQL ${postgresVersion} database ${name} (created and dropped), Redis ${redisVersion} db ${redisDb} (flushed)`,
+    async resetCounters() {
+      await redis.flushdb();
+    },
+    async cleanup() {
+      await redis.flushdb().catch(() => undefined);
+      redis.disconnect();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,248 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import {
+  beforeRound,
+  cpuSummary,
+  cpuText,
+  format,
+  measuredRound,
+  median,
+  progress,
+  recordRss,
+  withService,
+  type BenchContext,
+  type Row,
+} from './context.js';
+import type { ServiceCpu } from './proc.js';
+import { statusText, sum } from './figures-http.js';
+import { nextEmail, runLoad, type LoadResult } from './load.js';
+import { repoRoot, type Server } from './servers.js';
+
+const run = promisify(execFile);
+/** Enough callers to keep the service's 2 hashing slots busy without nearing its queue of 256. */
+const hashingConnections = 32;
+const auth = '/api/v1/customer/auth';
+
+/** Raw argon2id operations per second in a child process, 2 at a time, production parameters. */
+async function argon2Baseline(operation: 'hash' | 'verify', seconds: number): Promise<number> {
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', path.join(repoRoot, 'bench/argon2-baseline.ts'), operation, String(seconds), '2'],
+    { cwd: repoRoot },
+  );
+  return (JSON.parse(stdout.trim()) as { perSecond: number }).perSecond;
+}
+
+function registerLoad(context: BenchContext, service: Server, seconds: number) {
+  return runLoad({
+    url: service.url,
+    method: 'POST',
+    path: `${auth}/register`,
+    connections: hashingConnections,
+    seconds,
+    body: () => {
+      const email = nextEmail('shopper');
+      return { name: 'Bench Shopper', email, password: context.password, password_confirmation: context.password };
+    },
+    onResponse: (status, body) => {
+      if (status !== 201) return;
+      const customer = JSON.parse(body) as { identity: { value: string } };
+      context.customers.push(customer.identity.value);
+    },
+  });
+}
+
+let loginCursor = 0;
+/** Logins cycle through the registered customers, so consecutive logins never share one. */
+function loginLoad(context: BenchContext, service: Server, seconds: number) {
+  return runLoad({
+    url: service.url,
+    method: 'POST',
+    path: `${auth}/login`,
+    connections: hashingConnections,
+    seconds,
+    body: () => ({ identity: context.customers[loginCursor++ % context.customers.length], password: context.password }),
+  });
+}
+
+/** Registers customers until there are enough for a login round without repeating one. */
+export async function ensureCustomers(context: BenchContext, service: Server, wanted: number): Promise<void> {
+  while (context.customers.length < wanted) {
+    const before = context.customers.length;
+    await registerLoad(context, service, 3);
+    progress(context, `registered customers for the login figures: ${context.customers.length}`);
+    if (context.customers.length === before) throw new Error('registration made no customers');
+  }
+}
+
+function hashingRow(
+  id: string,
+  label: string,
+  ours: LoadResult[],
+  cpus: ServiceCpu[],
+  baselines: number[],
+  baselineLabel: string,
+  goal: number,
+): Row {
+  const value = median(ours.map((result) => result.okPerSecond));
+  const baseline = median(baselines);
+  const ratio = value / baseline;
+  const non2xx = sum(ours, (result) => result.non2xx);
+  const errors = sum(ours, (result) => result.errors);
+  return {
+    id,
+    label,
+    unit: 'req/s',
+    value,
+    baseline,
+    baselineLabel,
+    ratio,
+    goal: { text: `ratio ≥ ${goal.toFixed(2)}`, met: ratio >= goal && non2xx === 0 && errors === 0 },
+    non2xx,
+    errors,
+    rounds: `service ${ours.map((result) => format(result.okPerSecond, 1)).join(' / ')}; raw ${baselines.map((rate) => format(rate, 1)).join(' / ')}`,
+    notes: [cpuSummary(cpus), ...ours.filter((result) => result.non2xx + result.errors > 0).map(statusText)],
+  };
+}
+
+/** Figures 2 and 3 share a shape: the service's rate against raw argon2id, rounds interleaved. */
+async function hashingFigure(
+  context: BenchContext,
+  figure: '2' | '3',
+  operation: 'hash' | 'verify',
+  load: (service: Server, seconds: number) => Promise<LoadResult>,
+  prepare: (service: Server) => Promise<void>,
+): Promise<Row> {
+  return withService(context, figure, async (service) => {
+    await prepare(service);
+    await load(service, 1);
+    const ours: LoadResult[] = [];
+    const cpus: ServiceCpu[] = [];
+    const baselines: number[] = [];
+    const name = figure === '2' ? 'login' : 'register';
+    for (let round = 1; round <= context.rounds; round += 1) {
+      const { result, cpu } = await measuredRound(
+        context,
+        figure,
+        service,
+        () => load(service, context.seconds),
+        (done) => done.responses,
+      );
+      ours.push(result);
+      cpus.push(cpu);
+      const mb = recordRss(context, service, figure, `round ${round}`);
+      await beforeRound(context, [service.pid]);
+      const raw = await argon2Baseline(operation, context.seconds);
+      baselines.push(raw);
+      progress(
+        context,
+        `fig ${figure} ${name} round ${round}/${context.rounds}: service ${format(result.okPerSecond, 1)}/s (${statusText(result)}), p99 ${format(result.latency.p99)} ms, ${cpuText(cpu)}; raw argon2id ${operation} ${format(raw, 1)}/s; RSS ${format(mb)} MB`,
+      );
+    }
+    return figure === '2'
+      ? hashingRow(
+          '2',
+          `login req/s (correct password), ${hashingConnections} connections`,
+          ours,
+          cpus,
+          baselines,
+          'raw argon2id verify/s',
+          0.9,
+        )
+      : hashingRow(
+          '3',
+          `register req/s, ${hashingConnections} connections`,
+          ours,
+          cpus,
+          baselines,
+          'raw argon2id hash/s',
+          0.85,
+        );
+  });
+}
+
+export function figureRegister(context: BenchContext): Promise<Row> {
+  return hashingFigure(
+    context,
+    '3',
+    'hash',
+    (service, seconds) => registerLoad(context, service, seconds),
+    async () => {},
+  );
+}
+
+export function figureLogin(context: BenchContext): Promise<Row> {
+  const wanted = Math.ceil(context.seconds * 150);
+  return hashingFigure(
+    context,
+    '2',
+    'verify',
+    (service, seconds) => loginLoad(context, service, seconds),
+    (service) => ensureCustomers(context, service, wanted),
+  );
+}
+
+/** Figure 5: does a saturated hashing pool delay the liveness probe? */
+export async function figureLivenessUnderLogin(context: BenchContext): Promise<Row> {
+  const probeRate = 200;
+  return withService(context, '5', async (service) => {
+    await ensureCustomers(context, service, Math.ceil(context.seconds * 150));
+    const probe = (seconds: number) =>
+      runLoad({
+        url: service.url,
+        method: 'GET',
+        path: '/api/v1/health/live',
+        connections: 10,
+        overallRate: probeRate,
+        seconds,
+      });
+    await probe(1);
+    const idle: LoadResult[] = [];
+    const loaded: LoadResult[] = [];
+    const logins: LoadResult[] = [];
+    const cpus: ServiceCpu[] = [];
+    for (let round = 1; round <= context.rounds; round += 1) {
+      await beforeRound(context, [service.pid]);
+      const quiet = await probe(context.seconds);
+      idle.push(quiet);
+      const { result, cpu } = await measuredRound(
+        context,
+        '5',
+        service,
+        () => Promise.all([probe(context.seconds), loginLoad(context, service, context.seconds)]),
+        ([busyProbe, login]) => busyProbe.responses + login.responses,
+      );
+      const [busy, login] = result;
+      cpus.push(cpu);
+      loaded.push(busy);
+      logins.push(login);
+      const mb = recordRss(context, service, '5', `round ${round}`);
+      progress(
+        context,
+        `fig 5 round ${round}/${context.rounds}: /health/live p99 ${format(busy.latency.p99, 1)} ms (${statusText(busy)}) under ${format(login.okPerSecond, 1)} logins/s (${statusText(login)}) vs ${format(quiet.latency.p99, 1)} ms with no load; ${cpuText(cpu)}; RSS ${format(mb)} MB`,
+      );
+    }
+    const value = median(loaded.map((result) => result.latency.p99));
+    const baseline = median(idle.map((result) => result.latency.p99));
+    const non2xx = sum(loaded, (result) => result.non2xx) + sum(logins, (result) => result.non2xx);
+    const errors = sum(loaded, (result) => result.errors) + sum(logins, (result) => result.errors);
+    return {
+      id: '5',
+      label: `GET /health/live p99 at ${probeRate}/s while logins saturate hashing`,
+      unit: 'ms',
+      value,
+      baseline,
+      baselineLabel: 'p99 with no load',
+      ratio: value / baseline,
+      goal: { text: 'p99 ≤ 10 ms', met: value <= 10 && non2xx === 0 && errors === 0 },
+      non2xx,
+      errors,
+      rounds: `loaded ${loaded.map((result) => format(result.latency.p99, 1)).join(' / ')} ms; idle ${idle.map((result) => format(result.latency.p99, 1)).join(' / ')} ms; logins ${logins.map((result) => format(result.okPerSecond, 1)).join(' / ')}/s`,
+      notes: [
+        cpuSummary(cpus),
+        ...[...loaded, ...logins].filter((result) => result.non2xx + result.errors > 0).map(statusText),
+      ],
+    };
+  });
+}

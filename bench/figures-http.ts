@@ -1,0 +1,186 @@
+import {
+  beforeRound,
+  cpuSummary,
+  cpuText,
+  format,
+  measuredRound,
+  median,
+  progress,
+  recordRss,
+  withService,
+  type BenchContext,
+  type Row,
+} from './context.js';
+import { measureServiceCpu, waitUntilIdle, type ServiceCpu } from './proc.js';
+import { nextEmail, runLoad, type LoadResult } from './load.js';
+import { startBareFastify } from './servers.js';
+
+const connections = 100;
+const warmupSeconds = 1;
+
+function statusText(result: LoadResult): string {
+  const odd = Object.entries(result.statusCounts).filter(([code]) => !code.startsWith('2'));
+  const parts = odd.map(([code, count]) => `${code}×${count}`);
+  if (result.errors > 0) parts.push(`errors×${result.errors}`);
+  return parts.length === 0 ? 'all 2xx' : `NON-2xx: ${parts.join(', ')}`;
+}
+
+function sum(results: LoadResult[], pick: (result: LoadResult) => number): number {
+  return results.reduce((total, result) => total + pick(result), 0);
+}
+
+/** Figure 1: plain GETs through the whole service stack against Fastify with nothing added. */
+export async function figureFrameworkOverhead(context: BenchContext): Promise<Row[]> {
+  const bare = await startBareFastify();
+  try {
+    return await withService(context, '1', async (service) => {
+      const rows: Row[] = [];
+      for (const [id, path] of [
+        ['1a', '/api/v1/health/live'],
+        ['1b', '/api/v1/platform'],
+      ] as const) {
+        const load = (url: string, seconds: number) => runLoad({ url, method: 'GET', path, connections, seconds });
+        await load(service.url, warmupSeconds);
+        await load(bare.url, warmupSeconds);
+        const ours: LoadResult[] = [];
+        const cpus: ServiceCpu[] = [];
+        const theirs: LoadResult[] = [];
+        const bareCpus: ServiceCpu[] = [];
+        for (let round = 1; round <= context.rounds; round += 1) {
+          // Alternate which goes first, so a drift of the host favours neither.
+          const order = round % 2 === 1 ? (['service', 'bare'] as const) : (['bare', 'service'] as const);
+          for (const which of order) {
+            if (which === 'service') {
+              const { result, cpu } = await measuredRound(
+                context,
+                '1',
+                service,
+                () => load(service.url, context.seconds),
+                (done) => done.responses,
+              );
+              ours.push(result);
+              cpus.push(cpu);
+              const mb = recordRss(context, service, '1', `${id} round ${round}`);
+              progress(
+                context,
+                `fig 1 ${path} round ${round}/${context.rounds}: service ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; RSS ${format(mb)} MB`,
+              );
+            } else {
+              await beforeRound(context, [service.pid, bare.pid]);
+              const stopCpu = measureServiceCpu(bare.pid);
+              const result = await load(bare.url, context.seconds);
+              const cpu = stopCpu(result.responses);
+              theirs.push(result);
+              bareCpus.push(cpu);
+              progress(
+                context,
+                `fig 1 ${path} round ${round}/${context.rounds}: bare Fastify ${format(result.okPerSecond)} req/s (${statusText(result)}); main thread ${format(cpu.mainShare * 100)}% busy (${format(cpu.mainMsPerAnswer, 3)} ms per answer)`,
+              );
+            }
+          }
+        }
+        const value = median(ours.map((result) => result.okPerSecond));
+        const baseline = median(theirs.map((result) => result.okPerSecond));
+        const ratio = value / baseline;
+        const non2xx = sum(ours, (result) => result.non2xx);
+        const errors = sum(ours, (result) => result.errors);
+        rows.push({
+          id,
+          label: `GET ${path.replace('/api/v1', '')} req/s, ${connections} connections`,
+          unit: 'req/s',
+          value,
+          baseline,
+          baselineLabel: 'bare Fastify',
+          ratio,
+          goal: { text: 'ratio ≥ 0.85', met: ratio >= 0.85 && non2xx === 0 && errors === 0 },
+          non2xx,
+          errors,
+          rounds: `service ${ours.map((result) => format(result.okPerSecond)).join(' / ')}; bare ${theirs.map((result) => format(result.okPerSecond)).join(' / ')}`,
+          notes: [
+            cpuSummary(cpus),
+            `bare Fastify main thread ${format(median(bareCpus.map((cpu) => cpu.mainMsPerAnswer)), 3)} ms CPU per answer against the service's ${format(median(cpus.map((cpu) => cpu.mainMsPerAnswer)), 3)} ms`,
+            ...ours.filter((result) => result.non2xx + result.errors > 0).map(statusText),
+          ],
+        });
+      }
+      return rows;
+    });
+  } finally {
+    await bare.stop();
+  }
+}
+
+/**
+ * Figure 4: resend-verification and forgot-password answer 202 before any lookup, so their latency
+ * should not depend on the database. Identities are distinct and unregistered, as are addresses.
+ */
+export async function figureMessageRequests(context: BenchContext): Promise<Row[]> {
+  return withService(context, '4', async (service) => {
+    const rows: Row[] = [];
+    for (const [id, path, label] of [
+      ['4a', '/api/v1/customer/auth/verification/resend', 'POST verification/resend'],
+      ['4b', '/api/v1/customer/auth/password/forgot', 'POST password/forgot'],
+    ] as const) {
+      const load = (seconds: number) =>
+        runLoad({
+          url: service.url,
+          method: 'POST',
+          path,
+          connections,
+          seconds,
+          body: () => ({ identity: nextEmail('nobody') }),
+        });
+      await load(warmupSeconds);
+      await waitUntilIdle(service.pid);
+      const results: LoadResult[] = [];
+      const cpus: ServiceCpu[] = [];
+      const drains: number[] = [];
+      for (let round = 1; round <= context.rounds; round += 1) {
+        const { result, cpu } = await measuredRound(
+          context,
+          '4',
+          service,
+          () => load(context.seconds),
+          (done) => done.responses,
+        );
+        results.push(result);
+        cpus.push(cpu);
+        // The work behind the 202s (one transaction each) may still be queued; let it finish
+        // so the next round starts from a quiet service, and report how long it took.
+        const drainMs = await waitUntilIdle(service.pid, { maxMs: 30_000 });
+        drains.push(drainMs);
+        const mb = recordRss(context, service, '4', `${id} round ${round}`);
+        progress(
+          context,
+          `fig 4 ${label} round ${round}/${context.rounds}: p99 ${format(result.latency.p99, 1)} ms, p50 ${format(result.latency.p50, 1)} ms at ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; busy ${format(drainMs / 1000, 1)} s after the round; RSS ${format(mb)} MB`,
+        );
+      }
+      const value = median(results.map((result) => result.latency.p99));
+      const non2xx = sum(results, (result) => result.non2xx);
+      const errors = sum(results, (result) => result.errors);
+      rows.push({
+        id,
+        label: `${label} p99 latency, ${connections} connections`,
+        unit: 'ms',
+        value,
+        goal: { text: 'p99 ≤ 10 ms', met: value <= 10 && non2xx === 0 && errors === 0 },
+        non2xx,
+        errors,
+        rounds: results
+          .map(
+            (result, index) =>
+              `p99 ${format(result.latency.p99, 1)} ms @ ${format(result.okPerSecond)} req/s, busy ${format(drains[index]! / 1000, 1)} s after`,
+          )
+          .join(' / '),
+        notes: [
+          `median ${format(median(results.map((result) => result.okPerSecond)))} req/s, p50 ${format(median(results.map((result) => result.latency.p50)), 1)} ms`,
+          cpuSummary(cpus),
+          ...results.filter((result) => result.non2xx + result.errors > 0).map(statusText),
+        ],
+      });
+    }
+    return rows;
+  });
+}
+
+export { statusText, sum };

@@ -1,0 +1,122 @@
+import fs from 'node:fs';
+
+/** Linux /proc readings of a child process: memory, CPU time, its listening TCP port. */
+
+/** Resident set size in MB (VmRSS), or NaN once the process is gone. */
+export function residentMb(pid: number): number {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return match === null ? Number.NaN : Number(match[1]) / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const clockTicksPerSecond = 100;
+
+/** User plus system CPU seconds the process has used so far (all its threads). */
+export function cpuSeconds(pid: number): number {
+  return threadSeconds(`/proc/${pid}/stat`);
+}
+
+function socketInodes(pid: number): Set<string> {
+  const inodes = new Set<string>();
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return inodes;
+  }
+  for (const entry of entries) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${entry}`));
+      if (match !== null) inodes.add(match[1]!);
+    } catch {
+      // the descriptor closed while we looked
+    }
+  }
+  return inodes;
+}
+
+/**
+ * The TCP port the process listens on, or undefined while it does not. Read from /proc because
+ * the service announces its address only at LOG_LEVEL=info and the benchmark runs it at warn.
+ */
+export function listeningPort(pid: number): number | undefined {
+  const inodes = socketInodes(pid);
+  if (inodes.size === 0) return undefined;
+  for (const table of ['tcp', 'tcp6']) {
+    let text: string;
+    try {
+      text = fs.readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const columns = line.trim().split(/\s+/);
+      // columns: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      if (columns[3] !== '0A' || columns[9] === undefined || !inodes.has(columns[9])) continue;
+      return parseInt(columns[1]!.split(':')[1]!, 16);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Waits until the process has used under `idleShare` of one core over a 250 ms window (work it
+ * queued behind its answers is done), at most `maxMs`. Returns how long that took.
+ */
+export async function waitUntilIdle(pid: number, { idleShare = 0.1, maxMs = 15_000 } = {}): Promise<number> {
+  const started = performance.now();
+  const windowMs = 250;
+  for (;;) {
+    const before = cpuSeconds(pid);
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const used = cpuSeconds(pid) - before;
+    const elapsed = performance.now() - started;
+    if (!(used > (idleShare * windowMs) / 1000) || elapsed >= maxMs) return elapsed;
+  }
+}
+
+export interface ServiceCpu {
+  /** Share of one core the main (event loop) thread used over the span. */
+  mainShare: number;
+  /** Cores used by the whole process (main thread, hashing threads, everything). */
+  totalCores: number;
+  /** Main-thread CPU milliseconds per answer. */
+  mainMsPerAnswer: number;
+}
+
+/**
+ * Starts measuring a process's CPU; the returned function takes the number of answers in the
+ * span and ends it. The main thread's own time (its task id is the pid) says whether the event
+ * loop, rather than the hashing threads, was the limit.
+ */
+export function measureServiceCpu(pid: number): (answers: number) => ServiceCpu {
+  const startedMs = performance.now();
+  const mainPath = `/proc/${pid}/task/${pid}/stat`;
+  const mainBefore = threadSeconds(mainPath);
+  const totalBefore = cpuSeconds(pid);
+  return (answers) => {
+    const seconds = (performance.now() - startedMs) / 1000;
+    const main = threadSeconds(mainPath) - mainBefore;
+    return {
+      mainShare: main / seconds,
+      totalCores: (cpuSeconds(pid) - totalBefore) / seconds,
+      mainMsPerAnswer: answers > 0 ? (main * 1000) / answers : Number.NaN,
+    };
+  };
+}
+
+/** utime + stime of /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat. */
+function threadSeconds(statPath: string): number {
+  try {
+    const stat = fs.readFileSync(statPath, 'utf8');
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond;
+  } catch {
+    return Number.NaN;
+  }
+}

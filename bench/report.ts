@@ -1,0 +1,229 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Mode } from './backends.js';
+import { format, type BenchContext, type Row, type RssSample } from './context.js';
+import { repoRoot } from './servers.js';
+
+export interface ModeResult {
+  mode: Mode;
+  description: string;
+  rows: Row[];
+  context: BenchContext;
+}
+
+const rssLimitMb = 200;
+const rssFlatShare = 0.1;
+
+/** Figure 6 from the RSS read at the end of every round and of every figure's service. */
+export function rssRow(samples: RssSample[]): Row {
+  const max = Math.max(...samples.map((sample) => sample.mb));
+  const figures = [...new Set(samples.map((sample) => sample.figure))];
+  const growth: string[] = [];
+  let flat = true;
+  for (const figure of figures) {
+    const rounds = samples.filter((sample) => sample.figure === figure && sample.when !== 'end');
+    const end = samples.find((sample) => sample.figure === figure && sample.when === 'end');
+    if (rounds.length === 0) continue;
+    const first = rounds[0]!.mb;
+    const last = rounds[rounds.length - 1]!.mb;
+    if (last > first * (1 + rssFlatShare)) flat = false;
+    growth.push(
+      `fig ${figure}: ${rounds.map((sample) => format(sample.mb)).join('→')}${end === undefined ? '' : `, end ${format(end.mb)}`}`,
+    );
+  }
+  const lastEnd = [...samples].reverse().find((sample) => sample.when === 'end');
+  return {
+    id: '6',
+    label: 'service RSS (MB): max over round ends; flat = last round within 10% of first, per process',
+    unit: 'MB',
+    value: max,
+    ...(lastEnd === undefined ? {} : { baseline: lastEnd.mb, baselineLabel: 'at the end' }),
+    goal: { text: `≤ ${rssLimitMb} MB and flat`, met: max <= rssLimitMb && flat },
+    non2xx: 0,
+    errors: 0,
+    rounds: growth.join('; '),
+    notes: [flat ? 'flat across rounds' : 'GROWS across rounds'],
+  };
+}
+
+/** Two decimals, cut rather than rounded, so 0.849 never reads as a met 0.85. */
+function ratioText(ratio: number): string {
+  return (Math.floor(ratio * 100) / 100).toFixed(2);
+}
+
+function valueText(row: Row): string {
+  const digits = row.unit === 'ms' || row.value < 1000 ? 1 : 0;
+  return `${format(row.value, digits)} ${row.unit}`;
+}
+
+function yardstickText(row: Row): string {
+  if (row.baseline === undefined) return '—';
+  const digits = row.unit === 'ms' || row.baseline < 1000 ? 1 : 0;
+  return `${format(row.baseline, digits)} ${row.unit} (${row.baselineLabel ?? ''})`;
+}
+
+function metText(row: Row): string {
+  if (row.goal.met) return 'yes';
+  const reasons: string[] = [];
+  if (row.non2xx + row.errors > 0) reasons.push(`${row.non2xx} non-2xx, ${row.errors} connection errors`);
+  if (row.notes.some((note) => note.startsWith('SERVICE ERRORS'))) reasons.push('service logged errors');
+  return reasons.length === 0 ? '**no**' : `**no** (${reasons.join('; ')})`;
+}
+
+const noisyShare = 0.15;
+
+/** Other processes' share of the CPU while the row's figure ran, flagged when it was enough to matter. */
+function noiseText(result: ModeResult, row: Row): string {
+  const shares = row.id === '6' ? Object.values(result.context.hostUse) : [result.context.hostUse[row.id.charAt(0)]];
+  const worst = Math.max(0, ...shares.map((share) => share?.others ?? 0));
+  return worst > noisyShare ? `${format(worst * 100)}% ⚠` : `${format(worst * 100)}%`;
+}
+
+export function modeTable(result: ModeResult): string {
+  const lines = [
+    '| # | Figure | Service | Yardstick | Ratio | Goal | Met | Host CPU used by others |',
+    '|---|---|---|---|---|---|---|---|',
+    ...result.rows.map(
+      (row) =>
+        `| ${row.id} | ${row.label} | ${valueText(row)} | ${yardstickText(row)} | ${row.ratio === undefined ? '—' : ratioText(row.ratio)} | ${row.goal.text} | ${metText(row)} | ${noiseText(result, row)} |`,
+    ),
+  ];
+  if (result.rows.some((row) => noiseText(result, row).endsWith('⚠'))) {
+    lines.push(
+      '',
+      `⚠ Other processes took more than ${noisyShare * 100}% of the host's CPU while this figure ran: its numbers (and ratios, whose two sides ran at different moments) are unreliable; rerun on a quiet host.`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export function roundsDetail(result: ModeResult): string {
+  const lines = result.rows.map((row) => {
+    const notes = row.notes.length === 0 ? '' : ` — ${row.notes.join('; ')}`;
+    return `- **${row.id}** ${row.rounds}${notes}`;
+  });
+  const use = Object.entries(result.context.hostUse);
+  if (use.length > 0) {
+    const servers =
+      result.mode === 'production'
+        ? ' (PostgreSQL + Redis separately: ' +
+          use.map(([id, share]) => `fig ${id} ${(share.servers * 100).toFixed(0)}%`).join(', ') +
+          ')'
+        : '';
+    lines.push(
+      `- CPU taken by processes outside the benchmark while each figure ran (share of all cores): ${use.map(([id, share]) => `fig ${id} ${(share.others * 100).toFixed(0)}%`).join(', ')}${servers}`,
+    );
+  }
+  const quiet = result.context.quiet;
+  lines.push(
+    `- Before each measured round the benchmark waited (up to 10 s) for other processes to use under 15% of the CPU: ${format(quiet.waitedMs / 1000, 1)} s waited in all; ${quiet.noisyRounds} of ${quiet.rounds} rounds started on a busy host anyway.`,
+  );
+  for (const [figure, kinds] of Object.entries(result.context.serviceLogs)) {
+    const entries = Object.entries(kinds);
+    if (entries.length === 0) continue;
+    lines.push(
+      `- service log lines at warn or above during figure ${figure}: ${entries.map(([kind, count]) => `${count}× \`${kind}\``).join('; ')}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export function summaryTable(results: ModeResult[]): string {
+  const ids = results[0]?.rows.map((row) => row.id) ?? [];
+  const header = `| # | Goal | ${results.map((result) => result.mode).join(' | ')} |`;
+  const lines = [header, `|---|---|${results.map(() => '---|').join('')}`];
+  for (const id of ids) {
+    const cells = results.map((result) => {
+      const row = result.rows.find((candidate) => candidate.id === id);
+      if (row === undefined) return '—';
+      const shown = row.ratio !== undefined && row.unit === 'req/s' ? `ratio ${ratioText(row.ratio)}` : valueText(row);
+      return `${shown} ${row.goal.met ? '✓' : '✗'}${noiseText(result, row).endsWith('⚠') ? ' ⚠' : ''}`;
+    });
+    const goal = results[0]!.rows.find((row) => row.id === id)!.goal.text;
+    lines.push(`| ${id} | ${goal} | ${cells.join(' | ')} |`);
+  }
+  lines.push(
+    '',
+    `✓ goal met, ✗ missed; ⚠ other processes took more than ${noisyShare * 100}% of the host's CPU while the figure ran.`,
+  );
+  return lines.join('\n');
+}
+
+export function machineFacts(): string[] {
+  const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+  return [
+    `- Date: ${new Date().toISOString()}`,
+    `- CPU: ${os.cpus().length} cores, ${model}`,
+    `- Memory: ${format(os.totalmem() / 1024 ** 3, 1)} GiB`,
+    `- Node.js ${process.version} on ${os.type()} ${os.release()}`,
+  ];
+}
+
+const changesHeading = '## What was changed to reach it';
+const changesPlaceholder =
+  '_Maintainers: note here what was changed in the service to reach these figures (nothing yet)._';
+
+/** The maintainers' section of the existing file, carried over when the file is rewritten. */
+function existingChanges(file: string): string {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return changesPlaceholder;
+  }
+  const start = text.indexOf(changesHeading);
+  if (start < 0) return changesPlaceholder;
+  const rest = text.slice(start + changesHeading.length);
+  const next = rest.search(/\n## /);
+  const body = (next < 0 ? rest : rest.slice(0, next)).trim();
+  return body === '' ? changesPlaceholder : body;
+}
+
+export function writeBenchmarksFile(
+  results: ModeResult[],
+  settings: { rounds: number; seconds: number; minutes: number; loadAtStart: string; loadAtEnd: string },
+): string {
+  const file = path.join(repoRoot, 'BENCHMARKS.md');
+  const changes = existingChanges(file);
+  const sections = [
+    '# Benchmarks',
+    '',
+    `Written by \`npm run bench\` (bench/run.ts); rerun it rather than editing the figures by hand. Each figure is the median of ${settings.rounds} rounds of ${settings.seconds} s; every ratio compares two medians from the same run. The whole run took ${format(settings.minutes, 1)} minutes.`,
+    '',
+    '## Machine',
+    '',
+    ...machineFacts(),
+    `- Load average (1/5/15 min): ${settings.loadAtStart} at the start, ${settings.loadAtEnd} at the end`,
+    '',
+    '## How it is measured',
+    '',
+    "- The service runs as a child process (`node --import tsx src/cli/main.ts serve`, PORT=0, LOG_LEVEL=warn, TRUST_PROXY=true); each figure gets a fresh process, so none inherits another's in-process counters or backlog (in production mode the Redis db is flushed between figures). The database and the customers registered in figure 3 carry over.",
+    "- autocannon runs in the benchmark process over loopback, sharing the 2 cores with the service. Every request carries its own never-reused X-Forwarded-For address, so per-address limits cannot answer 429 for the benchmark's sake; any non-2xx answer is counted and shown, and a figure with non-2xx answers does not meet its goal.",
+    '- Yardsticks run in their own child processes: Fastify with no plugins answering the same JSON (figure 1), and @node-rs/argon2 with the production parameters (m=19456, t=2, p=1), 2 operations at a time (figures 2 and 3). Service and yardstick rounds alternate.',
+    '- Figure 4 uses distinct unregistered emails; after each round the benchmark waits until the service is idle and reports how long the work behind the 202s kept it busy. Figure 5 probes /health/live at 200 requests/s over 10 connections, alone and while 32 connections log in.',
+    '- Latency percentiles are exact, from every answer, as seen by the load generator.',
+    '- For every measured round the service\'s CPU is read from /proc: how busy its main (event-loop) thread was and its main-thread CPU per answer, which tells whether the event loop or the hashing threads set the pace. The service\'s log lines at warn or above are counted; a figure during which it logged errors (other than the expected "hourly message budget spent") does not meet its goal.',
+    '- The host is shared: before each round the benchmark waits briefly for other processes to quieten down, and the details say how much CPU they took during each figure.',
+    '',
+  ];
+  if (results.length > 1) sections.push('## Goals at a glance', '', summaryTable(results), '');
+  for (const result of results) {
+    sections.push(
+      `## ${result.mode === 'embedded' ? 'Embedded default' : 'Production mode'}`,
+      '',
+      result.description,
+      '',
+      modeTable(result),
+      '',
+      'Rounds:',
+      '',
+      roundsDetail(result),
+      '',
+    );
+  }
+  sections.push(changesHeading, '', changes, '');
+  fs.writeFileSync(file, sections.join('\n'));
+  return file;
+}

@@ -1,0 +1,147 @@
+/**
+ * `npm run bench`: the service's figures on the embedded default, and also on PostgreSQL + Redis
+ * when DATABASE_URL and REDIS_URL are set. Prints progress and a table, writes BENCHMARKS.md.
+ *
+ * Options: --rounds=3 --seconds=4 --only=1,4 (no BENCHMARKS.md) --mode=embedded|production
+ *          --profile=<figure> (that figure only, service under --cpu-prof, summary printed)
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { embeddedBackend, productionBackend, type Backend, type Mode } from './backends.js';
+import { applyServiceErrors, progress, type BenchContext, type Row } from './context.js';
+import { figureLivenessUnderLogin, figureLogin, figureRegister } from './figures-hashing.js';
+import { figureFrameworkOverhead, figureMessageRequests } from './figures-http.js';
+import { loadAverageText, measureHost } from './host.js';
+import { summarizeProfileFolder } from './profile.js';
+import {
+  machineFacts,
+  modeTable,
+  roundsDetail,
+  rssRow,
+  summaryTable,
+  writeBenchmarksFile,
+  type ModeResult,
+} from './report.js';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '4' },
+    only: { type: 'string' },
+    mode: { type: 'string' },
+    profile: { type: 'string' },
+  },
+});
+const rounds = Number(values.rounds);
+const seconds = Number(values.seconds);
+if (!(rounds >= 3) || !(seconds > 0)) throw new Error('--rounds must be at least 3 and --seconds positive');
+
+const figureOrder = ['1', '4', '3', '2', '5'] as const;
+type FigureId = (typeof figureOrder)[number];
+const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
+  '1': figureFrameworkOverhead,
+  '4': figureMessageRequests,
+  '3': figureRegister,
+  '2': figureLogin,
+  '5': figureLivenessUnderLogin,
+};
+const selected = new Set<string>(
+  values.profile !== undefined ? [values.profile] : (values.only?.split(',') ?? figureOrder),
+);
+for (const id of selected)
+  if (!(figureOrder as readonly string[]).includes(id))
+    throw new Error(`no figure ${id} (figures: 1-5; 6 is measured throughout)`);
+const complete = selected.size === figureOrder.length;
+
+const databaseUrl = process.env['DATABASE_URL'];
+const redisUrl = process.env['REDIS_URL'];
+const modes: Mode[] =
+  values.mode !== undefined
+    ? [values.mode as Mode]
+    : databaseUrl !== undefined && redisUrl !== undefined
+      ? ['embedded', 'production']
+      : ['embedded'];
+if (modes.includes('production') && (databaseUrl === undefined || redisUrl === undefined)) {
+  throw new Error('production mode needs DATABASE_URL and REDIS_URL');
+}
+
+const openBackends = new Set<Backend>();
+process.once('SIGINT', () => {
+  void Promise.allSettled([...openBackends].map((backend) => backend.cleanup())).finally(() => process.exit(130));
+});
+
+async function runMode(mode: Mode): Promise<ModeResult> {
+  const backend = mode === 'embedded' ? embeddedBackend() : await productionBackend(databaseUrl!, redisUrl!);
+  openBackends.add(backend);
+  const profileDir =
+    values.profile === undefined ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-bench-profile-'));
+  const context: BenchContext = {
+    mode,
+    backend,
+    rounds,
+    seconds,
+    ...(profileDir === undefined ? {} : { profile: { figure: values.profile!, dir: profileDir } }),
+    customers: [],
+    password: 'bench-Passw0rd-42',
+    rss: [],
+    windows: [],
+    serviceLogs: {},
+    hostUse: {},
+    quiet: { waitedMs: 0, noisyRounds: 0, rounds: 0 },
+  };
+  progress(context, backend.description);
+  try {
+    const rows: Row[] = [];
+    for (const id of figureOrder) {
+      if (!selected.has(id)) continue;
+      progress(context, `figure ${id}: starting (load average ${loadAverageText()})`);
+      const measured = measureHost();
+      const figureRows = [await figureRuns[id](context)].flat();
+      applyServiceErrors(figureRows, context.serviceLogs[id] ?? {});
+      rows.push(...figureRows);
+      const use = measured();
+      context.hostUse[id] = use;
+      progress(
+        context,
+        `figure ${id}: done; other processes took ${(use.others * 100).toFixed(0)}% of the host's CPU meanwhile${mode === 'production' ? `, PostgreSQL + Redis ${(use.servers * 100).toFixed(0)}%` : ''}`,
+      );
+    }
+    rows.sort((a, b) => a.id.localeCompare(b.id));
+    if (context.rss.length > 0) rows.push(rssRow(context.rss));
+    if (profileDir !== undefined) {
+      const windows = context.windows.filter((window) => window.figure === values.profile);
+      for (const summary of summarizeProfileFolder(profileDir, windows)) console.log(summary);
+      console.log(`profiles kept in ${profileDir}`);
+    }
+    return { mode, description: backend.description, rows, context };
+  } finally {
+    await backend.cleanup();
+    openBackends.delete(backend);
+  }
+}
+
+const started = performance.now();
+const loadAtStart = loadAverageText();
+console.log(
+  ['Storefront Auth benchmark', ...machineFacts(), `- Load average (1/5/15 min) at the start: ${loadAtStart}`].join(
+    '\n',
+  ),
+);
+const results: ModeResult[] = [];
+for (const mode of modes) results.push(await runMode(mode));
+const minutes = (performance.now() - started) / 60_000;
+
+for (const result of results) {
+  console.log(`\n== ${result.mode}: ${result.description}\n\n${modeTable(result)}\n\nRounds:\n${roundsDetail(result)}`);
+}
+if (results.length > 1) console.log(`\n== goals at a glance\n\n${summaryTable(results)}`);
+console.log(`\nfinished in ${minutes.toFixed(1)} minutes`);
+if (complete && values.profile === undefined) {
+  console.log(
+    `wrote ${writeBenchmarksFile(results, { rounds, seconds, minutes, loadAtStart, loadAtEnd: loadAverageText() })}`,
+  );
+} else {
+  console.log('partial run (--only or --profile): BENCHMARKS.md left as it was');
+}

@@ -1,0 +1,137 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { listeningPort, residentMb } from './proc.js';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cliEntry = path.join(repoRoot, 'src/cli/main.ts');
+const bareEntry = path.join(repoRoot, 'bench/bare-fastify.ts');
+
+export interface Server {
+  name: string;
+  url: string;
+  pid: number;
+  child: ChildProcess;
+  /** Log lines at warn or above the service wrote, by level name, and the last few of them. */
+  logCounts: Record<string, number>;
+  /** Lines at warn or above by level, message and error, e.g. "error background work failed: DatabaseUnavailableError …". */
+  logKinds: Record<string, number>;
+  lastLogLines: string[];
+  rssMb(): number;
+  /** SIGTERM, then waits for the exit (a --cpu-prof child writes its profile on the way out). */
+  stop(): Promise<number | null>;
+}
+
+const levelNames: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+};
+
+function spawnNode(script: string, args: string[], env: Record<string, string>, nodeFlags: string[]): ChildProcess {
+  return spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script, ...args], {
+    cwd: repoRoot,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Resolves once the child listens on TCP; rejects when it exits first or takes too long. */
+function whenListening(
+  name: string,
+  child: ChildProcess,
+  stderrText: () => string,
+  timeoutMs: number,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const onExit = (code: number | null) => {
+      clearInterval(timer);
+      reject(new Error(`${name} exited with ${code} before listening: ${stderrText()}`));
+    };
+    child.once('exit', onExit);
+    const timer = setInterval(() => {
+      const port = listeningPort(child.pid!);
+      if (port !== undefined) {
+        clearInterval(timer);
+        child.off('exit', onExit);
+        resolve(port);
+      } else if (performance.now() - started > timeoutMs) {
+        clearInterval(timer);
+        child.off('exit', onExit);
+        child.kill('SIGKILL');
+        reject(new Error(`${name} did not listen within ${timeoutMs} ms: ${stderrText()}`));
+      }
+    }, 50);
+  });
+}
+
+async function startChild(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  nodeFlags: string[] = [],
+  timeoutMs = 90_000,
+): Promise<Server> {
+  const child = spawnNode(script, args, { PORT: '0', ...env }, nodeFlags);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const logCounts: Record<string, number> = {};
+  const logKinds: Record<string, number> = {};
+  const lastLogLines: string[] = [];
+  // Always read stdout, so a chatty child can never block on a full pipe.
+  readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+    let level = 'other';
+    let kind = line.slice(0, 120);
+    try {
+      const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { type?: string; message?: string } };
+      level = levelNames[entry.level ?? 0] ?? 'other';
+      const error = entry.err === undefined ? '' : `: ${entry.err.type ?? 'Error'}: ${entry.err.message ?? ''}`;
+      kind = `${entry.msg ?? ''}${error}`.slice(0, 160);
+    } catch {
+      // not a JSON log line
+    }
+    logCounts[level] = (logCounts[level] ?? 0) + 1;
+    logKinds[`${level} ${kind}`] = (logKinds[`${level} ${kind}`] ?? 0) + 1;
+    lastLogLines.push(line.slice(0, 400));
+    if (lastLogLines.length > 5) lastLogLines.shift();
+  });
+  const port = await whenListening(name, child, () => stderr, timeoutMs);
+  const pid = child.pid!;
+  return {
+    name,
+    url: `http://127.0.0.1:${port}`,
+    pid,
+    child,
+    logCounts,
+    logKinds,
+    lastLogLines,
+    rssMb: () => residentMb(pid),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** `storefront-auth serve` from source, as the brief runs it: PORT=0, LOG_LEVEL=warn, behind a trusted proxy. */
+export function startService(env: Record<string, string>, { cpuProfileDir }: { cpuProfileDir?: string } = {}) {
+  const flags = cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`];
+  return startChild('service', cliEntry, ['serve'], { LOG_LEVEL: 'warn', TRUST_PROXY: 'true', ...env }, flags);
+}
+
+/** Fastify with no plugins, answering the same JSON on the same paths. */
+export function startBareFastify() {
+  return startChild('bare fastify', bareEntry, [], {});
+}

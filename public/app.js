@@ -1,0 +1,353 @@
+// The sign-in page script: plain browser JavaScript, no build step, no framework. It uses the
+// public API exactly as any storefront page would: same-origin fetch, the session cookie kept by
+// the browser, and the XSRF-TOKEN cookie echoed in an X-XSRF-TOKEN header on every POST.
+(() => {
+  'use strict';
+
+  const api = '/api/v1';
+  const auth = `${api}/customer/auth`;
+  const mode = document.body.dataset.identityMode === 'phone' ? 'phone' : 'email';
+  const noun = mode === 'phone' ? 'phone number' : 'email address';
+  const statusBox = document.getElementById('status');
+  const views = ['account', 'login', 'register', 'verify', 'forgot', 'reset'];
+
+  // ---- The API ------------------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, code, errors, retryAfter, requestId) {
+      super(code);
+      this.status = status;
+      this.code = code;
+      this.errors = errors || {};
+      this.retryAfter = retryAfter;
+      this.requestId = requestId;
+    }
+  }
+
+  function readCookie(name) {
+    for (const part of document.cookie.split(';')) {
+      const eq = part.indexOf('=');
+      if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    }
+    return null;
+  }
+
+  /** Retry-After in whole seconds (it may also be an HTTP date), or undefined. */
+  function retryAfterSeconds(header) {
+    if (header === null) return undefined;
+    const seconds = /^\d+$/.test(header.trim()) ? Number(header) : (Date.parse(header) - Date.now()) / 1000;
+    return Number.isFinite(seconds) ? Math.max(1, Math.ceil(seconds)) : undefined;
+  }
+
+  /** One request: the parsed body on success, an ApiError otherwise. */
+  async function send(method, path, body) {
+    const headers = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const token = readCookie('XSRF-TOKEN');
+    if (method !== 'GET' && token !== null) headers['x-xsrf-token'] = token;
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        credentials: 'same-origin',
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      throw new ApiError(0, 'network_error');
+    }
+    const text = await response.text().catch(() => '');
+    let parsed = null;
+    try {
+      parsed = text === '' ? null : JSON.parse(text);
+    } catch {
+      // Not JSON: a proxy's error page, for instance. Judged by the status below.
+    }
+    if (response.ok) return parsed;
+    const problem = parsed !== null && typeof parsed === 'object' ? parsed : {};
+    throw new ApiError(
+      response.status,
+      typeof problem.code === 'string'
+        ? problem.code
+        : response.status >= 500
+          ? 'service_unavailable'
+          : 'internal_error',
+      problem.errors,
+      retryAfterSeconds(response.headers.get('retry-after')),
+      typeof problem.request_id === 'string' ? problem.request_id : response.headers.get('x-request-id'),
+    );
+  }
+
+  const refreshToken = () => send('GET', `${api}/csrf-cookie`);
+
+  /** A request with the CSRF dance: fetch a token when there is none, and refresh it once on a 419. */
+  async function call(method, path, body) {
+    if (method === 'GET') return send(method, path);
+    if (readCookie('XSRF-TOKEN') === null) await refreshToken();
+    try {
+      return await send(method, path, body);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== 'csrf_token_mismatch') throw error;
+      await refreshToken(); // stale, missing or from another session: one more try with a fresh one
+      return send(method, path, body);
+    }
+  }
+
+  // ---- Messages -----------------------------------------------------------------------------
+
+  const tryAgain = (error) =>
+    error.retryAfter === undefined
+      ? 'Try again in a moment.'
+      : `Try again in ${error.retryAfter} second${error.retryAfter === 1 ? '' : 's'}.`;
+
+  // Every error code the API can answer, in words for people. Forms may say it better in context.
+  const messages = {
+    validation_failed: () => 'Some fields need another look; see the messages next to them.',
+    identity_unavailable: () =>
+      `This ${noun} cannot be used for a new account. If it is yours, log in or reset your password.`,
+    invalid_identity_challenge: () =>
+      'That code is wrong, has expired or was already used. Check it, or ask for a new code.',
+    unauthenticated: () => 'You are not signed in.',
+    rate_limited: (error) => `Too many attempts. ${tryAgain(error)}`,
+    store_unavailable: () => 'The store is closed right now. Please come back later.',
+    csrf_token_mismatch: () => 'This page has expired. Reload it and try again.',
+    untrusted_origin: () =>
+      'The store did not accept this request from this page. Open the store’s own sign-in page and try again.',
+    service_unavailable: (error) => `The store cannot answer right now. ${tryAgain(error)}`,
+    internal_error: (error) =>
+      `Something went wrong on our side. Please try again.${error.requestId ? ` (Reference: ${error.requestId})` : ''}`,
+    network_error: () => 'We could not reach the store. Check your connection and try again.',
+  };
+
+  function describe(error, overrides = {}) {
+    if (!(error instanceof ApiError)) return messages.internal_error({});
+    const message = overrides[error.code] || messages[error.code];
+    return message ? message(error) : `Something went wrong (${error.code}). Please try again.`;
+  }
+
+  function setStatus(text, kind = '') {
+    statusBox.textContent = text;
+    statusBox.className = kind;
+  }
+
+  // ---- Fields and views ---------------------------------------------------------------------
+
+  function describedBy(input, id) {
+    const ids = (input.getAttribute('aria-describedby') || '').split(' ').filter(Boolean);
+    if (!ids.includes(id)) input.setAttribute('aria-describedby', [...ids, id].join(' '));
+  }
+
+  function setUpIdentityFields() {
+    for (const label of document.querySelectorAll('.identity-label')) {
+      label.textContent = mode === 'phone' ? 'Phone number' : 'Email address';
+    }
+    for (const span of document.querySelectorAll('.identity-noun')) span.textContent = noun;
+    for (const input of document.querySelectorAll('.identity-input')) {
+      input.type = mode === 'phone' ? 'tel' : 'email';
+      input.setAttribute('autocomplete', mode === 'phone' ? 'tel' : 'email');
+      if (input.name === 'email') input.name = mode; // registration names the field after the mode
+      if (mode === 'phone') {
+        const hint = document.createElement('p');
+        hint.id = `${input.id}-hint`;
+        hint.className = 'hint';
+        hint.textContent = 'In international form: + and the country code, for example +44 7700 900123.';
+        input.after(hint);
+        describedBy(input, hint.id);
+      }
+    }
+  }
+
+  // Every field gets a place for its server-side errors, announced with the field.
+  function setUpFieldErrors() {
+    for (const input of document.querySelectorAll('.field input')) {
+      const box = document.createElement('p');
+      box.id = `${input.id}-error`;
+      box.className = 'field-error';
+      box.hidden = true;
+      input.closest('.field').append(box);
+      describedBy(input, box.id);
+    }
+  }
+
+  function clearFieldErrors(form) {
+    for (const input of form.querySelectorAll('input')) {
+      input.removeAttribute('aria-invalid');
+      const box = document.getElementById(`${input.id}-error`);
+      if (box) {
+        box.textContent = '';
+        box.hidden = true;
+      }
+    }
+  }
+
+  /** Shows each field's messages next to it; returns the messages no field of the form owns. */
+  function showFieldErrors(form, errors) {
+    const orphans = [];
+    let first = null;
+    for (const [field, list] of Object.entries(errors)) {
+      const input = form.elements ? form.elements.namedItem(field) : null;
+      const box = input instanceof HTMLInputElement ? document.getElementById(`${input.id}-error`) : null;
+      if (box === null) {
+        orphans.push(...list.map((message) => (field === 'body' ? message : `${field}: ${message}`)));
+        continue;
+      }
+      box.textContent = list.join(' ');
+      box.hidden = false;
+      input.setAttribute('aria-invalid', 'true');
+      first ??= input;
+    }
+    first?.focus();
+    return orphans;
+  }
+
+  function show(view, focus = true) {
+    const signedIn = view === 'account';
+    document.getElementById('views').hidden = signedIn;
+    for (const id of views) document.getElementById(id).hidden = id !== view;
+    for (const button of document.querySelectorAll('#views [data-view]')) {
+      if (button.dataset.view === view) button.setAttribute('aria-current', 'page');
+      else button.removeAttribute('aria-current');
+    }
+    if (!focus) return;
+    const section = document.getElementById(view);
+    const empty = [...section.querySelectorAll('input')].find((input) => input.value === '');
+    (empty || section.querySelector('h2')).focus();
+  }
+
+  function fill(formId, field, value) {
+    document.getElementById(formId).elements.namedItem(field).value = value;
+  }
+
+  function showAccount(customer, focus = true) {
+    document.getElementById('account-name').textContent = customer.name;
+    document.getElementById('account-identity').textContent = customer.identity.value;
+    document.getElementById('account-unverified').hidden = customer.identity.verified_at !== null;
+    show('account', focus);
+  }
+
+  // ---- Actions ------------------------------------------------------------------------------
+
+  /** Runs one submission: clears old errors, marks the form busy, shows any failure in words. */
+  async function run(form, work, overrides) {
+    clearFieldErrors(form);
+    setStatus('Working…');
+    form.setAttribute('aria-busy', 'true');
+    for (const button of form.querySelectorAll('button')) button.disabled = true;
+    try {
+      await work();
+    } catch (error) {
+      const orphans = error instanceof ApiError ? showFieldErrors(form, error.errors) : [];
+      setStatus([describe(error, overrides), ...orphans].join(' '), 'error');
+    } finally {
+      form.removeAttribute('aria-busy');
+      for (const button of form.querySelectorAll('button')) button.disabled = false;
+    }
+  }
+
+  function onSubmit(formId, action, overrides) {
+    const form = document.getElementById(formId);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const values = Object.fromEntries(new FormData(form));
+      void run(form, () => action(values, form), overrides);
+    });
+  }
+
+  onSubmit('register-form', async (values, form) => {
+    const customer = await call('POST', `${auth}/register`, values);
+    form.reset();
+    fill('verify-form', 'identity', customer.identity.value);
+    show('verify');
+    setStatus(`Account created. We sent a code to ${customer.identity.value}; enter it below.`, 'success');
+  });
+
+  onSubmit('verify-form', async (values, form) => {
+    const customer = await call('POST', `${auth}/verify`, values);
+    form.reset();
+    fill('login-form', 'identity', customer.identity.value);
+    show('login');
+    setStatus(`Your ${noun} is verified. You can log in now.`, 'success');
+  });
+
+  onSubmit(
+    'login-form',
+    async (values, form) => {
+      const session = await call('POST', `${auth}/login`, values);
+      form.reset();
+      showAccount(session.customer);
+      setStatus(`Welcome, ${session.customer.name}. You are signed in.`, 'success');
+    },
+    {
+      unauthenticated: () => `The ${noun} or password is not right. Check them and try again.`,
+    },
+  );
+
+  onSubmit('forgot-form', async (values, form) => {
+    await call('POST', `${auth}/password/forgot`, values);
+    form.reset();
+    fill('reset-form', 'identity', values.identity);
+    show('reset');
+    setStatus(
+      `If an account uses ${values.identity}, we sent it a reset code; enter it below with your new password.`,
+      'success',
+    );
+  });
+
+  onSubmit('reset-form', async (values, form) => {
+    await call('POST', `${auth}/password/reset`, values);
+    form.reset();
+    fill('login-form', 'identity', values.identity);
+    show('login');
+    setStatus('Your password is changed and every device was signed out. Log in with your new password.', 'success');
+  });
+
+  const verifyForm = document.getElementById('verify-form');
+  document.getElementById('resend').addEventListener('click', () => {
+    const identity = verifyForm.elements.namedItem('identity').value;
+    void run(verifyForm, async () => {
+      await call('POST', `${auth}/verification/resend`, { identity });
+      setStatus(
+        `If ${identity} still needs verifying, a new code is on its way. Earlier codes no longer work.`,
+        'success',
+      );
+    });
+  });
+
+  const account = document.getElementById('account');
+  document.getElementById('logout').addEventListener('click', () => {
+    void run(account, async () => {
+      try {
+        await call('POST', `${auth}/logout`);
+        setStatus('You are signed out.', 'success');
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'unauthenticated') throw error;
+        setStatus('You were already signed out.', 'success');
+      }
+      show('login');
+    });
+  });
+
+  document.getElementById('views').addEventListener('click', (event) => {
+    const button = event.target.closest('[data-view]');
+    if (button === null) return;
+    setStatus('');
+    show(button.dataset.view);
+  });
+  document.querySelector('#forgot [data-view="reset"]').addEventListener('click', () => {
+    setStatus('');
+    show('reset');
+  });
+
+  // ---- Start --------------------------------------------------------------------------------
+
+  setUpIdentityFields();
+  setUpFieldErrors();
+  document.body.setAttribute('aria-busy', 'true');
+  call('GET', `${auth}/session`)
+    .then((session) => showAccount(session.customer, false))
+    .catch((error) => {
+      show('login', false);
+      if (!(error instanceof ApiError) || error.code !== 'unauthenticated') setStatus(describe(error), 'error');
+    })
+    .finally(() => document.body.removeAttribute('aria-busy'));
+})();

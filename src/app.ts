@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
+import cors from '@fastify/cors';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { HasherBusyError } from './auth/password.js';
+import { checkCsrf, csrfHeaderName } from './http/csrf.js';
+import { clientKey } from './http/client-address.js';
+import { ProblemError, problemDocument, type ProblemCode, type ProblemExtras } from './http/problems.js';
+import { limits, RateLimitedError } from './http/rate-limit.js';
+import { authRoutes } from './http/routes/auth.js';
+import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
+import { registerOpenApi } from './http/openapi.js';
+import { validationErrors } from './http/validation.js';
+import { packageVersion } from './version.js';
+import type { Services } from './services.js';
+import { signInPage } from './web/page.js';
+import { DatabaseUnavailableError } from './storage/database.js';
+import type { StoreContext } from './store/store.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A customer-facing route: behind the store gate, answered with Cache-Control: no-store. */
+    customer?: boolean;
+  }
+  interface FastifyRequest {
+    store: StoreContext;
+    clientKey: string;
+  }
+  interface FastifyInstance {
+    /** Set on shutdown: readiness answers 503 so load balancers stop sending traffic. */
+    draining: boolean;
+  }
+}
+
+export const bodyLimitBytes = 16 * 1024;
+
+/** On every answer: the request id, and headers that keep browsers from sniffing, leaking or framing. */
+function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('referrer-policy', 'no-referrer');
+  if (!reply.hasHeader('content-security-policy')) {
+    reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
+  }
+}
+const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
+
+function sendProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  code: ProblemCode,
+  extras: ProblemExtras = {},
+  headers: Record<string, string | number> = {},
+  detail?: string,
+) {
+  const body = problemDocument(code, request.id, detail, extras);
+  return reply.code(body.status).headers(headers).type('application/problem+json').send(body);
+}
+
+/** Maps anything thrown to a problem document; only ProblemError text ever reaches the client. */
+function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof ProblemError) {
+    return sendProblem(request, reply, error.code, error.extras, error.headers, error.message);
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation !== undefined) {
+    return sendProblem(request, reply, 'validation_failed', { errors: validationErrors(fastifyError.validation) });
+  }
+  if (error instanceof DatabaseUnavailableError || error instanceof HasherBusyError) {
+    request.log.warn({ err: error }, 'answered 503: a dependency is unavailable or saturated');
+    return sendProblem(request, reply, 'service_unavailable', {}, { 'retry-after': 2 });
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return sendProblem(request, reply, 'unsupported_media_type');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return sendProblem(request, reply, 'payload_too_large');
+  }
+  const status = fastifyError.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    // Unreadable bodies: malformed JSON, an empty JSON body, prototype poisoning.
+    return sendProblem(request, reply, 'validation_failed', { errors: { body: ['Must be a valid JSON object.'] } });
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return sendProblem(request, reply, 'internal_error');
+}
+
+export async function buildApp(services: Services): Promise<FastifyInstance> {
+  const { config } = services;
+  const app = Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
+    loggerInstance: services.logger,
+    // One line per request is written by the onResponse hook below instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: bodyLimitBytes,
+    // Behind a proxy, trust only the hop next to us: the address it saw, not what the client claims.
+    trustProxy: config.trustProxy ? (_address: string, hop: number) => hop < 1 : false,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID();
+    },
+    // Requests Fastify refuses before routing (a path whose percent-encoding does not decode) get a
+    // problem document like everything else, not the framework's own error body.
+    frameworkErrors: (_error, request, reply) => {
+      setCommonHeaders(request, reply);
+      void sendProblem(request, reply, 'not_found');
+    },
+    ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('draining', false);
+  app.decorateRequest('store', null as unknown as StoreContext);
+  app.decorateRequest('clientKey', '');
+  // Only JSON bodies are accepted; Fastify would otherwise also parse text/plain. An empty JSON
+  // body counts as no body, since clients send the header on body-less POSTs such as logout.
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') done(null, undefined);
+    else parseJson(request, body as string, done);
+  });
+
+  const routesByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = routesByUrl.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    routesByUrl.set(route.url, methods);
+  });
+
+  await app.register(cookie);
+  await app.register(cors, {
+    origin: config.corsAllowedOrigins,
+    credentials: true,
+    methods: ['GET', 'POST'],
+    allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
+    exposedHeaders: ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+    maxAge: 600,
+    // A plain OPTIONS (no Origin or requested method) is answered 204 rather than with a text error.
+    strictPreflight: false,
+  });
+
+  const { limiter } = services;
+  const csrf = {
+    key: services.keys.csrf,
+    allowedOrigins: new Set(config.corsAllowedOrigins),
+    sessionCookieName: config.sessionCookieName,
+  };
+
+  // Customer routes, and anything else under the customer prefix (unknown paths, wrong methods).
+  const isCustomerFacing = (request: FastifyRequest) =>
+    request.routeOptions.config.customer === true ||
+    (request.routeOptions.url === undefined && request.url.startsWith('/api/v1/customer/'));
+
+  app.addHook('onRequest', async (request) => {
+    request.clientKey = clientKey(request.ip);
+    if (isCustomerFacing(request)) {
+      // The store gate comes before everything else: a shut shop answers nothing but 503.
+      request.store = await services.store.get();
+      if (request.store.status !== 'active') throw new ProblemError('store_unavailable');
+    }
+    await limiter.consume([[limits.anyCall, request.clientKey]]);
+    checkCsrf(csrf, request);
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    setCommonHeaders(request, reply);
+    if (isCustomerFacing(request)) reply.header('cache-control', 'no-store');
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode };
+    services.metrics.requests.inc(labels);
+    services.metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        url: request.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request',
+    );
+  });
+
+  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    if (error instanceof RateLimitedError) {
+      services.audit({
+        event: 'rate_limited',
+        clientAddress: request.ip,
+        requestId: request.id,
+        details: { limit: error.rule.name },
+      });
+    }
+    return handleError(error, request, reply);
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const methods = routesByUrl.get(path);
+    if (methods !== undefined) {
+      return sendProblem(request, reply, 'method_not_allowed', {}, { allow: [...methods].sort().join(', ') });
+    }
+    return sendProblem(request, reply, 'not_found');
+  });
+
+  await registerOpenApi(app, config, packageVersion);
+  await app.register(platformRoutes(services), { prefix: '/api/v1' });
+  await app.register(authRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
+  await app.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
+  if (config.signInPage) await app.register(signInPage(services));
+  return app;
+}

@@ -1,0 +1,35 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import type { IdentityMode } from '../config.js';
+
+export const maxIdentityLength = 254;
+
+// The HTML (WHATWG) definition of a valid email address.
+const emailPattern =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+
+// International form only; the punctuation people type between digit groups is tolerated.
+const phonePattern = /^\+[0-9 .()-]+$/;
+
+export function normalizeEmail(raw: string): string | null {
+  const trimmed = raw.trim();
+  if (trimmed.length > maxIdentityLength || !emailPattern.test(trimmed)) return null;
+  return trimmed.toLowerCase();
+}
+
+/** E.164 for a number that the numbering plan of its country allows, else null. */
+export function normalizePhone(raw: string): string | null {
+  const trimmed = raw.trim();
+  if (trimmed.length > maxIdentityLength || !phonePattern.test(trimmed)) return null;
+  const parsed = parsePhoneNumberFromString(trimmed);
+  if (parsed === undefined || !parsed.isValid()) return null;
+  return parsed.number;
+}
+
+export function normalizeIdentity(mode: IdentityMode, raw: string): string | null {
+  return mode === 'email' ? normalizeEmail(raw) : normalizePhone(raw);
+}
+
+/** The country calling code of an E.164 number, without '+' ("44" for +447700900123). */
+export function callingCodeOf(e164: string): string | undefined {
+  return parsePhoneNumberFromString(e164)?.countryCallingCode;
+}

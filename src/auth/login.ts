@@ -1,0 +1,49 @@
+import type { StoreContext } from '../store/store.js';
+import { findCustomerByIdentity, toCustomer, type Customer } from './customers.js';
+import type { AuthDeps } from './deps.js';
+import { normalizeIdentity } from './identity.js';
+import { createSession, deleteSession } from './sessions.js';
+
+export type LoginResult =
+  | { ok: true; customer: Customer; sessionId: string; expiresAt: Date }
+  /** `customerId` is for the audit trail only; the answer never depends on it. */
+  | { ok: false; customerId: string | null };
+
+/**
+ * Checks the password and opens a session. Unknown identity, wrong password and (on a store that
+ * requires it) an unverified account all do one full hash verification and fail alike, so the
+ * three cases cannot be told apart by answer or by time.
+ */
+export async function login(
+  deps: AuthDeps,
+  store: StoreContext,
+  identity: string,
+  password: string,
+  previousSessionId: string | undefined,
+): Promise<LoginResult> {
+  const value = normalizeIdentity(store.identityMode, identity);
+  const customer = value === null ? null : await findCustomerByIdentity(deps.db, store.identityMode, value);
+  if (customer === null) {
+    await deps.hasher.verifyDummy(password);
+    return { ok: false, customerId: null };
+  }
+  const passwordMatches = await deps.hasher.verify(customer.password_hash, password);
+  if (!passwordMatches || (store.verificationRequired && customer.verified_at === null)) {
+    return { ok: false, customerId: customer.id };
+  }
+
+  if (deps.hasher.needsRehash(customer.password_hash)) {
+    const upgraded = await deps.hasher.hash(password);
+    await deps.db.query('UPDATE customers SET password_hash = $2 WHERE id = $1 AND password_hash = $3', [
+      customer.id,
+      upgraded,
+      customer.password_hash,
+    ]);
+  }
+  const session = await deps.db.transaction(async (tx) => {
+    // A session the request already carried is replaced, never reused (session fixation).
+    if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
+    return createSession(tx, deps.clock, customer.id);
+  });
+  return { ok: true, customer: toCustomer(customer), sessionId: session.sessionId, expiresAt: session.expiresAt };
+}

@@ -1,0 +1,75 @@
+import { sendCode } from './send-code.js';
+import type { StoreContext } from '../store/store.js';
+import { enqueueMessage } from '../delivery/outbox.js';
+import { consumeChallenge } from './codes.js';
+import { findCustomerByIdentity } from './customers.js';
+import { channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { normalizeIdentity } from './identity.js';
+import { validateNewPassword } from './registration.js';
+import { deleteCustomerSessions } from './sessions.js';
+
+/** Sends a reset code when the account exists. The caller answers 202 before this runs. */
+export async function requestPasswordReset(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
+  const value = normalizeIdentity(store.identityMode, identity);
+  if (value === null) return;
+  const sent = await deps.db.transaction(async (tx) => {
+    const customer = await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
+    if (customer === null) return false;
+    await sendCode(tx, deps, store, customer, 'password_reset');
+    return true;
+  });
+  if (sent) deps.messagesQueued();
+}
+
+export interface ResetPasswordInput {
+  identity: string;
+  code: string;
+  password: string;
+  password_confirmation: string;
+}
+
+export type ResetPasswordResult =
+  | { ok: true; customerId: string }
+  | { ok: false; reason: 'invalid'; errors: FieldErrors }
+  | { ok: false; reason: 'invalid_challenge' };
+
+/**
+ * Sets a new password with a reset code. The password is checked (and hashed) before the code is
+ * spent; then code, password, sign-out of every session, verification and the notice are one
+ * transaction. It never signs anyone in.
+ */
+export async function resetPassword(
+  deps: AuthDeps,
+  store: StoreContext,
+  input: ResetPasswordInput,
+): Promise<ResetPasswordResult> {
+  const errors: FieldErrors = {};
+  validateNewPassword(input.password, input.password_confirmation, errors);
+  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+
+  const passwordHash = await deps.hasher.hash(input.password);
+  const value = normalizeIdentity(store.identityMode, input.identity);
+  const result = await deps.db.transaction(async (tx): Promise<ResetPasswordResult> => {
+    const customer =
+      value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
+    const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'password_reset', input.code);
+    if (!accepted || customer === null) return { ok: false, reason: 'invalid_challenge' };
+    const now = deps.clock.now();
+    // Proving control of the identity is what verification asks for, so it counts as verified.
+    await tx.query(
+      `UPDATE customers SET password_hash = $2, verified_at = COALESCE(verified_at, $3), updated_at = $3 WHERE id = $1`,
+      [customer.id, passwordHash, now],
+    );
+    await deleteCustomerSessions(tx, customer.id);
+    await enqueueMessage(tx, deps, {
+      channel: channelFor(store.identityMode),
+      purpose: 'password_changed',
+      to: customer.identity_value,
+      storeName: store.name,
+      customerName: customer.name,
+    });
+    return { ok: true, customerId: customer.id };
+  });
+  if (result.ok) deps.messagesQueued();
+  return result;
+}

@@ -1,0 +1,115 @@
+import { randomBytes } from 'node:crypto';
+import { Algorithm, hash, verify } from '@node-rs/argon2';
+import { dictionary } from '@zxcvbn-ts/language-common';
+
+export const minPasswordLength = 8;
+export const maxPasswordLength = 255;
+
+export interface PasswordHasher {
+  hash(password: string): Promise<string>;
+  verify(passwordHash: string, password: string): Promise<boolean>;
+  /** The work of one verification against no account, so "no such account" takes as long as "wrong password". */
+  verifyDummy(password: string): Promise<void>;
+  /** True when the hash was made with other parameters than the current ones. */
+  needsRehash(passwordHash: string): boolean;
+}
+
+export interface Argon2Parameters {
+  memoryCost: number;
+  timeCost: number;
+  parallelism: number;
+}
+
+/** OWASP's argon2id recommendation: 19 MiB, 2 passes, 1 lane. */
+export const productionArgon2: Argon2Parameters = { memoryCost: 19_456, timeCost: 2, parallelism: 1 };
+
+/** Same code path at a cost fit for tests that do not measure hashing. */
+export const testArgon2: Argon2Parameters = { memoryCost: 1024, timeCost: 1, parallelism: 1 };
+
+/** Hashing work is refused rather than queued without bound, so a login flood cannot exhaust memory. */
+export class HasherBusyError extends Error {
+  constructor() {
+    super('too many password hashes waiting');
+    this.name = 'HasherBusyError';
+  }
+}
+
+class Semaphore {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(
+    private readonly limit: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) {
+      if (this.waiting.length >= this.maxWaiting) throw new HasherBusyError();
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.active += 1;
+    }
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next !== undefined) next();
+      else this.active -= 1;
+    }
+  }
+}
+
+export function normalizePassword(password: string): string {
+  return password.normalize('NFKC');
+}
+
+/**
+ * argon2id in the libuv thread pool, never on the event loop. With two cores, two hashes at a time
+ * give full throughput; more would only add latency and memory.
+ */
+export function createArgon2Hasher(
+  parameters: Argon2Parameters = productionArgon2,
+  { concurrency = 2, maxWaiting = 256 } = {},
+): PasswordHasher {
+  const gate = new Semaphore(concurrency, maxWaiting);
+  const options = { algorithm: Algorithm.Argon2id, ...parameters };
+  const phcParameters = `m=${parameters.memoryCost},t=${parameters.timeCost},p=${parameters.parallelism}`;
+  const hashPassword = (password: string) => gate.run(() => hash(normalizePassword(password), options));
+  const verifyPassword = (passwordHash: string, password: string) =>
+    gate.run(() => verify(passwordHash, normalizePassword(password)).catch(() => false));
+  let dummyHash: Promise<string> | undefined;
+  return {
+    hash: hashPassword,
+    verify: verifyPassword,
+    async verifyDummy(password) {
+      dummyHash ??= hashPassword(randomBytes(16).toString('hex'));
+      await verifyPassword(await dummyHash, password);
+    },
+    needsRehash: (passwordHash) => !passwordHash.startsWith(`$argon2id$v=19$${phcParameters}$`),
+  };
+}
+
+let commonPasswords: Set<string> | undefined;
+
+/** 49,000 most common passwords (zxcvbn's list), compared case-insensitively. */
+export function isCommonPassword(password: string): boolean {
+  commonPasswords ??= new Set(dictionary['passwords-common'] as string[]);
+  return commonPasswords.has(normalizePassword(password).toLowerCase());
+}
+
+/** What is wrong with a new password, as messages for `errors.password` (empty when it is fine). */
+export function newPasswordProblems(password: string): string[] {
+  const normalized = normalizePassword(password);
+  const length = [...normalized].length;
+  const problems: string[] = [];
+  if (length < minPasswordLength) problems.push(`Must be at least ${minPasswordLength} characters.`);
+  if (length > maxPasswordLength) problems.push(`Must be at most ${maxPasswordLength} characters.`);
+  if (!/\p{L}/u.test(normalized) || !/\p{Nd}/u.test(normalized)) {
+    problems.push('Must contain at least one letter and one number.');
+  }
+  if (problems.length === 0 && isCommonPassword(normalized)) {
+    problems.push('Is too common; choose a password that others do not use.');
+  }
+  return problems;
+}

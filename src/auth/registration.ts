@@ -1,0 +1,105 @@
+import { sendCode } from './send-code.js';
+import { randomUUID } from 'node:crypto';
+import type { StoreContext } from '../store/store.js';
+import { customerColumns, toCustomer, type Customer, type CustomerRow } from './customers.js';
+import { addFieldError, type AuthDeps, type FieldErrors } from './deps.js';
+import { callingCodeOf, normalizeEmail, normalizePhone } from './identity.js';
+import { newPasswordProblems } from './password.js';
+
+export const maxNameLength = 120;
+
+export interface RegisterInput {
+  name: string;
+  email?: string | undefined;
+  phone?: string | undefined;
+  password: string;
+  password_confirmation: string;
+}
+
+export type RegisterResult =
+  | { ok: true; customer: Customer }
+  | { ok: false; reason: 'invalid'; errors: FieldErrors }
+  | { ok: false; reason: 'identity_unavailable' };
+
+// C0 and C1 control characters, which have no place in a person's name.
+const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
+
+export function validateName(raw: string, errors: FieldErrors): string {
+  const name = raw.trim();
+  const length = [...name].length;
+  if (length === 0) addFieldError(errors, 'name', 'Is required.');
+  if (length > maxNameLength) addFieldError(errors, 'name', `Must be at most ${maxNameLength} characters.`);
+  if (controlCharacter.test(name)) addFieldError(errors, 'name', 'Must not contain control characters.');
+  return name;
+}
+
+export function validateNewPassword(password: string, confirmation: string, errors: FieldErrors): void {
+  for (const problem of newPasswordProblems(password)) addFieldError(errors, 'password', problem);
+  if (password !== confirmation) addFieldError(errors, 'password_confirmation', 'Must match the password.');
+}
+
+function validateIdentity(
+  store: StoreContext,
+  input: RegisterInput,
+  allowedCallingCodes: readonly string[],
+  errors: FieldErrors,
+): string {
+  const [used, other] = store.identityMode === 'email' ? (['email', 'phone'] as const) : (['phone', 'email'] as const);
+  if (input[other] !== undefined) {
+    addFieldError(errors, other, `This store identifies customers by ${used}; do not send ${other}.`);
+  }
+  const raw = input[used];
+  if (raw === undefined) {
+    addFieldError(errors, used, 'Is required.');
+    return '';
+  }
+  const value = used === 'email' ? normalizeEmail(raw) : normalizePhone(raw);
+  if (value === null) {
+    addFieldError(
+      errors,
+      used,
+      used === 'email'
+        ? 'Must be a valid email address.'
+        : 'Must be a valid phone number in international format, such as +14155550123.',
+    );
+    return '';
+  }
+  if (used === 'phone' && allowedCallingCodes.length > 0 && !allowedCallingCodes.includes(callingCodeOf(value) ?? '')) {
+    addFieldError(errors, 'phone', 'Numbers from this country cannot be registered here.');
+    return '';
+  }
+  return value;
+}
+
+/** Creates an unverified customer and sends the first verification code. Never creates a session. */
+export async function register(deps: AuthDeps, store: StoreContext, input: RegisterInput): Promise<RegisterResult> {
+  const errors: FieldErrors = {};
+  const name = validateName(input.name, errors);
+  const identity = validateIdentity(store, input, deps.allowedCallingCodes, errors);
+  validateNewPassword(input.password, input.password_confirmation, errors);
+  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+
+  const type = store.identityMode;
+  const taken = await deps.db.query('SELECT 1 FROM customers WHERE identity_type = $1 AND identity_value = $2', [
+    type,
+    identity,
+  ]);
+  if (taken.length > 0) return { ok: false, reason: 'identity_unavailable' };
+
+  const passwordHash = await deps.hasher.hash(input.password);
+  const result = await deps.db.transaction(async (tx): Promise<RegisterResult> => {
+    const now = deps.clock.now();
+    // The unique index decides between concurrent registrations of one identity: one row wins.
+    const [row] = await tx.query<CustomerRow>(
+      `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $6)
+       ON CONFLICT (identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
+      [randomUUID(), name, type, identity, passwordHash, now],
+    );
+    if (row === undefined) return { ok: false, reason: 'identity_unavailable' };
+    await sendCode(tx, deps, store, row, 'verification');
+    return { ok: true, customer: toCustomer(row) };
+  });
+  if (result.ok) deps.messagesQueued();
+  return result;
+}

@@ -1,0 +1,112 @@
+import { listAudit, type AuditEvent } from '../audit.js';
+import type { Clock } from '../clock.js';
+import type { IdentityMode } from '../config.js';
+import { findCustomerByIdentity, toCustomer } from '../auth/customers.js';
+import { normalizeIdentity } from '../auth/identity.js';
+import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
+import type { Database } from '../storage/database.js';
+import { migrate } from '../storage/migrations.js';
+import { loadStore, updateStore, type StoreChanges } from '../store/store.js';
+
+/** What an operator can ask for. The same objects travel over the admin socket to a running service. */
+export type AdminCommand =
+  | { name: 'migrate' }
+  | { name: 'store.show' }
+  | { name: 'store.set'; changes: StoreChanges; force: boolean }
+  | { name: 'customer.show'; identity: string }
+  | { name: 'outbox.list'; status?: OutboxStatus }
+  | { name: 'outbox.retry'; id: string }
+  | { name: 'audit.list'; identity?: string; event?: AuditEvent; limit?: number };
+
+export interface AdminResult {
+  ok: boolean;
+  /** Printed as JSON on success. */
+  output?: unknown;
+  /** Printed on failure. */
+  error?: string;
+}
+
+export interface AdminDeps {
+  db: Database;
+  clock: Clock;
+  /** Called after the store row changed, so a running service applies it at once. */
+  storeChanged?: () => void;
+}
+
+function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>) {
+  return {
+    id: store.id,
+    name: store.name,
+    status: store.status,
+    identity_mode: store.identityMode,
+    settings: { 'auth.customer_verification_required': store.verificationRequired },
+    updated_at: store.updatedAt,
+  };
+}
+
+export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): Promise<AdminResult> {
+  const { db, clock } = deps;
+  switch (command.name) {
+    case 'migrate': {
+      const applied = await migrate(db);
+      return { ok: true, output: { applied } };
+    }
+    case 'store.show': {
+      const store = await loadStore(db);
+      return store === null
+        ? { ok: false, error: 'no store yet: start the service once' }
+        : { ok: true, output: describeStore(store) };
+    }
+    case 'store.set': {
+      const result = await updateStore(db, clock, command.changes, { force: command.force });
+      if (!result.ok) {
+        return result.reason === 'identity_mode_in_use'
+          ? {
+              ok: false,
+              error: `the store has ${result.customers} customers registered by its current identity mode; add --force to switch anyway (they will not be able to sign in)`,
+            }
+          : { ok: false, error: 'no store yet: start the service once' };
+      }
+      deps.storeChanged?.();
+      return { ok: true, output: describeStore(result.store) };
+    }
+    case 'customer.show': {
+      const store = await loadStore(db);
+      if (store === null) return { ok: false, error: 'no store yet: start the service once' };
+      const mode: IdentityMode = store.identityMode;
+      const value = normalizeIdentity(mode, command.identity);
+      const row = value === null ? null : await findCustomerByIdentity(db, mode, value);
+      if (row === null) return { ok: false, error: `no customer with ${mode} ${command.identity}` };
+      const [sessions] = await db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1 AND expires_at > $2',
+        [row.id, clock.now()],
+      );
+      return { ok: true, output: { ...toCustomer(row), active_sessions: sessions?.n ?? 0 } };
+    }
+    case 'audit.list': {
+      let customerId: string | undefined;
+      if (command.identity !== undefined) {
+        const store = await loadStore(db);
+        const value = store === null ? null : normalizeIdentity(store.identityMode, command.identity);
+        const row =
+          value === null || store === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+        if (row === null) return { ok: false, error: `no customer with identity ${command.identity}` };
+        customerId = row.id;
+      }
+      return { ok: true, output: await listAudit(db, { customerId, event: command.event, limit: command.limit }) };
+    }
+    case 'outbox.list':
+      return { ok: true, output: await listOutbox(db, command.status) };
+    case 'outbox.retry': {
+      const outcome = await retryOutboxMessage(db, clock, command.id);
+      if (outcome === 'retried') return { ok: true, output: { id: command.id, status: 'pending' } };
+      return {
+        ok: false,
+        error:
+          outcome === 'not_found'
+            ? `no outbox message ${command.id}`
+            : `message ${command.id} is not failed (only failed messages can be sent again)`,
+      };
+    }
+  }
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { auditEvents, type AuditEvent } from '../audit.js';
+import { systemClock } from '../clock.js';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
+import { deriveKeys } from '../keys.js';
+import { serve } from '../main.js';
+import { openDatabase } from '../services.js';
+import { adminSocketPath, DataFolderBusyError, lockHolder, readSecret } from '../storage/data-folder.js';
+import { migrate } from '../storage/migrations.js';
+import { ensureStore, storeStatuses, type StoreChanges, type StoreStatus } from '../store/store.js';
+import { sendAdminCommand } from './admin-socket.js';
+import { runAdminCommand, type AdminCommand, type AdminResult } from './commands.js';
+
+const usage = `Usage: storefront-auth <command>
+
+  serve                                   run the service
+  migrate                                 apply database migrations
+  store show                              print the store context
+  store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
+            [--status active|paused|closed] [--force]
+  customer show <identity>                print a customer
+  outbox list [--status pending|sent|failed|dropped]
+  outbox retry <id>                       send a failed message again
+  audit [--customer <identity>] [--event <event>] [--limit N]
+                                          security events, newest first (default 100)
+
+Configuration comes from the environment (see the README).`;
+
+class UsageError extends Error {}
+
+function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`${flag} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      name: { type: 'string' },
+      'identity-mode': { type: 'string' },
+      'verification-required': { type: 'string' },
+      status: { type: 'string' },
+      force: { type: 'boolean', default: false },
+      customer: { type: 'string' },
+      event: { type: 'string' },
+      limit: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [noun, verb, argument, extra] = positionals;
+  if (values.help || noun === undefined || noun === 'help') return 'help';
+  if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+  const key = verb === undefined ? noun : `${noun} ${verb}`;
+  switch (key) {
+    case 'serve':
+      return 'serve';
+    case 'migrate':
+      return { name: 'migrate' };
+    case 'store show':
+      return { name: 'store.show' };
+    case 'store set': {
+      const changes: StoreChanges = {};
+      if (values.name !== undefined) {
+        const name = values.name.trim();
+        if (name === '' || [...name].length > 120) throw new UsageError('--name must be 1 to 120 characters');
+        changes.name = name;
+      }
+      const mode = choice('--identity-mode', values['identity-mode'], ['email', 'phone'] as const);
+      if (mode !== undefined) changes.identityMode = mode;
+      const required = choice('--verification-required', values['verification-required'], ['true', 'false'] as const);
+      if (required !== undefined) changes.verificationRequired = required === 'true';
+      const status = choice<StoreStatus>('--status', values.status, storeStatuses);
+      if (status !== undefined) changes.status = status;
+      if (Object.keys(changes).length === 0)
+        throw new UsageError(
+          'store set needs at least one of --name, --identity-mode, --verification-required, --status',
+        );
+      return { name: 'store.set', changes, force: values.force };
+    }
+    case 'customer show':
+      if (argument === undefined) throw new UsageError('customer show needs an identity');
+      return { name: 'customer.show', identity: argument };
+    case 'outbox list': {
+      const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
+      return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };
+    }
+    case 'audit': {
+      const event = choice<AuditEvent>('--event', values.event, auditEvents);
+      let limit: number | undefined;
+      if (values.limit !== undefined) {
+        limit = Number(values.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+          throw new UsageError('--limit must be a whole number from 1 to 10000');
+      }
+      return {
+        name: 'audit.list',
+        ...(values.customer === undefined ? {} : { identity: values.customer }),
+        ...(event === undefined ? {} : { event }),
+        ...(limit === undefined ? {} : { limit }),
+      };
+    }
+    case 'outbox retry':
+      if (argument === undefined) throw new UsageError('outbox retry needs a message id');
+      return { name: 'outbox.retry', id: argument };
+    default:
+      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+  }
+}
+
+/**
+ * Runs an operator command. A running embedded service owns the data folder, so the command goes
+ * to it over the admin socket; otherwise the command opens the database itself.
+ */
+async function execute(config: Config, command: AdminCommand): Promise<AdminResult> {
+  if (config.databaseUrl === undefined && lockHolder(config.dataDir) !== null) {
+    const secret = config.appSecret ?? readSecret(config.dataDir);
+    if (secret === null) return { ok: false, error: `cannot read the deployment secret in ${config.dataDir}` };
+    return sendAdminCommand(adminSocketPath(config.dataDir), deriveKeys(secret).admin.toString('hex'), command);
+  }
+  const opened = await openDatabase(config);
+  try {
+    await migrate(opened.db);
+    await ensureStore(opened.db, systemClock, config.initialStore);
+    return await runAdminCommand({ db: opened.db, clock: systemClock }, command);
+  } finally {
+    await opened.release();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  let command: ReturnType<typeof parseCommand>;
+  try {
+    command = parseCommand(argv);
+  } catch (error) {
+    process.stderr.write(`storefront-auth: ${(error as Error).message}\n\n${usage}\n`);
+    return 2;
+  }
+  if (command === 'help') {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`storefront-auth: configuration error: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  try {
+    if (command === 'serve') {
+      await serve(config);
+      return 0;
+    }
+    const result = await execute(config, command);
+    if (!result.ok) {
+      process.stderr.write(`storefront-auth: ${result.error ?? 'failed'}\n`);
+      return 1;
+    }
+    process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof DataFolderBusyError) {
+      process.stderr.write(`storefront-auth: ${error.message}; stop it first, or run the command while it serves\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`storefront-auth: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,274 @@
+/**
+ * A typed client for the Storefront Auth API, for Node (20+) and browsers. No dependencies: the
+ * types come from the route schemas and vanish at build time.
+ *
+ * - In a browser the browser keeps the cookies. In Node the client keeps its own cookie jar (one
+ *   per client, for the one service at `baseUrl`): it stores what `Set-Cookie` gives and sends it
+ *   back in `Cookie`.
+ * - Every POST follows the CSRF flow (CONTRACT §6): the client fetches an `XSRF-TOKEN` cookie when
+ *   it has none, echoes it in `X-XSRF-TOKEN`, and on a `419 csrf_token_mismatch` fetches a fresh one
+ *   and retries once.
+ * - A success resolves with the typed body; any failure throws a `StorefrontAuthError`.
+ */
+import type { Static } from '@sinclair/typebox';
+import type { ProblemCode } from '../http/problems.js';
+import type * as schemas from '../http/schemas.js';
+
+export type RegisterBody = schemas.RegisterBody;
+export type VerifyBody = schemas.VerifyBody;
+export type IdentityBody = schemas.IdentityBody;
+export type LoginBody = schemas.LoginBody;
+export type ResetPasswordBody = schemas.ResetPasswordBody;
+export type Customer = Static<typeof schemas.Customer>;
+export type AuthSession = Static<typeof schemas.AuthSession>;
+export type AcceptedStatus = Static<typeof schemas.AcceptedStatus>;
+export type PasswordResetStatus = Static<typeof schemas.PasswordResetStatus>;
+export type SignedOutStatus = Static<typeof schemas.SignedOutStatus>;
+export type PlatformInfo = Static<typeof schemas.PlatformInfo>;
+export type HealthStatus = Static<typeof schemas.HealthStatus>;
+export type HealthReady = Static<typeof schemas.HealthReady>;
+export type ReadinessChecks = Static<typeof schemas.ReadinessChecks>;
+
+/** The API's problem codes, plus `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's). */
+export type StorefrontAuthErrorCode = ProblemCode | 'network_error' | 'invalid_response';
+
+export interface StorefrontAuthErrorInit {
+  status: number;
+  code: StorefrontAuthErrorCode;
+  errors?: Record<string, string[]>;
+  retryAfter?: number;
+  requestId?: string;
+  checks?: ReadinessChecks;
+  detail?: string;
+  cause?: unknown;
+}
+
+export class StorefrontAuthError extends Error {
+  override readonly name = 'StorefrontAuthError';
+  /** The HTTP status; 0 when no answer came. */
+  readonly status: number;
+  readonly code: StorefrontAuthErrorCode;
+  /** `validation_failed` only: each failing field (by its request name, or `body`) with its messages; otherwise empty. */
+  readonly errors: Record<string, string[]>;
+  /** Seconds to wait, from `Retry-After` (`rate_limited`, `service_unavailable`). */
+  readonly retryAfter: number | undefined;
+  /** The `X-Request-ID` of the answer, for support. */
+  readonly requestId: string | undefined;
+  /** `deployment_not_ready` only: which checks failed. */
+  readonly checks: ReadinessChecks | undefined;
+
+  constructor(init: StorefrontAuthErrorInit) {
+    super(init.detail ?? init.code, { cause: init.cause });
+    this.status = init.status;
+    this.code = init.code;
+    this.errors = init.errors ?? {};
+    this.retryAfter = init.retryAfter;
+    this.requestId = init.requestId;
+    this.checks = init.checks;
+  }
+}
+
+type Fetch = typeof globalThis.fetch;
+
+export interface StorefrontAuthClientOptions {
+  /** Where the service answers, e.g. `https://auth.shop.example`, or with a path prefix behind a proxy. */
+  baseUrl: string | URL;
+  /** Defaults to the global `fetch`. */
+  fetch?: Fetch;
+  /**
+   * Headers sent with every request. A server-side storefront that acts for a browser can pass the
+   * page's `Origin` here; the CSRF flow then works exactly as it does in the browser.
+   */
+  headers?: Record<string, string>;
+  /** Keep cookies in the client (`true`, the default outside a browser) or leave them to the browser. */
+  cookieJar?: boolean;
+}
+
+export interface StorefrontAuthClient {
+  register(body: RegisterBody): Promise<Customer>;
+  verify(body: VerifyBody): Promise<Customer>;
+  resendVerification(body: IdentityBody): Promise<AcceptedStatus>;
+  login(body: LoginBody): Promise<AuthSession>;
+  /** Who am I: the session's customer, or a 401 `unauthenticated`. */
+  session(): Promise<AuthSession>;
+  forgotPassword(body: IdentityBody): Promise<AcceptedStatus>;
+  resetPassword(body: ResetPasswordBody): Promise<PasswordResetStatus>;
+  logout(): Promise<SignedOutStatus>;
+  platform(): Promise<PlatformInfo>;
+  live(): Promise<HealthStatus>;
+  /** 200 when every check passes; otherwise throws `deployment_not_ready` with `checks`. */
+  ready(): Promise<HealthReady>;
+  /** The cookies the client holds (empty when the browser keeps them). */
+  cookies(): ReadonlyMap<string, string>;
+}
+
+const csrfCookie = 'XSRF-TOKEN';
+const authPath = '/api/v1/customer/auth';
+
+/** Seconds from a Retry-After header: a number of seconds or an HTTP date. */
+function parseRetryAfter(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const seconds = /^\s*\d+\s*$/.test(header) ? Number(header) : (Date.parse(header) - Date.now()) / 1000;
+  return Number.isFinite(seconds) ? Math.max(0, Math.ceil(seconds)) : undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function readFieldErrors(value: unknown): Record<string, string[]> {
+  if (!isRecord(value)) return {};
+  const errors: Record<string, string[]> = {};
+  for (const [field, messages] of Object.entries(value)) {
+    if (Array.isArray(messages)) errors[field] = messages.filter((m): m is string => typeof m === 'string');
+  }
+  return errors;
+}
+
+/** Cookies for one origin. Domain and path are ignored: every cookie of this service has `Path=/`. */
+class CookieJar {
+  readonly values = new Map<string, string>();
+
+  store(setCookies: string[]): void {
+    for (const line of setCookies) {
+      const [pair = '', ...attributes] = line.split(';');
+      const eq = pair.indexOf('=');
+      if (eq <= 0) continue;
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      let expired = false;
+      for (const attribute of attributes) {
+        const [key = '', ...rest] = attribute.split('=');
+        const argument = rest.join('=').trim();
+        const lower = key.trim().toLowerCase();
+        if (lower === 'max-age' && Number(argument) <= 0) expired = true;
+        if (lower === 'expires' && Date.parse(argument) <= Date.now()) expired = true;
+      }
+      if (expired) this.values.delete(name);
+      else this.values.set(name, value);
+    }
+  }
+
+  header(): string | undefined {
+    if (this.values.size === 0) return undefined;
+    return [...this.values].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+}
+
+function browserCookie(name: string): string | undefined {
+  const cookies = (globalThis as { document?: { cookie?: string } }).document?.cookie ?? '';
+  for (const part of cookies.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+export function createStorefrontAuthClient(options: StorefrontAuthClientOptions): StorefrontAuthClient {
+  const base = new URL(options.baseUrl).href.replace(/\/+$/, '');
+  const fetchImpl: Fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const inBrowser = typeof (globalThis as { document?: unknown }).document !== 'undefined';
+  const jar = (options.cookieJar ?? !inBrowser) ? new CookieJar() : undefined;
+
+  const readCookie = (name: string): string | undefined => {
+    const raw = jar !== undefined ? jar.values.get(name) : browserCookie(name);
+    if (raw === undefined) return undefined;
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return raw;
+    }
+  };
+
+  /** One request: the parsed body of a 2xx, else a StorefrontAuthError. */
+  async function send<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (method !== 'GET') {
+      const token = readCookie(csrfCookie);
+      if (token !== undefined) headers['x-xsrf-token'] = token;
+    }
+    const cookieHeader = jar?.header();
+    if (cookieHeader !== undefined) headers['cookie'] = cookieHeader;
+
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetchImpl(`${base}${path}`, {
+        method,
+        headers,
+        credentials: 'include',
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      text = await response.text();
+    } catch (error) {
+      throw new StorefrontAuthError({
+        status: 0,
+        code: 'network_error',
+        detail: 'The service could not be reached.',
+        cause: error,
+      });
+    }
+    // getSetCookie: Node 20's fetch; a browser never shows Set-Cookie to scripts.
+    if (jar !== undefined && typeof response.headers.getSetCookie === 'function')
+      jar.store(response.headers.getSetCookie());
+
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (response.ok) {
+      if (parsed === undefined && response.status !== 204) {
+        throw new StorefrontAuthError({
+          status: response.status,
+          code: 'invalid_response',
+          requestId,
+          detail: 'The answer is not JSON.',
+        });
+      }
+      return parsed as T;
+    }
+    const problem = isRecord(parsed) ? parsed : {};
+    throw new StorefrontAuthError({
+      status: response.status,
+      code: typeof problem['code'] === 'string' ? (problem['code'] as ProblemCode) : 'invalid_response',
+      errors: readFieldErrors(problem['errors']),
+      retryAfter: parseRetryAfter(response.headers.get('retry-after')),
+      requestId: typeof problem['request_id'] === 'string' ? problem['request_id'] : requestId,
+      detail: typeof problem['detail'] === 'string' ? problem['detail'] : `HTTP ${response.status}`,
+      checks: isRecord(problem['checks']) ? (problem['checks'] as ReadinessChecks) : undefined,
+    });
+  }
+
+  const refreshCsrfToken = () => send<undefined>('GET', '/api/v1/csrf-cookie');
+
+  /** A POST with the CSRF flow: a token when there is none, and one fresh token on a 419. */
+  async function post<T>(path: string, body?: unknown): Promise<T> {
+    if (readCookie(csrfCookie) === undefined) await refreshCsrfToken();
+    try {
+      return await send<T>('POST', path, body);
+    } catch (error) {
+      if (!(error instanceof StorefrontAuthError) || error.code !== 'csrf_token_mismatch') throw error;
+      await refreshCsrfToken();
+      return send<T>('POST', path, body);
+    }
+  }
+
+  return {
+    register: (body) => post(`${authPath}/register`, body),
+    verify: (body) => post(`${authPath}/verify`, body),
+    resendVerification: (body) => post(`${authPath}/verification/resend`, body),
+    login: (body) => post(`${authPath}/login`, body),
+    session: () => send('GET', `${authPath}/session`),
+    forgotPassword: (body) => post(`${authPath}/password/forgot`, body),
+    resetPassword: (body) => post(`${authPath}/password/reset`, body),
+    logout: () => post(`${authPath}/logout`),
+    platform: () => send('GET', '/api/v1/platform'),
+    live: () => send('GET', '/api/v1/health/live'),
+    ready: () => send('GET', '/api/v1/health/ready'),
+    cookies: () => new Map(jar?.values ?? []),
+  };
+}

@@ -1,0 +1,223 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
+import type { Keys } from '../keys.js';
+import type { DeliveryOutcome } from '../metrics.js';
+import type { Database } from '../storage/database.js';
+import type { Channel, MessagePurpose, Transports } from './message.js';
+import { unsealContent } from './seal.js';
+
+export interface DispatcherOptions {
+  /** How often to look for due messages when nothing nudges the dispatcher. */
+  pollIntervalMs: number;
+  batchSize: number;
+  /** First retry delay; each further retry doubles it, up to maxRetryDelaySeconds. */
+  retryBaseSeconds: number;
+  maxRetryDelaySeconds: number;
+  /** After this long without success a message is marked failed. */
+  deliveryWindowSeconds: number;
+  /** A claimed message is left alone by other dispatchers for this long. */
+  leaseSeconds: number;
+  /**
+   * Messages the whole deployment may send in any hour. A brake on SMS pumping and mail bombing:
+   * past it, messages wait in the outbox (and an error is logged) while answers stay the same.
+   */
+  budgetPerHour: number;
+}
+
+export const defaultDispatcherOptions: DispatcherOptions = {
+  pollIntervalMs: 1_000,
+  batchSize: 20,
+  retryBaseSeconds: 5,
+  maxRetryDelaySeconds: 10 * 60,
+  deliveryWindowSeconds: 60 * 60,
+  leaseSeconds: 60,
+  budgetPerHour: 1000,
+};
+
+export interface DispatcherDeps {
+  db: Database;
+  clock: Clock;
+  keys: Pick<Keys, 'outbox'>;
+  transports: Transports;
+  logger: FastifyBaseLogger;
+  /** Told the outcome of every delivery attempt (for metrics). */
+  delivered?: (channel: Channel, outcome: DeliveryOutcome) => void;
+}
+
+interface ClaimedRow {
+  id: string;
+  channel: Channel;
+  purpose: MessagePurpose;
+  recipient: string;
+  sealed_body: string | null;
+  attempts: number;
+  window_started_at: Date;
+  pointless: boolean | null;
+}
+
+/**
+ * Sends outbox messages behind the HTTP answers. Rows are claimed with FOR UPDATE SKIP LOCKED plus
+ * a lease, so several instances share one outbox without sending a message twice in the normal
+ * case; delivery is at least once (a crash between sending and marking resends after the lease).
+ */
+export class Dispatcher {
+  private readonly options: DispatcherOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  private lastBudgetWarningMs = -Infinity;
+
+  constructor(
+    private readonly deps: DispatcherDeps,
+    options: Partial<DispatcherOptions> = {},
+  ) {
+    this.options = { ...defaultDispatcherOptions, ...options };
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Look now: a message was just committed. */
+  nudge(): void {
+    if (!this.stopped) this.schedule(0);
+  }
+
+  /** Sends every due message, batch after batch; returns how many were handled. For tests and the CLI. */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const handled = await this.runBatch();
+      total += handled;
+      if (handled === 0) return total;
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), delayMs);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain()
+      .then(() => undefined)
+      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'outbox dispatch failed; will retry'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.stopped) return;
+        const delay = this.again ? 0 : this.options.pollIntervalMs;
+        this.again = false;
+        this.schedule(delay);
+      });
+  }
+
+  /** How many more messages the hourly budget allows right now. */
+  private async remainingBudget(now: Date): Promise<number> {
+    const hourAgo = new Date(now.getTime() - 60 * 60 * 1000);
+    const [row] = await this.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at > $1', [
+      hourAgo,
+    ]);
+    const remaining = this.options.budgetPerHour - (row?.n ?? 0);
+    if (remaining <= 0 && performance.now() - this.lastBudgetWarningMs > 60_000) {
+      this.lastBudgetWarningMs = performance.now();
+      this.deps.logger.error(
+        { budget_per_hour: this.options.budgetPerHour },
+        'hourly message budget spent: messages wait in the outbox (raise DELIVERY_BUDGET_PER_HOUR if this is real traffic)',
+      );
+    }
+    return remaining;
+  }
+
+  private async runBatch(): Promise<number> {
+    const { db, clock } = this.deps;
+    const now = clock.now();
+    const budget = await this.remainingBudget(now);
+    if (budget <= 0) return 0;
+    const leaseEnd = new Date(now.getTime() + this.options.leaseSeconds * 1000);
+    const claimed = await db.query<ClaimedRow>(
+      `UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1
+        WHERE id IN (SELECT id FROM outbox
+                      WHERE status = 'pending' AND next_attempt_at <= $1
+                        AND (locked_until IS NULL OR locked_until <= $1)
+                      ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+        RETURNING id::text AS id, channel, purpose, recipient, sealed_body, attempts, window_started_at,
+          (SELECT c.consumed_at IS NOT NULL OR c.voided_at IS NOT NULL OR c.expires_at <= $1
+             FROM challenges c WHERE c.id = outbox.challenge_id) AS pointless`,
+      [now, leaseEnd, Math.min(this.options.batchSize, budget)],
+    );
+    await Promise.all(claimed.map((row) => this.deliver(row)));
+    return claimed.length;
+  }
+
+  private async deliver(row: ClaimedRow): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    const log = logger.child({ message_id: row.id, channel: row.channel, purpose: row.purpose });
+    if (row.pointless === true || row.sealed_body === null) {
+      // Its code was used, replaced or expired: sending it now would only confuse the customer.
+      await db.query(
+        `UPDATE outbox SET status = 'dropped', sealed_body = NULL, locked_until = NULL, updated_at = $2 WHERE id = $1`,
+        [row.id, clock.now()],
+      );
+      this.deps.delivered?.(row.channel, 'dropped');
+      log.info('message dropped: its code is no longer usable');
+      return;
+    }
+    const transport = this.deps.transports[row.channel];
+    try {
+      const content = unsealContent(this.deps.keys.outbox, row.sealed_body);
+      await transport.send({ id: row.id, channel: row.channel, purpose: row.purpose, to: row.recipient, content });
+    } catch (error) {
+      await this.scheduleRetry(row, error);
+      return;
+    }
+    await db.query(
+      `UPDATE outbox SET status = 'sent', sealed_body = NULL, locked_until = NULL, last_error = NULL,
+              sent_at = $2, updated_at = $2 WHERE id = $1`,
+      [row.id, clock.now()],
+    );
+    this.deps.delivered?.(row.channel, 'sent');
+    log.info({ transport: transport.name, attempts: row.attempts }, 'message sent');
+  }
+
+  private async scheduleRetry(row: ClaimedRow, error: unknown): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    const now = clock.now();
+    const reason = (error instanceof Error ? error.message : String(error)).slice(0, 500);
+    const windowEnd = new Date(row.window_started_at).getTime() + this.options.deliveryWindowSeconds * 1000;
+    const delaySeconds = Math.min(
+      this.options.retryBaseSeconds * 2 ** (row.attempts - 1),
+      this.options.maxRetryDelaySeconds,
+    );
+    const nextAttempt = now.getTime() + delaySeconds * 1000;
+    const log = logger.child({ message_id: row.id, channel: row.channel, attempts: row.attempts });
+    if (nextAttempt >= windowEnd) {
+      await db.query(
+        `UPDATE outbox SET status = 'failed', locked_until = NULL, last_error = $2, updated_at = $3
+          WHERE id = $1`,
+        [row.id, reason, now],
+      );
+      this.deps.delivered?.(row.channel, 'failed');
+      log.error({ reason }, 'message failed: delivery window over');
+      return;
+    }
+    await db.query(
+      `UPDATE outbox SET next_attempt_at = $2, locked_until = NULL, last_error = $3, updated_at = $4 WHERE id = $1`,
+      [row.id, new Date(nextAttempt), reason, now],
+    );
+    this.deps.delivered?.(row.channel, 'retry');
+    log.warn({ reason, retry_in_seconds: delaySeconds }, 'message not delivered; will retry');
+  }
+}

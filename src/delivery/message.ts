@@ -1,0 +1,25 @@
+export type Channel = 'email' | 'sms';
+export type MessagePurpose = 'verification' | 'password_reset' | 'password_changed';
+
+export interface MessageContent {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface OutgoingMessage {
+  id: string;
+  channel: Channel;
+  purpose: MessagePurpose;
+  to: string;
+  content: MessageContent;
+}
+
+/** One way of sending: the log, an SMTP server, the SMS provider hook. Throwing means "retry later". */
+export interface Transport {
+  readonly name: string;
+  send(message: OutgoingMessage): Promise<void>;
+  close?(): Promise<void>;
+}
+
+export type Transports = Record<Channel, Transport>;

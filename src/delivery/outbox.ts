@@ -1,0 +1,94 @@
+import type { Clock } from '../clock.js';
+import type { Keys } from '../keys.js';
+import type { Queryable } from '../storage/database.js';
+import type { Channel, MessagePurpose } from './message.js';
+import { sealContent } from './seal.js';
+import { renderMessage } from './templates.js';
+
+export type OutboxStatus = 'pending' | 'sent' | 'failed' | 'dropped';
+export const outboxStatuses: readonly OutboxStatus[] = ['pending', 'sent', 'failed', 'dropped'];
+
+export interface OutboxDeps {
+  clock: Clock;
+  keys: Pick<Keys, 'outbox'>;
+}
+
+export interface NewMessage {
+  channel: Channel;
+  purpose: MessagePurpose;
+  to: string;
+  storeName: string;
+  customerName: string;
+  code?: string;
+  challengeId?: string;
+}
+
+/** Writes a message in the caller's transaction, so it exists exactly when its code does. */
+export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: NewMessage): Promise<string> {
+  const now = deps.clock.now();
+  const content = renderMessage(message);
+  const [row] = await tx.query<{ id: string }>(
+    `INSERT INTO outbox (channel, purpose, recipient, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $6, $6) RETURNING id::text AS id`,
+    [
+      message.channel,
+      message.purpose,
+      message.to,
+      sealContent(deps.keys.outbox, content),
+      message.challengeId ?? null,
+      now,
+    ],
+  );
+  return row!.id;
+}
+
+export interface OutboxEntry {
+  id: string;
+  channel: Channel;
+  purpose: MessagePurpose;
+  recipient: string;
+  status: OutboxStatus;
+  attempts: number;
+  next_attempt_at: string;
+  last_error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
+export async function listOutbox(db: Queryable, status?: OutboxStatus, limit = 100): Promise<OutboxEntry[]> {
+  const rows = await db.query<Record<string, unknown>>(
+    `SELECT id::text AS id, channel, purpose, recipient, status, attempts, next_attempt_at, last_error, created_at, sent_at
+       FROM outbox WHERE ($1::text IS NULL OR status = $1) ORDER BY outbox.id DESC LIMIT $2`,
+    [status ?? null, limit],
+  );
+  const iso = (value: unknown) => (value == null ? null : new Date(value as Date).toISOString());
+  return rows.map((row) => ({
+    ...(row as unknown as OutboxEntry),
+    next_attempt_at: iso(row['next_attempt_at'])!,
+    created_at: iso(row['created_at'])!,
+    sent_at: iso(row['sent_at']),
+  }));
+}
+
+/** Puts a failed message back in the queue with a fresh delivery window (dropped ones have no body left). */
+export async function retryOutboxMessage(
+  db: Queryable,
+  clock: Clock,
+  id: string,
+): Promise<'retried' | 'not_found' | 'not_retryable'> {
+  if (!/^\d{1,18}$/.test(id)) return 'not_found';
+  const now = clock.now();
+  const rows = await db.query<{ status: OutboxStatus; sealed: boolean }>(
+    'SELECT status, sealed_body IS NOT NULL AS sealed FROM outbox WHERE id = $1',
+    [id],
+  );
+  const row = rows[0];
+  if (row === undefined) return 'not_found';
+  if (row.status !== 'failed' || !row.sealed) return 'not_retryable';
+  await db.query(
+    `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $2, locked_until = NULL,
+            window_started_at = $2, last_error = NULL, updated_at = $2 WHERE id = $1`,
+    [id, now],
+  );
+  return 'retried';
+}

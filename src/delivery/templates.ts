@@ -1,0 +1,67 @@
+import { codeLifetimeSeconds } from '../auth/codes.js';
+import type { Channel, MessageContent, MessagePurpose } from './message.js';
+
+export interface TemplateInput {
+  channel: Channel;
+  purpose: MessagePurpose;
+  storeName: string;
+  customerName: string;
+  code?: string;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+const lifetimeMinutes = codeLifetimeSeconds / 60;
+
+/** The words of every message. No links: nothing here is built from a request's Host header. */
+export function renderMessage(input: TemplateInput): MessageContent {
+  const { storeName, customerName, code = '' } = input;
+  let subject: string;
+  let lines: string[];
+  switch (input.purpose) {
+    case 'verification':
+      subject = `${code} is your ${storeName} verification code`;
+      lines = [
+        `Your ${storeName} verification code is ${code}.`,
+        `It expires in ${lifetimeMinutes} minutes and works once.`,
+        `If you did not create an account at ${storeName}, ignore this message.`,
+      ];
+      break;
+    case 'password_reset':
+      subject = `${code} is your ${storeName} password reset code`;
+      lines = [
+        `Your ${storeName} password reset code is ${code}.`,
+        `It expires in ${lifetimeMinutes} minutes and works once.`,
+        'If you did not ask to reset your password, ignore this message; your password stays as it is.',
+      ];
+      break;
+    case 'password_changed':
+      subject = `Your ${storeName} password was changed`;
+      lines = [
+        `The password of your ${storeName} account was just changed, and every device was signed out.`,
+        'If this was not you, reset your password right away.',
+      ];
+      break;
+  }
+  if (input.channel === 'sms') {
+    return { subject, text: `${storeName}: ${lines.slice(0, 2).join(' ')}`, html: '' };
+  }
+  const greeting = `Hello ${customerName},`;
+  return {
+    subject,
+    text: [greeting, '', ...lines, '', `— ${storeName}`].join('\n'),
+    html: [
+      '<!doctype html><html><body style="font-family:sans-serif">',
+      `<p>${escapeHtml(greeting)}</p>`,
+      ...lines.map((line) =>
+        code !== '' && line.includes(code)
+          ? `<p>${escapeHtml(line).replace(code, `<strong style="font-size:1.4em;letter-spacing:0.2em">${code}</strong>`)}</p>`
+          : `<p>${escapeHtml(line)}</p>`,
+      ),
+      `<p>— ${escapeHtml(storeName)}</p>`,
+      '</body></html>',
+    ].join('\n'),
+  };
+}

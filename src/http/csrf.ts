@@ -1,0 +1,84 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { hashSessionId } from '../auth/sessions.js';
+import { ProblemError } from './problems.js';
+
+export const csrfCookieName = 'XSRF-TOKEN';
+export const csrfHeaderName = 'x-xsrf-token';
+
+const unsafeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+function tokenMac(key: Buffer, nonce: string, sessionId: string | undefined): string {
+  const binding = sessionId === undefined ? '' : hashSessionId(sessionId);
+  return createHmac('sha256', key).update(`${nonce}.${binding}`).digest('base64url');
+}
+
+/**
+ * A signed double-submit token: random nonce plus its HMAC, bound to the session cookie when there
+ * is one. The server keeps no state for it, and a token from one session is worthless in another.
+ */
+export function issueCsrfToken(key: Buffer, sessionId: string | undefined): string {
+  const nonce = randomBytes(18).toString('base64url');
+  return `${nonce}.${tokenMac(key, nonce, sessionId)}`;
+}
+
+export function isGenuineCsrfToken(key: Buffer, token: string, sessionId: string | undefined): boolean {
+  const [nonce, mac, extra] = token.split('.');
+  if (nonce === undefined || mac === undefined || extra !== undefined) return false;
+  const expected = Buffer.from(tokenMac(key, nonce, sessionId));
+  const given = Buffer.from(mac);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+export interface CsrfOptions {
+  key: Buffer;
+  allowedOrigins: ReadonlySet<string>;
+  sessionCookieName: string;
+}
+
+function originIsTrusted(origin: string, host: string | undefined, allowed: ReadonlySet<string>): boolean {
+  if (allowed.has(origin)) return true;
+  try {
+    if (host === undefined) return false;
+    const originUrl = new URL(origin);
+    // Parsed with the origin's scheme so "shop.test:443" and "shop.test" compare equal over https.
+    return originUrl.host === new URL(`${originUrl.protocol}//${host}`).host;
+  } catch {
+    return false; // includes `Origin: null`
+  }
+}
+
+/** CONTRACT §6: the origin check, then the token check, for browser requests with unsafe methods. */
+export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
+  if (!unsafeMethods.has(request.method)) return;
+  const origin = request.headers.origin;
+  const fetchSite = request.headers['sec-fetch-site'];
+  // Without either header the caller is not a browser, and only browsers can be tricked cross-site.
+  if (origin === undefined && fetchSite === undefined) return;
+
+  const sameOrigin = fetchSite === 'same-origin' || fetchSite === 'none';
+  if (!sameOrigin && !(origin !== undefined && originIsTrusted(origin, request.headers.host, options.allowedOrigins))) {
+    throw new ProblemError('untrusted_origin');
+  }
+
+  const header = request.headers[csrfHeaderName];
+  const cookie = request.cookies[csrfCookieName];
+  const sessionId = request.cookies[options.sessionCookieName];
+  if (
+    typeof header !== 'string' ||
+    cookie === undefined ||
+    header !== cookie ||
+    !isGenuineCsrfToken(options.key, header, sessionId)
+  ) {
+    throw new ProblemError('csrf_token_mismatch');
+  }
+}
+
+export function setCsrfCookie(reply: FastifyReply, key: Buffer, sessionId: string | undefined, secure: boolean): void {
+  reply.setCookie(csrfCookieName, issueCsrfToken(key, sessionId), {
+    httpOnly: false, // the storefront's script reads it and echoes it in X-XSRF-TOKEN
+    sameSite: 'lax',
+    path: '/',
+    secure,
+  });
+}

@@ -1,0 +1,89 @@
+import type { Clock } from '../clock.js';
+import type { KeyValueStore } from '../storage/key-value.js';
+import { ProblemError } from './problems.js';
+
+export interface LimitRule {
+  name: string;
+  limit: number;
+  windowSeconds: number;
+}
+
+const minute = 60;
+const hour = 60 * minute;
+
+/** CONTRACT §7. Names become part of the counter keys. */
+export const limits = {
+  anyCall: { name: 'any', limit: 300, windowSeconds: minute },
+  loginAttempts: { name: 'login', limit: 20, windowSeconds: minute },
+  failedLogins: { name: 'login-failed', limit: 10, windowSeconds: 15 * minute },
+  registrations: { name: 'register', limit: 20, windowSeconds: hour },
+  codeAttempts: { name: 'code', limit: 30, windowSeconds: 10 * minute },
+  messagesPerIdentityMinute: { name: 'message-identity-m', limit: 1, windowSeconds: minute },
+  messagesPerIdentityHour: { name: 'message-identity-h', limit: 5, windowSeconds: hour },
+  messagesPerAddress: { name: 'message-address', limit: 20, windowSeconds: hour },
+} satisfies Record<string, LimitRule>;
+
+export type LimitHit = [rule: LimitRule, subject: string];
+
+export class RateLimiter {
+  constructor(
+    private readonly kv: KeyValueStore,
+    private readonly clock: Clock,
+    /** Told which limit refused a request (for metrics). */
+    private readonly limited: (rule: LimitRule) => void = () => {},
+  ) {}
+
+  /**
+   * Counts one request against every rule and throws 429 when any is over its limit. Counting is
+   * an atomic increment, then the comparison: of N parallel requests at the limit, exactly the
+   * allowed number see a count within it.
+   */
+  async consume(hits: LimitHit[]): Promise<void> {
+    const nowMs = this.clock.now().getTime();
+    const counts = await Promise.all(
+      hits.map(([rule, subject]) => this.kv.increment(keyOf(rule, subject), rule.windowSeconds, nowMs)),
+    );
+    let worst: { rule: LimitRule; resetAtMs: number } | undefined;
+    hits.forEach(([rule], index) => {
+      const count = counts[index]!;
+      if (count.count > rule.limit && (worst === undefined || count.resetAtMs > worst.resetAtMs)) {
+        worst = { rule, resetAtMs: count.resetAtMs };
+      }
+    });
+    if (worst !== undefined) {
+      this.limited(worst.rule);
+      throw limitedError(worst.rule, worst.resetAtMs, nowMs);
+    }
+  }
+
+  async forget(rule: LimitRule, subject: string): Promise<void> {
+    await this.kv.delete(keyOf(rule, subject));
+  }
+}
+
+function keyOf(rule: LimitRule, subject: string): string {
+  return `rl:${rule.name}:${subject}`;
+}
+
+/** A 429 that remembers which limit refused the request (for the audit trail, never the client). */
+export class RateLimitedError extends ProblemError {
+  constructor(
+    readonly rule: LimitRule,
+    retryAfterSeconds: number,
+  ) {
+    super(
+      'rate_limited',
+      {},
+      {
+        'retry-after': retryAfterSeconds,
+        'ratelimit-limit': rule.limit,
+        'ratelimit-remaining': 0,
+        'ratelimit-reset': retryAfterSeconds,
+      },
+    );
+  }
+}
+
+function limitedError(rule: LimitRule, resetAtMs: number, nowMs: number): RateLimitedError {
+  return new RateLimitedError(rule, Math.max(1, Math.ceil((resetAtMs - nowMs) / 1000)));
+}

@@ -1,0 +1,58 @@
+import type { KeyValueStore } from '../storage/key-value.js';
+import type { Queryable } from '../storage/database.js';
+import { loadStore, type StoreContext } from '../store/store.js';
+
+export interface Readiness {
+  ready: boolean;
+  checks: { database: boolean; cache: boolean; search: boolean; store: boolean };
+  store: StoreContext | null;
+}
+
+export interface ReadinessDeps {
+  db: Queryable;
+  kv: KeyValueStore;
+  searchUrl: string | undefined;
+  /** Told every fresh result (for metrics). */
+  checked?: (checks: Readiness['checks']) => void;
+}
+
+const checkTimeoutMs = 1_000;
+// Probes may come from several load balancers every second; one round of checks serves them all.
+const resultReuseMs = 1_000;
+
+function within<T>(work: () => Promise<T>, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), checkTimeoutMs);
+  });
+  return Promise.race([work().catch(() => fallback), timeout]).finally(() => clearTimeout(timer));
+}
+
+async function searchIsHealthy(searchUrl: string): Promise<boolean> {
+  const response = await fetch(new URL('health', searchUrl.endsWith('/') ? searchUrl : `${searchUrl}/`), {
+    signal: AbortSignal.timeout(checkTimeoutMs),
+  });
+  await response.body?.cancel();
+  return response.ok;
+}
+
+/** The four dependency checks in parallel, each bounded to one second. */
+export function createReadinessProbe(deps: ReadinessDeps): () => Promise<Readiness> {
+  let last: { atMs: number; result: Promise<Readiness> } | undefined;
+  const probe = async (): Promise<Readiness> => {
+    const [database, cache, search, store] = await Promise.all([
+      within(async () => (await deps.db.query('SELECT 1 AS ok')).length === 1, false),
+      within(() => deps.kv.ping(), false),
+      deps.searchUrl === undefined ? true : within(() => searchIsHealthy(deps.searchUrl!), false),
+      within(() => loadStore(deps.db), null),
+    ]);
+    const checks = { database, cache, search, store: store !== null };
+    deps.checked?.(checks);
+    return { ready: Object.values(checks).every(Boolean), checks, store };
+  };
+  return () => {
+    const nowMs = performance.now();
+    if (last === undefined || nowMs - last.atMs >= resultReuseMs) last = { atMs: nowMs, result: probe() };
+    return last.result;
+  };
+}

@@ -1,0 +1,275 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditEvent } from '../../audit.js';
+import type { AuthDeps } from '../../auth/deps.js';
+import { normalizeIdentity } from '../../auth/identity.js';
+import { login } from '../../auth/login.js';
+import { requestPasswordReset, resetPassword } from '../../auth/password-reset.js';
+import { register } from '../../auth/registration.js';
+import { toCustomer } from '../../auth/customers.js';
+import { deleteSession, findSessionCustomer, sessionAbsoluteLifetimeSeconds } from '../../auth/sessions.js';
+import { resendVerification, verifyIdentity } from '../../auth/verification.js';
+import type { Services } from '../../services.js';
+import { setCsrfCookie } from '../csrf.js';
+import { ProblemError } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import {
+  AcceptedStatus,
+  AuthSession,
+  bodyProblems,
+  customerProblems,
+  problemResponses,
+  Customer,
+  IdentityBody,
+  LoginBody,
+  PasswordResetStatus,
+  RegisterBody,
+  ResetPasswordBody,
+  SignedOutStatus,
+  VerifyBody,
+} from '../schemas.js';
+
+function describe(operationId: string, summary: string, description: string) {
+  // Public unless a route says otherwise: these are used before a session exists.
+  return { tags: ['auth'], operationId, summary, description, security: [] as Array<Record<string, string[]>> };
+}
+
+// Routes behind the store gate: 503 store_unavailable while the store is paused or closed.
+const config = { customer: true };
+
+/** The counting key for an identity: normalized when it can be, so "A@x.com" and "a@x.com" are one. */
+function identitySubject(request: FastifyRequest, raw: string): string {
+  return normalizeIdentity(request.store.identityMode, raw) ?? raw.trim().toLowerCase();
+}
+
+export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
+  const { config: settings, keys } = services;
+  const { metrics, limiter } = services;
+  const deps: AuthDeps = {
+    db: services.db,
+    clock: services.clock,
+    hasher: services.hasher,
+    keys,
+    allowedCallingCodes: settings.smsAllowedCallingCodes,
+    messagesQueued: () => services.dispatcher.nudge(),
+  };
+  const sessionCookie = settings.sessionCookieName;
+
+  function audit(request: FastifyRequest, event: AuditEvent, customerId: string | null) {
+    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
+  }
+
+  function acceptMessageRequest(reply: FastifyReply, operation: string, work: () => Promise<void>) {
+    // Answered before any lookup, so the time to answer cannot tell who has an account.
+    services.background.run(operation, work);
+    reply.code(202);
+    return { status: 'accepted' as const };
+  }
+
+  return async (app) => {
+    app.post(
+      '/register',
+      {
+        config,
+        schema: {
+          ...describe(
+            'register',
+            'Register a customer',
+            'Creates an unverified customer and sends a verification code through the store channel. Never creates a session.',
+          ),
+          body: RegisterBody,
+          response: { 201: Customer, ...problemResponses(...bodyProblems, 'identity_unavailable') },
+        },
+      },
+      async (request, reply) => {
+        await limiter.consume([[limits.registrations, request.clientKey]]);
+        const result = await register(deps, request.store, request.body);
+        if (!result.ok) {
+          throw result.reason === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.errors })
+            : new ProblemError('identity_unavailable');
+        }
+        audit(request, 'customer.registered', result.customer.id);
+        reply.code(201);
+        return result.customer;
+      },
+    );
+
+    app.post(
+      '/verify',
+      {
+        config,
+        schema: {
+          ...describe(
+            'verify',
+            'Verify an identity with its code',
+            'Sets verified_at when the code is the live verification code. Never creates a session.',
+          ),
+          body: VerifyBody,
+          response: { 200: Customer, ...problemResponses(...bodyProblems, 'invalid_identity_challenge') },
+        },
+      },
+      async (request) => {
+        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        const customer = await verifyIdentity(deps, request.store, request.body.identity, request.body.code);
+        if (customer === null) throw new ProblemError('invalid_identity_challenge');
+        audit(request, 'customer.verified', customer.id);
+        return customer;
+      },
+    );
+
+    for (const [path, operation, work] of [
+      ['/verification/resend', 'resend-verification', resendVerification],
+      ['/password/forgot', 'forgot-password', requestPasswordReset],
+    ] as const) {
+      app.post(
+        path,
+        {
+          config,
+          schema: {
+            ...describe(
+              operation === 'resend-verification' ? 'resendVerification' : 'forgotPassword',
+              operation === 'resend-verification' ? 'Send a new verification code' : 'Send a password reset code',
+              'Answers 202 whether or not an eligible account exists, so identities cannot be probed.',
+            ),
+            body: IdentityBody,
+            response: { 202: AcceptedStatus, ...problemResponses(...bodyProblems) },
+          },
+        },
+        async (request, reply) => {
+          const subject = `${operation}:${identitySubject(request, request.body.identity)}`;
+          await limiter.consume([
+            [limits.messagesPerIdentityMinute, subject],
+            [limits.messagesPerIdentityHour, subject],
+            [limits.messagesPerAddress, request.clientKey],
+          ]);
+          const store = request.store;
+          return acceptMessageRequest(reply, operation, () => work(deps, store, request.body.identity));
+        },
+      );
+    }
+
+    app.post(
+      '/login',
+      {
+        config,
+        schema: {
+          ...describe(
+            'login',
+            'Log in',
+            'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s.',
+          ),
+          body: LoginBody,
+          response: { 200: AuthSession, ...problemResponses(...bodyProblems, 'unauthenticated') },
+        },
+      },
+      async (request, reply) => {
+        const identity = identitySubject(request, request.body.identity);
+        // Counted before the password check so parallel guesses cannot exceed the limit; forgiven on success.
+        await limiter
+          .consume([
+            [limits.loginAttempts, request.clientKey],
+            [limits.failedLogins, identity],
+          ])
+          .catch((error: unknown) => {
+            metrics.logins.inc({ outcome: 'throttled' });
+            throw error;
+          });
+        const previous = request.cookies[sessionCookie];
+        const result = await login(deps, request.store, request.body.identity, request.body.password, previous);
+        metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
+        if (!result.ok) {
+          audit(request, 'login.failed', result.customerId);
+          throw new ProblemError('unauthenticated');
+        }
+        audit(request, 'login.succeeded', result.customer.id);
+        await limiter.forget(limits.failedLogins, identity);
+        reply.setCookie(sessionCookie, result.sessionId, {
+          httpOnly: true,
+          sameSite: 'lax',
+          path: '/',
+          secure: settings.cookieSecure,
+          maxAge: sessionAbsoluteLifetimeSeconds,
+        });
+        setCsrfCookie(reply, keys.csrf, result.sessionId, settings.cookieSecure);
+        return { auth_type: 'session' as const, customer: result.customer };
+      },
+    );
+
+    app.post(
+      '/password/reset',
+      {
+        config,
+        schema: {
+          ...describe(
+            'resetPassword',
+            'Set a new password with a reset code',
+            'Signs the customer out of every session and sends a notice. Never signs anyone in.',
+          ),
+          body: ResetPasswordBody,
+          response: { 200: PasswordResetStatus, ...problemResponses(...bodyProblems, 'invalid_identity_challenge') },
+        },
+      },
+      async (request) => {
+        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        const result = await resetPassword(deps, request.store, request.body);
+        if (!result.ok) {
+          throw result.reason === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.errors })
+            : new ProblemError('invalid_identity_challenge');
+        }
+        audit(request, 'password.reset', result.customerId);
+        return { status: 'password_reset' as const };
+      },
+    );
+
+    // Who am I: for storefront pages, and usable by a reverse proxy as a forward-auth check.
+    app.get(
+      '/session',
+      {
+        config,
+        schema: {
+          ...describe(
+            'session',
+            'Who am I',
+            'The customer of the session cookie; also usable by a reverse proxy as a forward-auth check.',
+          ),
+          security: [{ session: [] }],
+          response: { 200: AuthSession, ...problemResponses(...customerProblems, 'unauthenticated') },
+        },
+      },
+      async (request) => {
+        const sessionId = request.cookies[sessionCookie];
+        const customer =
+          sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
+        if (customer === null) throw new ProblemError('unauthenticated');
+        return { auth_type: 'session' as const, customer: toCustomer(customer) };
+      },
+    );
+
+    app.post(
+      '/logout',
+      {
+        config,
+        schema: {
+          ...describe(
+            'logout',
+            'Log out',
+            'Deletes the session on the server, expires the cookie and issues a fresh XSRF-TOKEN.',
+          ),
+          security: [{ session: [] }],
+          response: { 200: SignedOutStatus, ...problemResponses(...customerProblems, 'unauthenticated') },
+        },
+      },
+      async (request, reply) => {
+        const sessionId = request.cookies[sessionCookie];
+        const customerId = sessionId === undefined ? null : await deleteSession(services.db, services.clock, sessionId);
+        if (customerId === null) throw new ProblemError('unauthenticated');
+        audit(request, 'logout', customerId);
+        reply.clearCookie(sessionCookie, { path: '/', httpOnly: true, sameSite: 'lax', secure: settings.cookieSecure });
+        setCsrfCookie(reply, keys.csrf, undefined, settings.cookieSecure);
+        return { status: 'signed_out' as const };
+      },
+    );
+  };
+}

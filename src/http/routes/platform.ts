@@ -1,0 +1,94 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services.js';
+import { setCsrfCookie } from '../csrf.js';
+import { ProblemError } from '../problems.js';
+import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
+
+export const apiVersion = 'v1';
+
+/** The public endpoints: never behind the store gate, so a shut shop can still be checked. */
+const tags = ['platform'];
+
+export function platformRoutes(services: Services): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      '/platform',
+      {
+        schema: {
+          tags,
+          security: [],
+          operationId: 'platform',
+          summary: 'Platform info',
+          response: { 200: PlatformInfo, ...problemResponses('rate_limited', 'internal_error') },
+        },
+      },
+      async () => ({
+        name: services.config.platformName,
+        api_version: apiVersion,
+      }),
+    );
+
+    app.get(
+      '/health/live',
+      {
+        schema: {
+          tags,
+          security: [],
+          operationId: 'live',
+          summary: 'Liveness: the process serves',
+          response: { 200: HealthStatus, ...problemResponses('rate_limited') },
+        },
+      },
+      async () => ({ status: 'ok' as const }),
+    );
+
+    app.get(
+      '/health/ready',
+      {
+        schema: {
+          tags,
+          security: [],
+          operationId: 'ready',
+          summary: 'Readiness: database, cache, search and store context',
+          description: 'Checks run in parallel, each bounded to one second; results are reused for up to one second.',
+          response: { 200: HealthReady, ...problemResponses('deployment_not_ready', 'rate_limited') },
+        },
+      },
+      async () => {
+        const { ready, checks, store } = await services.readiness();
+        const details = store === null ? undefined : { store_id: store.id, store_status: store.status };
+        if (!ready || app.draining) {
+          throw new ProblemError('deployment_not_ready', details === undefined ? { checks } : { checks, details });
+        }
+        return { status: 'ok', checks, ...(details === undefined ? {} : { details }) };
+      },
+    );
+  };
+}
+
+/** GET /api/v1/csrf-cookie and its Sanctum-style alias: a fresh XSRF-TOKEN, no server-side state. */
+export function csrfCookieRoute(services: Services, url: string): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      url,
+      {
+        config: { customer: true },
+        schema: {
+          tags: ['auth'],
+          security: [],
+          operationId: url.startsWith('/sanctum') ? 'sanctumCsrfCookie' : 'csrfCookie',
+          summary: 'Get a fresh XSRF-TOKEN cookie',
+          response: {
+            204: { description: 'The XSRF-TOKEN cookie is set.', type: 'null' },
+            ...problemResponses(...customerProblems),
+          },
+        },
+      },
+      async (request, reply) => {
+        const sessionId = request.cookies[services.config.sessionCookieName];
+        setCsrfCookie(reply, services.keys.csrf, sessionId, services.config.cookieSecure);
+        return reply.code(204).send(null);
+      },
+    );
+  };
+}

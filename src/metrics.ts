@@ -1,0 +1,73 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Queryable } from './storage/database.js';
+
+export type LoginOutcome = 'success' | 'failure' | 'throttled';
+export type DeliveryOutcome = 'sent' | 'retry' | 'failed' | 'dropped';
+
+/**
+ * Prometheus metrics, one registry per service instance (tests build many). Served on a port of
+ * their own (METRICS_PORT) so they never share the public listener.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: 'storefront_http_requests_total',
+    help: 'HTTP requests answered, by route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly requestDuration = new Histogram({
+    name: 'storefront_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly logins = new Counter({
+    name: 'storefront_login_attempts_total',
+    help: 'Login attempts by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimited = new Counter({
+    name: 'storefront_rate_limited_total',
+    help: 'Requests answered 429, by the limit that was hit.',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  readonly deliveries = new Counter({
+    name: 'storefront_message_deliveries_total',
+    help: 'Outbox delivery attempts by channel and outcome.',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly dependencyUp = new Gauge({
+    name: 'storefront_dependency_up',
+    help: 'Result of the last readiness check of each dependency (1 up, 0 down).',
+    labelNames: ['dependency'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(db: Queryable) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'storefront_' });
+    new Gauge({
+      name: 'storefront_outbox_messages',
+      help: 'Messages in the outbox by status (read at scrape time).',
+      labelNames: ['status'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const rows = await db.query<{ status: string; n: number }>(
+          'SELECT status, count(*)::int AS n FROM outbox GROUP BY status',
+        );
+        for (const row of rows) this.set({ status: row.status }, row.n);
+      },
+    });
+  }
+}

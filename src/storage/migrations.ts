@@ -1,0 +1,132 @@
+import type { Database } from './database.js';
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+// Append only: a migration that has run anywhere is never edited.
+const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+      CREATE TABLE store (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        status text NOT NULL CHECK (status IN ('active', 'paused', 'closed')),
+        identity_mode text NOT NULL CHECK (identity_mode IN ('email', 'phone')),
+        settings jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+
+      CREATE TABLE customers (
+        id uuid PRIMARY KEY,
+        name text NOT NULL,
+        identity_type text NOT NULL CHECK (identity_type IN ('email', 'phone')),
+        identity_value text NOT NULL,
+        password_hash text NOT NULL,
+        verified_at timestamptz,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        UNIQUE (identity_type, identity_value)
+      );
+
+      -- Codes are kept only as an HMAC; attempts are counted before any comparison.
+      CREATE TABLE challenges (
+        id uuid PRIMARY KEY,
+        customer_id uuid NOT NULL REFERENCES customers (id) ON DELETE CASCADE,
+        purpose text NOT NULL CHECK (purpose IN ('verification', 'password_reset')),
+        code_mac text NOT NULL,
+        attempts integer NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL,
+        consumed_at timestamptz,
+        voided_at timestamptz
+      );
+      CREATE INDEX challenges_live ON challenges (customer_id, purpose, created_at)
+        WHERE consumed_at IS NULL AND voided_at IS NULL;
+
+      -- Only the SHA-256 of a session id is stored: a leaked table opens no session.
+      CREATE TABLE sessions (
+        id_hash text PRIMARY KEY,
+        customer_id uuid NOT NULL REFERENCES customers (id) ON DELETE CASCADE,
+        created_at timestamptz NOT NULL,
+        last_seen_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX sessions_customer ON sessions (customer_id);
+
+      -- Message bodies are sealed (AES-GCM) because they hold codes; they are erased once sent.
+      CREATE TABLE outbox (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        channel text NOT NULL CHECK (channel IN ('email', 'sms')),
+        purpose text NOT NULL,
+        recipient text NOT NULL,
+        sealed_body text,
+        challenge_id uuid REFERENCES challenges (id) ON DELETE SET NULL,
+        status text NOT NULL CHECK (status IN ('pending', 'sent', 'failed', 'dropped')),
+        attempts integer NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz NOT NULL,
+        -- Retries stop one delivery window after this (the enqueue, or an operator's retry).
+        window_started_at timestamptz NOT NULL,
+        locked_until timestamptz,
+        last_error text,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        sent_at timestamptz
+      );
+      CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX outbox_sent ON outbox (sent_at) WHERE sent_at IS NOT NULL;
+    `,
+  },
+  {
+    version: 2,
+    name: 'audit_events',
+    sql: `
+      -- Security events. No foreign key: the trail outlives the customers it mentions.
+      -- Never holds a secret: no password, code, session id or attempted identity.
+      CREATE TABLE audit_events (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        occurred_at timestamptz NOT NULL,
+        event text NOT NULL,
+        customer_id uuid,
+        client_address text,
+        request_id text,
+        details jsonb NOT NULL DEFAULT '{}'
+      );
+      CREATE INDEX audit_events_customer ON audit_events (customer_id, occurred_at);
+      CREATE INDEX audit_events_time ON audit_events (occurred_at);
+    `,
+  },
+];
+
+// Any constant works; it only has to be the same for every instance of the service.
+const migrationLockKey = 727_274_001;
+
+/**
+ * Applies every migration not yet applied, each in its own transaction. The advisory lock makes
+ * concurrent starts of several instances take turns instead of racing on the same DDL.
+ */
+export async function migrate(db: Database): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [migrationLockKey]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((row) => row.version));
+    const ran: number[] = [];
+    for (const migration of migrations) {
+      if (applied.has(migration.version)) continue;
+      await tx.exec(migration.sql);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
+      ran.push(migration.version);
+    }
+    return ran;
+  });
+}

@@ -1,0 +1,147 @@
+import type { Clock } from '../clock.js';
+import type { Config, IdentityMode } from '../config.js';
+import type { Database, Queryable } from '../storage/database.js';
+
+export type StoreStatus = 'active' | 'paused' | 'closed';
+export const storeStatuses: readonly StoreStatus[] = ['active', 'paused', 'closed'];
+
+export interface StoreContext {
+  id: string;
+  name: string;
+  status: StoreStatus;
+  identityMode: IdentityMode;
+  verificationRequired: boolean;
+  updatedAt: string;
+}
+
+interface StoreRow {
+  id: string;
+  name: string;
+  status: StoreStatus;
+  identity_mode: IdentityMode;
+  settings: Record<string, unknown>;
+  updated_at: Date;
+}
+
+// One store per deployment; its row always has this id.
+const storeId = 'default';
+
+function toStore(row: StoreRow): StoreContext {
+  return {
+    id: row.id,
+    name: row.name,
+    status: row.status,
+    identityMode: row.identity_mode,
+    verificationRequired: row.settings['auth.customer_verification_required'] === true,
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export async function loadStore(db: Queryable): Promise<StoreContext | null> {
+  const rows = await db.query<StoreRow>(
+    'SELECT id, name, status, identity_mode, settings, updated_at FROM store WHERE id = $1',
+    [storeId],
+  );
+  return rows[0] === undefined ? null : toStore(rows[0]);
+}
+
+/** Creates the store row from configuration on first start; later starts leave it as the operator set it. */
+export async function ensureStore(db: Queryable, clock: Clock, initial: Config['initialStore']): Promise<void> {
+  const now = clock.now();
+  await db.query(
+    `INSERT INTO store (id, name, status, identity_mode, settings, created_at, updated_at)
+     VALUES ($1, $2, 'active', $3, $4::text::jsonb, $5, $5) ON CONFLICT (id) DO NOTHING`,
+    [
+      storeId,
+      initial.name,
+      initial.identityMode,
+      JSON.stringify({ 'auth.customer_verification_required': initial.verificationRequired }),
+      now,
+    ],
+  );
+}
+
+export interface StoreChanges {
+  name?: string;
+  status?: StoreStatus;
+  identityMode?: IdentityMode;
+  verificationRequired?: boolean;
+}
+
+export type StoreUpdateResult =
+  | { ok: true; store: StoreContext }
+  | { ok: false; reason: 'identity_mode_in_use'; customers: number }
+  | { ok: false; reason: 'no_store' };
+
+/** Applies operator changes. Switching the identity mode under existing customers needs `force`. */
+export async function updateStore(
+  db: Database,
+  clock: Clock,
+  changes: StoreChanges,
+  { force = false } = {},
+): Promise<StoreUpdateResult> {
+  return db.transaction(async (tx) => {
+    const current = await tx.query<StoreRow>('SELECT identity_mode FROM store WHERE id = $1 FOR UPDATE', [storeId]);
+    if (current[0] === undefined) return { ok: false, reason: 'no_store' };
+    if (changes.identityMode !== undefined && changes.identityMode !== current[0].identity_mode && !force) {
+      const [count] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
+      if ((count?.n ?? 0) > 0) return { ok: false, reason: 'identity_mode_in_use', customers: count!.n };
+    }
+    const settings =
+      changes.verificationRequired === undefined
+        ? {}
+        : { 'auth.customer_verification_required': changes.verificationRequired };
+    await tx.query(
+      `UPDATE store SET name = COALESCE($2, name), status = COALESCE($3, status),
+              identity_mode = COALESCE($4, identity_mode), settings = settings || $5::text::jsonb, updated_at = $6
+        WHERE id = $1`,
+      [
+        storeId,
+        changes.name ?? null,
+        changes.status ?? null,
+        changes.identityMode ?? null,
+        JSON.stringify(settings),
+        clock.now(),
+      ],
+    );
+    return { ok: true, store: (await loadStore(tx))! };
+  });
+}
+
+/** How long an instance may serve a store context before reading it again. */
+export const storeRefreshMilliseconds = 2_000;
+
+/**
+ * The store context as every request sees it: read from the database at most every two seconds,
+ * so a change made by the command line on any instance takes effect everywhere within that time.
+ */
+export class StoreCache {
+  private cached: { store: StoreContext; loadedAtMs: number } | undefined;
+  private loading: Promise<StoreContext> | undefined;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {}
+
+  async get(): Promise<StoreContext> {
+    if (this.cached !== undefined && this.nowMs() - this.cached.loadedAtMs < storeRefreshMilliseconds) {
+      return this.cached.store;
+    }
+    this.loading ??= this.reload().finally(() => {
+      this.loading = undefined;
+    });
+    return this.loading;
+  }
+
+  invalidate(): void {
+    this.cached = undefined;
+  }
+
+  private async reload(): Promise<StoreContext> {
+    const store = await loadStore(this.db);
+    if (store === null) throw new Error('the store row is missing; run migrations and start the service once');
+    this.cached = { store, loadedAtMs: this.nowMs() };
+    return store;
+  }
+}

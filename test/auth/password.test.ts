@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  createArgon2Hasher,
+  HasherBusyError,
+  isCommonPassword,
+  newPasswordProblems,
+  productionArgon2,
+  testArgon2,
+} from '../../src/auth/password.js';
+
+describe('newPasswordProblems', () => {
+  const fine: Array<[string, string]> = [
+    ['eight characters with a letter and a digit', 'zq7vbnmk'],
+    ['a passphrase with spaces', 'analytical engine 1843'],
+    ['Cyrillic letters and digits', 'пароль-зима-2024'],
+    ['Japanese letters and a digit', '日本語のひみつ言葉7'],
+    ['Greek letters and digits', 'κωδικός-42-φως'],
+    ['fullwidth letters and digits (NFKC makes them ASCII)', 'ｚｑ７ｖｂｎｍｋ'],
+    ['exactly 255 code points', `a1${'z'.repeat(253)}`],
+    ['255 code points that take 510 UTF-16 units', `a1${'𝒳'.repeat(253)}`],
+    ['a ligature that NFKC expands to reach eight', 'ﬃﬃ12'],
+  ];
+  for (const [label, password] of fine) {
+    test(`accepts ${label}`, () => {
+      assert.deepEqual(newPasswordProblems(password), []);
+    });
+  }
+
+  const tooShort: Array<[string, string]> = [
+    ['seven characters', 'zq7vbnm'],
+    ['seven code points that are ten UTF-16 units', '😀😀😀a1bc'],
+    ['a ligature that NFKC expands to only seven', 'ﬃﬃ1'],
+    ['the empty string', ''],
+  ];
+  for (const [label, password] of tooShort) {
+    test(`refuses ${label} as too short`, () => {
+      const problems = newPasswordProblems(password);
+      assert.ok(problems.length > 0);
+      assert.ok(problems.some((p) => p.includes('8')), problems.join(' | '));
+    });
+  }
+
+  test('refuses 256 code points as too long, and never truncates', () => {
+    const problems = newPasswordProblems(`a1${'z'.repeat(254)}`);
+    assert.ok(problems.some((p) => p.includes('255')), problems.join(' | '));
+  });
+
+  test('counts length in code points after NFKC, not in UTF-16 units or before normalization', () => {
+    assert.equal([...'ﬃﬃ12'].length, 4);
+    assert.equal([...'ﬃﬃ12'.normalize('NFKC')].length, 8);
+    assert.deepEqual(newPasswordProblems('ﬃﬃ12'), []);
+    assert.equal('😀😀😀a1bc'.length, 10);
+    assert.ok(newPasswordProblems('😀😀😀a1bc').length > 0, 'seven code points are too short');
+  });
+
+  const missingClass: Array<[string, string]> = [
+    ['letters only', 'onlyletterswithoutdigits'],
+    ['digits only', '98127364501'],
+    ['punctuation and digits', '!!--1234--!!'],
+    ['letters and punctuation', 'letters-and-punctuation!'],
+  ];
+  for (const [label, password] of missingClass) {
+    test(`refuses ${label} for lacking a letter or a digit`, () => {
+      const problems = newPasswordProblems(password);
+      assert.equal(problems.length, 1, problems.join(' | '));
+    });
+  }
+
+  test('counts a fullwidth digit as a digit', () => {
+    assert.deepEqual(newPasswordProblems('lettersonly１'), []);
+    assert.equal(newPasswordProblems('lettersonly').length, 1);
+  });
+
+  const common = ['password1', 'Password1', 'PASSWORD1', 'qwerty123', 'abc12345', 'passw0rd', 'P4ssw0rd', 'trustno1', 'letmein1', '1qaz2wsx', 'ｐａｓｓｗｏｒｄ１'];
+  for (const password of common) {
+    test(`refuses the common password ${password}`, () => {
+      const problems = newPasswordProblems(password);
+      assert.equal(problems.length, 1, problems.join(' | '));
+      assert.ok(isCommonPassword(password));
+    });
+  }
+
+  test('gives one problem per rule broken and an empty list only for a good password', () => {
+    assert.equal(newPasswordProblems('abc').length, 2, 'too short and no digit');
+    assert.equal(newPasswordProblems('123').length, 2, 'too short and no letter');
+    assert.equal(newPasswordProblems('!!!!').length, 2);
+  });
+});
+
+describe('isCommonPassword', () => {
+  test('knows at least the 10,000 most common passwords, case-insensitively', () => {
+    for (const password of ['password', 'PASSWORD', '123456', 'qwerty', 'iloveyou', 'Dragon', 'monkey', 'letmein', 'welcome1']) {
+      assert.equal(isCommonPassword(password), true, password);
+    }
+  });
+
+  test('does not flag uncommon passphrases', () => {
+    for (const password of ['analytical engine 1843', 'zq7vbnmk', 'correct horse battery 9', 'пароль-зима-2024']) {
+      assert.equal(isCommonPassword(password), false, password);
+    }
+  });
+});
+
+describe('createArgon2Hasher', () => {
+  test('with production parameters makes an argon2id PHC hash with m=19456, t=2, p=1 that verifies', async () => {
+    assert.deepEqual(productionArgon2, { memoryCost: 19_456, timeCost: 2, parallelism: 1 });
+    const hasher = createArgon2Hasher();
+    const hash = await hasher.hash('analytical engine 1843');
+    assert.match(hash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/);
+    assert.ok(!hash.includes('analytical'));
+    assert.equal(await hasher.verify(hash, 'analytical engine 1843'), true);
+    assert.equal(await hasher.verify(hash, 'analytical engine 1844'), false);
+    assert.equal(hasher.needsRehash(hash), false);
+  });
+
+  test('salts every hash and verifies only the right password', async () => {
+    const hasher = createArgon2Hasher(testArgon2);
+    const first = await hasher.hash('difference engine 1822');
+    const second = await hasher.hash('difference engine 1822');
+    assert.notEqual(first, second);
+    assert.equal(await hasher.verify(first, 'difference engine 1822'), true);
+    assert.equal(await hasher.verify(second, 'difference engine 1822'), true);
+    assert.equal(await hasher.verify(first, 'Difference engine 1822'), false);
+    assert.equal(await hasher.verify(first, ''), false);
+  });
+
+  test('normalizes with NFKC before hashing, so compatible forms verify each other', async () => {
+    const hasher = createArgon2Hasher(testArgon2);
+    const hash = await hasher.hash('ｚｑ７ｖｂｎｍｋ');
+    assert.equal(await hasher.verify(hash, 'zq7vbnmk'), true);
+    const composed = await hasher.hash('caf\u00e9 latte 42');
+    assert.equal(await hasher.verify(composed, 'cafe\u0301 latte 42'), true);
+  });
+
+  test('verify answers false for a malformed stored hash instead of throwing', async () => {
+    const hasher = createArgon2Hasher(testArgon2);
+    assert.equal(await hasher.verify('not a hash', 'anything 1'), false);
+    assert.equal(await hasher.verify('$2b$10$abcdefghijklmnopqrstuv', 'anything 1'), false);
+  });
+
+  test('verifyDummy resolves after doing real hashing work through the same gate', async () => {
+    const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 0 });
+    const dummy = hasher.verifyDummy('whatever 1');
+    const competing = hasher.hash('zq7vbnmk');
+    await assert.rejects(competing, HasherBusyError, 'the dummy occupies the only hashing slot');
+    assert.equal(await dummy, undefined);
+    const afterwards = await hasher.hash('zq7vbnmk');
+    assert.match(afterwards, /^\$argon2id\$/);
+  });
+
+  test('needsRehash is true for hashes made with other parameters or another algorithm', async () => {
+    const production = createArgon2Hasher(productionArgon2);
+    const cheap = createArgon2Hasher(testArgon2);
+    const cheapHash = await cheap.hash('analytical engine 1843');
+    assert.match(cheapHash, /^\$argon2id\$v=19\$m=1024,t=1,p=1\$/);
+    assert.equal(cheap.needsRehash(cheapHash), false);
+    assert.equal(production.needsRehash(cheapHash), true);
+    const stronger = createArgon2Hasher({ memoryCost: 1024, timeCost: 2, parallelism: 1 });
+    assert.equal(stronger.needsRehash(cheapHash), true);
+    assert.equal(production.needsRehash('$argon2i$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g'), true);
+    assert.equal(production.needsRehash('$2b$12$abcdefghijklmnopqrstuu'), true);
+  });
+
+  test('refuses work beyond its concurrency and waiting limits with HasherBusyError', async () => {
+    const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 1 });
+    const results = await Promise.allSettled([hasher.hash('first one 1'), hasher.hash('second one 2'), hasher.hash('third one 3')]);
+    const rejected = results.filter((r) => r.status === 'rejected');
+    const fulfilled = results.filter((r): r is PromiseFulfilledResult<string> => r.status === 'fulfilled');
+    assert.equal(rejected.length, 1);
+    assert.ok(rejected[0]?.status === 'rejected' && rejected[0].reason instanceof HasherBusyError);
+    assert.equal(fulfilled.length, 2);
+    for (const result of fulfilled) assert.match(result.value, /^\$argon2id\$/);
+
+    const later = await hasher.hash('after the burst 4');
+    assert.match(later, /^\$argon2id\$/, 'the slots are released once the burst is done');
+  });
+});

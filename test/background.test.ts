@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, test } from 'node:test';
+import { pino } from 'pino';
+import { BackgroundWork } from '../src/background.js';
+
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, stream), lines };
+}
+
+describe('background work', () => {
+  test('runs at most `concurrency` tasks at once, so a burst cannot exhaust the database pool', async () => {
+    const { logger } = capturingLogger();
+    const background = new BackgroundWork(logger, { concurrency: 3 });
+    let running = 0;
+    let most = 0;
+    let done = 0;
+    for (let i = 0; i < 30; i += 1) {
+      background.run('task', async () => {
+        running += 1;
+        most = Math.max(most, running);
+        await new Promise((resolve) => setImmediate(resolve));
+        running -= 1;
+        done += 1;
+      });
+    }
+    await background.drain();
+    assert.equal(done, 30, 'every task ran');
+    assert.equal(most, 3);
+  });
+
+  test('drops and logs new work once too much is waiting, and keeps running what it admitted', async () => {
+    const { logger, lines } = capturingLogger();
+    const background = new BackgroundWork(logger, { concurrency: 1, maxPending: 5 });
+    let done = 0;
+    for (let i = 0; i < 8; i += 1) {
+      background.run('resend-verification', async () => {
+        done += 1;
+      });
+    }
+    assert.equal(background.size, 5);
+    await background.drain();
+    assert.equal(done, 5);
+    const dropped = lines.filter((line) => String(line['msg']).startsWith('background work dropped'));
+    assert.equal(dropped.length, 3);
+    assert.equal(dropped[0]!['task'], 'resend-verification');
+  });
+
+  test('a failing task is logged and does not stop the others', async () => {
+    const { logger, lines } = capturingLogger();
+    const background = new BackgroundWork(logger, { concurrency: 1 });
+    let done = 0;
+    background.run('broken', async () => {
+      throw new Error('boom');
+    });
+    background.run('fine', async () => {
+      done += 1;
+    });
+    await background.drain();
+    assert.equal(done, 1);
+    assert.ok(lines.some((line) => line['msg'] === 'background work failed' && line['task'] === 'broken'));
+  });
+});

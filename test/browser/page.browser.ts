@@ -1,0 +1,328 @@
+// The sign-in page in a real headless Chromium against a real running service.
+// Not picked up by `npm test`; run with:  node --import tsx --test test/browser/page.browser.ts
+// Needs /usr/bin/chromium (Debian: apt-get install -y chromium). Screenshots of every step go to
+// .test-artifacts/screenshots (or SCREENSHOT_DIR).
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { createStorefrontAuthClient } from '../../src/client/index.js';
+import { repoRoot, startService, type ServiceProcess } from '../helpers/service-process.js';
+import { waitForCode } from '../client/service-codes.js';
+
+const screenshotDir = process.env['SCREENSHOT_DIR']
+  ? path.resolve(process.env['SCREENSHOT_DIR'])
+  : path.join(repoRoot, '.test-artifacts/screenshots');
+const screenshotName = /^\d{2}-[a-z0-9-]+\.png$/;
+let shots = 0;
+
+let browser: Browser;
+
+before(async () => {
+  await fs.mkdir(screenshotDir, { recursive: true });
+  // Only our own earlier screenshots are removed, so a shared folder is safe.
+  for (const name of await fs.readdir(screenshotDir)) {
+    if (screenshotName.test(name)) await fs.rm(path.join(screenshotDir, name));
+  }
+  browser = await chromium.launch({
+    executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+interface Session {
+  page: Page;
+  /** `METHOD /path status` of every API answer the page received, in order. */
+  api: string[];
+  shot(step: string): Promise<void>;
+  status(text: string | RegExp, kind?: 'success' | 'error'): Promise<string>;
+}
+
+/** A fresh browser context on the service's page; fails the test on script errors or CSP violations. */
+async function openPage(t: TestContext, service: ServiceProcess, run: (session: Session) => Promise<void>) {
+  const context = await browser.newContext({ viewport: { width: 720, height: 900 } });
+  const problems: string[] = [];
+  const api: string[] = [];
+  try {
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) problems.push(message.text());
+    });
+    page.on('response', (response) => {
+      const url = new URL(response.url());
+      if (url.pathname.startsWith('/api/')) api.push(`${response.request().method()} ${url.pathname} ${response.status()}`);
+    });
+    await page.goto(service.url);
+    await page.locator('body:not([aria-busy])').waitFor();
+    t.diagnostic(`screenshots in ${screenshotDir}`);
+    await run({
+      page,
+      api,
+      async shot(step) {
+        shots += 1;
+        const file = path.join(screenshotDir, `${String(shots).padStart(2, '0')}-${step}.png`);
+        await page.screenshot({ path: file, fullPage: true });
+      },
+      async status(text, kind) {
+        const status = page.locator(kind === undefined ? '#status' : `#status.${kind}`, { hasText: text });
+        await status.waitFor();
+        return (await status.textContent()) ?? '';
+      },
+    });
+    assert.deepEqual(problems, [], 'no script errors and no CSP violations');
+  } finally {
+    await context.close();
+  }
+}
+
+async function register(page: Page, name: string, identity: string, password: string, confirmation = password) {
+  await page.getByRole('navigation').getByRole('button', { name: 'Create an account' }).click();
+  const form = page.locator('#register');
+  await form.getByLabel('Name').fill(name);
+  await form.getByLabel(/Email address|Phone number/).fill(identity);
+  await form.getByLabel('Password', { exact: true }).fill(password);
+  await form.getByLabel('Confirm password').fill(confirmation);
+  await form.getByRole('button', { name: 'Create account' }).click();
+}
+
+async function logIn(page: Page, identity: string, password: string) {
+  const form = page.locator('#login');
+  await form.waitFor();
+  await form.getByLabel('Email address').fill(identity);
+  await form.getByLabel('Password').fill(password);
+  await form.getByRole('button', { name: 'Log in' }).click();
+}
+
+describe('the sign-in page of an email store', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+
+  before(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-page-'));
+    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Lovelace Books' });
+  });
+
+  after(async () => {
+    await service?.stop();
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  /** An account made through the API, so a test can start from a known customer. */
+  async function existingCustomer(email: string, password: string) {
+    const client = createStorefrontAuthClient({ baseUrl: service.url });
+    await client.register({ name: 'Existing Customer', email, password, password_confirmation: password });
+  }
+
+  test('a shopper registers, verifies with the emailed code, logs in, is recognised after a reload and logs out', async (t) => {
+    await openPage(t, service, async ({ page, shot, status }) => {
+      assert.equal(await page.title(), 'Sign in · Lovelace Books');
+      assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Lovelace Books');
+      await page.locator('#login').waitFor();
+      await shot('login-form');
+
+      await page.getByRole('navigation').getByRole('button', { name: 'Create an account' }).click();
+      const identity = page.locator('#register').getByLabel('Email address');
+      assert.equal(await identity.getAttribute('type'), 'email');
+      assert.equal(await identity.getAttribute('autocomplete'), 'email');
+      assert.equal(await page.locator('#register').getByLabel('Password', { exact: true }).getAttribute('autocomplete'), 'new-password');
+      await shot('register-form');
+
+      const mark = service.logs.length;
+      await register(page, 'Ada Lovelace', 'Ada@Example.com', 'analytical engine 1843');
+      await status('Account created. We sent a code to ada@example.com', 'success');
+      const verify = page.locator('#verify');
+      assert.equal(await verify.getByLabel('Email address').inputValue(), 'ada@example.com', 'the verify form knows who');
+      const codeInput = verify.getByLabel('Six-digit code');
+      assert.equal(await codeInput.getAttribute('inputmode'), 'numeric');
+      assert.equal(await codeInput.getAttribute('autocomplete'), 'one-time-code');
+      await shot('registered-enter-code');
+
+      const code = await waitForCode(service, 'ada@example.com', 'verification', { from: mark });
+      await codeInput.fill(code);
+      await verify.getByRole('button', { name: 'Verify' }).click();
+      await status('Your email address is verified. You can log in now.', 'success');
+      assert.equal(await page.locator('#login').getByLabel('Email address').inputValue(), 'ada@example.com');
+      await shot('verified');
+
+      assert.equal(await page.locator('#login').getByLabel('Password').getAttribute('autocomplete'), 'current-password');
+      await logIn(page, 'ada@example.com', 'analytical engine 1843');
+      await status('Welcome, Ada Lovelace. You are signed in.', 'success');
+      const account = page.locator('#account');
+      assert.equal(
+        (await account.getByText('Signed in as').textContent())?.replace(/\s+/g, ' '),
+        'Signed in as Ada Lovelace (ada@example.com).',
+      );
+      assert.equal(await page.getByRole('navigation').isHidden(), true, 'signed in, the sign-in choices are gone');
+      await shot('signed-in');
+
+      await page.reload();
+      await page.locator('body:not([aria-busy])').waitFor();
+      await account.getByText('Signed in as Ada Lovelace').waitFor();
+      await shot('signed-in-after-reload');
+
+      await account.getByRole('button', { name: 'Log out' }).click();
+      await status('You are signed out.', 'success');
+      await page.locator('#login').waitFor();
+      await shot('signed-out');
+      await page.reload();
+      await page.locator('#login').waitFor();
+      assert.equal(await account.isHidden(), true, 'after a reload the page still knows nobody is signed in');
+    });
+  });
+
+  test('a shopper who forgot the password gets a code, sets a new password and logs in with it', async (t) => {
+    await existingCustomer('grace@example.com', 'compiler cobol 1959');
+    await openPage(t, service, async ({ page, shot, status }) => {
+      await page.getByRole('navigation').getByRole('button', { name: 'Forgot your password?' }).click();
+      await page.locator('#forgot').getByLabel('Email address').fill('grace@example.com');
+      await shot('forgot-form');
+      const mark = service.logs.length;
+      await page.locator('#forgot').getByRole('button', { name: 'Send a reset code' }).click();
+      await status('If an account uses grace@example.com, we sent it a reset code', 'success');
+
+      const reset = page.locator('#reset');
+      assert.equal(await reset.getByLabel('Email address').inputValue(), 'grace@example.com');
+      const code = await waitForCode(service, 'grace@example.com', 'password_reset', { from: mark });
+      await reset.getByLabel('Six-digit code').fill(code);
+      await reset.getByLabel('New password', { exact: true }).fill('flow matic 1955');
+      await reset.getByLabel('Confirm new password').fill('flow matic 1955');
+      assert.equal(await reset.getByLabel('New password', { exact: true }).getAttribute('autocomplete'), 'new-password');
+      await shot('reset-form');
+      await reset.getByRole('button', { name: 'Set new password' }).click();
+      await status('Your password is changed', 'success');
+      await shot('password-reset');
+
+      await logIn(page, 'grace@example.com', 'compiler cobol 1959');
+      await status('The email address or password is not right.', 'error');
+      await logIn(page, 'grace@example.com', 'flow matic 1955');
+      await page.locator('#account').getByText('Signed in as Existing Customer (grace@example.com).').waitFor();
+      await shot('signed-in-with-new-password');
+    });
+  });
+
+  test('a wrong password is shown as a human message, never as an error code', async (t) => {
+    await existingCustomer('wrong@example.com', 'right password 11');
+    await openPage(t, service, async ({ page, shot, status }) => {
+      await logIn(page, 'wrong@example.com', 'not the password 1');
+      const message = await status('The email address or password is not right. Check them and try again.', 'error');
+      assert.doesNotMatch(message, /unauthenticated|401/);
+      assert.equal(await page.locator('#account').isHidden(), true);
+      await shot('wrong-password');
+    });
+  });
+
+  test('field errors from the server are shown next to their fields', async (t) => {
+    await openPage(t, service, async ({ page, shot, status }) => {
+      await register(page, 'Bad Input', 'not-an-email', 'short', 'different');
+      await status('Some fields need another look', 'error');
+      const form = page.locator('#register');
+      for (const label of ['Email address', 'Confirm password']) {
+        const input = form.getByLabel(label);
+        assert.equal(await input.getAttribute('aria-invalid'), 'true', `${label} is marked invalid`);
+        const errorId = `${await input.getAttribute('id')}-error`;
+        assert.ok((await input.getAttribute('aria-describedby'))?.split(' ').includes(errorId), `${label} is described by its error`);
+        assert.ok(((await page.locator(`#${errorId}`).textContent()) ?? '').length > 0);
+      }
+      assert.equal(await page.locator('#register-password-confirmation-error').textContent(), 'Must match the password.');
+      assert.equal(await form.getByLabel('Name').getAttribute('aria-invalid'), null, 'a valid field is not marked');
+      await shot('field-errors');
+    });
+  });
+
+  test('a second reset code request within the minute shows the Retry-After wait in words', async (t) => {
+    await openPage(t, service, async ({ page, shot, status }) => {
+      for (let attempt = 0; attempt < 2; attempt += 1) {
+        await page.getByRole('navigation').getByRole('button', { name: 'Forgot your password?' }).click();
+        await page.locator('#forgot').getByLabel('Email address').fill('hurry@example.com');
+        await page.locator('#forgot').getByRole('button', { name: 'Send a reset code' }).click();
+        if (attempt === 0) await status('we sent it a reset code', 'success');
+      }
+      await status(/^Too many attempts\. Try again in \d+ seconds?\.$/, 'error');
+      await shot('rate-limited');
+    });
+  });
+
+  test('a missing XSRF-TOKEN cookie is fetched again before the form is sent', async (t) => {
+    await existingCustomer('nocookie@example.com', 'cookie monster 42');
+    await openPage(t, service, async ({ page, api, status }) => {
+      await logIn(page, 'nocookie@example.com', 'wrong guess 1');
+      await status('is not right', 'error'); // the page has a token now
+      await page.context().clearCookies({ name: 'XSRF-TOKEN' });
+      const from = api.length;
+      await logIn(page, 'nocookie@example.com', 'cookie monster 42');
+      await page.locator('#account').getByText('Signed in as').waitFor();
+      assert.deepEqual(api.slice(from), ['GET /api/v1/csrf-cookie 204', 'POST /api/v1/customer/auth/login 200']);
+    });
+  });
+
+  test('a refused XSRF token (419) is refreshed once and the submission succeeds', async (t) => {
+    await existingCustomer('stale@example.com', 'stale bread 99');
+    await openPage(t, service, async ({ page, api, shot, status }) => {
+      await logIn(page, 'stale@example.com', 'stale bread 99');
+      await page.locator('#account').getByText('Signed in as').waitFor();
+      // A token the server never signed, as after a secret rotation or a token of another session.
+      await page.context().addCookies([{ name: 'XSRF-TOKEN', value: 'stale.token', url: service.url }]);
+      const from = api.length;
+      await page.locator('#account').getByRole('button', { name: 'Log out' }).click();
+      await status('You are signed out.', 'success');
+      assert.deepEqual(api.slice(from), [
+        'POST /api/v1/customer/auth/logout 419',
+        'GET /api/v1/csrf-cookie 204',
+        'POST /api/v1/customer/auth/logout 200',
+      ]);
+      await shot('signed-out-after-token-refresh');
+    });
+  });
+});
+
+describe('the sign-in page of a phone store', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+
+  before(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-page-phone-'));
+    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Corner Shop', STORE_IDENTITY_MODE: 'phone' });
+  });
+
+  after(async () => {
+    await service?.stop();
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  test('a shopper registers with a phone number and verifies it with the texted code', async (t) => {
+    await openPage(t, service, async ({ page, shot, status }) => {
+      assert.equal(await page.title(), 'Sign in · Corner Shop');
+      assert.equal(await page.locator('input[type="email"]').count(), 0, 'no email field on a phone store');
+      await page.getByRole('navigation').getByRole('button', { name: 'Create an account' }).click();
+      const phone = page.locator('#register').getByLabel('Phone number');
+      assert.equal(await phone.getAttribute('type'), 'tel');
+      assert.equal(await phone.getAttribute('name'), 'phone');
+      assert.equal(await phone.getAttribute('autocomplete'), 'tel');
+      await shot('phone-register-form');
+
+      const mark = service.logs.length;
+      await register(page, 'Tom Thumb', '+44 7911 123456', 'little finger 77');
+      await status('Account created. We sent a code to +447911123456', 'success');
+      const code = await waitForCode(service, '+447911123456', 'verification', { from: mark });
+      const verify = page.locator('#verify');
+      assert.equal(await verify.getByLabel('Phone number').inputValue(), '+447911123456');
+      await verify.getByLabel('Six-digit code').fill(code);
+      await verify.getByRole('button', { name: 'Verify' }).click();
+      await status('Your phone number is verified.', 'success');
+
+      const login = page.locator('#login');
+      await login.getByLabel('Password').fill('little finger 77');
+      await login.getByRole('button', { name: 'Log in' }).click();
+      await page.locator('#account').getByText('Signed in as Tom Thumb (+447911123456).').waitFor();
+      await shot('phone-signed-in');
+    });
+  });
+});

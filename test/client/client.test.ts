@@ -1,0 +1,207 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  createStorefrontAuthClient,
+  StorefrontAuthError,
+  type StorefrontAuthClientOptions,
+  type StorefrontAuthErrorCode,
+} from '../../src/client/index.js';
+import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { waitForCode } from './service-codes.js';
+
+interface Exchange {
+  method: string;
+  path: string;
+  status: number;
+  token: string | null;
+  origin: string | null;
+}
+
+/** A fetch that records what went out and what came back, and may tamper with the CSRF header. */
+function recordingFetch(exchanges: Exchange[], tamper: (exchange: number) => boolean = () => false): typeof fetch {
+  return async (input, init) => {
+    const headers = new Headers(init?.headers);
+    const method = init?.method ?? 'GET';
+    if (method === 'POST' && tamper(exchanges.length)) headers.set('x-xsrf-token', 'forged.token');
+    const response = await fetch(input, { ...init, headers });
+    exchanges.push({
+      method,
+      path: new URL(String(input)).pathname,
+      status: response.status,
+      token: headers.get('x-xsrf-token'),
+      origin: headers.get('origin'),
+    });
+    return response;
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<StorefrontAuthError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof StorefrontAuthError, `expected a StorefrontAuthError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail('expected the call to fail');
+}
+
+async function assertFails(promise: Promise<unknown>, status: number, code: StorefrontAuthErrorCode) {
+  const error = await rejection(promise);
+  assert.equal(error.status, status);
+  assert.equal(error.code, code);
+  return error;
+}
+
+describe('the typed client against a running service', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+  let origin: string;
+  const clientFor = (options: Partial<StorefrontAuthClientOptions> = {}) =>
+    // The Origin a browser on the service's own page would send, so the CSRF token is checked.
+    createStorefrontAuthClient({ baseUrl: service.url, headers: { origin }, ...options });
+
+  before(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-client-'));
+    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+    origin = new URL(service.url).origin;
+  });
+
+  after(async () => {
+    assert.equal(await service?.stop(), 0, 'the service stops cleanly');
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  test('a customer registers, verifies, logs in, is recognised, logs out, resets the password and logs in again', async () => {
+    const exchanges: Exchange[] = [];
+    const client = clientFor({ fetch: recordingFetch(exchanges) });
+
+    assert.deepEqual(await client.platform(), { name: 'Storefront', api_version: 'v1' });
+    assert.deepEqual(await client.live(), { status: 'ok' });
+    const ready = await client.ready();
+    assert.deepEqual(ready.checks, { database: true, cache: true, search: true, store: true });
+
+    let mark = service.logs.length;
+    const registered = await client.register({
+      name: 'Ada Lovelace',
+      email: ' Ada@Example.com ',
+      password: 'analytical engine 1843',
+      password_confirmation: 'analytical engine 1843',
+    });
+    assert.equal(registered.name, 'Ada Lovelace');
+    assert.deepEqual(registered.identity, { type: 'email', value: 'ada@example.com', verified_at: null });
+    await waitForCode(service, 'ada@example.com', 'verification', { from: mark });
+
+    mark = service.logs.length;
+    assert.deepEqual(await client.resendVerification({ identity: 'ada@example.com' }), { status: 'accepted' });
+    const code = await waitForCode(service, 'ada@example.com', 'verification', { from: mark });
+    const verified = await client.verify({ identity: 'ada@example.com', code });
+    assert.equal(verified.id, registered.id);
+    assert.equal(typeof verified.identity.verified_at, 'string');
+
+    const tokenBeforeLogin = client.cookies().get('XSRF-TOKEN');
+    const loggedIn = await client.login({ identity: 'ada@example.com', password: 'analytical engine 1843' });
+    assert.equal(loggedIn.auth_type, 'session');
+    assert.equal(loggedIn.customer.id, registered.id);
+    assert.ok(client.cookies().has('storefront_session'), 'the jar keeps the session cookie');
+    assert.notEqual(client.cookies().get('XSRF-TOKEN'), tokenBeforeLogin, 'login issues a fresh token, which the jar keeps');
+
+    const me = await client.session();
+    assert.deepEqual(me, { auth_type: 'session', customer: verified });
+
+    assert.deepEqual(await client.logout(), { status: 'signed_out' });
+    assert.equal(client.cookies().has('storefront_session'), false, 'the expired session cookie leaves the jar');
+    await assertFails(client.session(), 401, 'unauthenticated');
+
+    mark = service.logs.length;
+    assert.deepEqual(await client.forgotPassword({ identity: 'ada@example.com' }), { status: 'accepted' });
+    const resetCode = await waitForCode(service, 'ada@example.com', 'password_reset', { from: mark });
+    const reset = await client.resetPassword({
+      identity: 'ada@example.com',
+      code: resetCode,
+      password: 'difference engine 1822',
+      password_confirmation: 'difference engine 1822',
+    });
+    assert.deepEqual(reset, { status: 'password_reset' });
+
+    await assertFails(client.login({ identity: 'ada@example.com', password: 'analytical engine 1843' }), 401, 'unauthenticated');
+    const again = await client.login({ identity: 'ada@example.com', password: 'difference engine 1822' });
+    assert.equal(again.customer.id, registered.id);
+    assert.equal((await client.session()).customer.id, registered.id);
+
+    // The CSRF path was really taken: a token fetched before the first POST, then sent on every POST.
+    const firstPost = exchanges.findIndex((exchange) => exchange.method === 'POST');
+    assert.ok(exchanges.slice(0, firstPost).some((exchange) => exchange.path === '/api/v1/csrf-cookie'));
+    const posts = exchanges.filter((exchange) => exchange.method === 'POST');
+    assert.equal(posts.length, 9);
+    for (const post of posts) {
+      assert.equal(post.origin, origin);
+      assert.match(post.token ?? '', /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, `${post.path} carried an X-XSRF-TOKEN`);
+    }
+    assert.equal(exchanges.filter((exchange) => exchange.status === 419).length, 0, 'no token was ever refused');
+  });
+
+  test('a request with invalid fields throws validation_failed with every failing field in errors', async () => {
+    const error = await assertFails(
+      clientFor().register({ name: '', email: 'not an email', password: 'short', password_confirmation: 'other' }),
+      422,
+      'validation_failed',
+    );
+    assert.deepEqual(Object.keys(error.errors).sort(), ['email', 'name', 'password', 'password_confirmation']);
+    for (const messages of Object.values(error.errors)) assert.ok(messages.length > 0 && messages.every((m) => typeof m === 'string'));
+    assert.match(error.requestId ?? '', /.+/);
+  });
+
+  test('the API refusals arrive as typed errors with their codes', async () => {
+    const client = clientFor();
+    const body = { name: 'Grace', email: 'grace@example.com', password: 'compiler cobol 1959', password_confirmation: 'compiler cobol 1959' };
+    await client.register(body);
+    await assertFails(client.register(body), 422, 'identity_unavailable');
+    await assertFails(client.verify({ identity: 'grace@example.com', code: '000000' }), 422, 'invalid_identity_challenge');
+    await assertFails(client.login({ identity: 'grace@example.com', password: 'wrong password 1' }), 401, 'unauthenticated');
+    await assertFails(client.logout(), 401, 'unauthenticated');
+    await assertFails(client.session(), 401, 'unauthenticated');
+  });
+
+  test('a rate-limited call reports the Retry-After seconds', async () => {
+    const client = clientFor();
+    await client.forgotPassword({ identity: 'limited@example.com' });
+    const error = await assertFails(client.forgotPassword({ identity: 'limited@example.com' }), 429, 'rate_limited');
+    assert.ok(error.retryAfter !== undefined && error.retryAfter > 0 && error.retryAfter <= 60, `retryAfter ${error.retryAfter}`);
+  });
+
+  test('a refused CSRF token is refreshed once and the call is retried', async () => {
+    const exchanges: Exchange[] = [];
+    const client = clientFor({ fetch: recordingFetch(exchanges, (index) => index === 1) });
+    assert.deepEqual(await client.forgotPassword({ identity: 'refresh@example.com' }), { status: 'accepted' });
+    assert.deepEqual(
+      exchanges.map((exchange) => `${exchange.method} ${exchange.path} ${exchange.status}`),
+      [
+        'GET /api/v1/csrf-cookie 204',
+        'POST /api/v1/customer/auth/password/forgot 419',
+        'GET /api/v1/csrf-cookie 204',
+        'POST /api/v1/customer/auth/password/forgot 202',
+      ],
+    );
+  });
+
+  test('a token refused twice is not retried again: the caller gets csrf_token_mismatch', async () => {
+    const exchanges: Exchange[] = [];
+    const client = clientFor({ fetch: recordingFetch(exchanges, () => true) });
+    await assertFails(client.forgotPassword({ identity: 'twice@example.com' }), 419, 'csrf_token_mismatch');
+    assert.equal(exchanges.filter((exchange) => exchange.method === 'POST').length, 2);
+  });
+
+  test('a call from a foreign origin is refused with untrusted_origin', async () => {
+    const client = clientFor({ headers: { origin: 'https://evil.example' } });
+    await assertFails(client.login({ identity: 'ada@example.com', password: 'whatever 1' }), 403, 'untrusted_origin');
+  });
+
+  test('a service that cannot be reached is a network_error with status 0', async () => {
+    const client = createStorefrontAuthClient({ baseUrl: 'http://127.0.0.1:1' });
+    const error = await assertFails(client.live(), 0, 'network_error');
+    assert.ok(error.cause instanceof Error);
+  });
+});

@@ -1,0 +1,187 @@
+import { Writable } from 'node:stream';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { pino } from 'pino';
+import { buildApp } from '../../src/app.js';
+import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
+import { loadConfig } from '../../src/config.js';
+import type { OutgoingMessage, Transport, Transports } from '../../src/delivery/message.js';
+import { openServices, type ServiceOverrides, type Services } from '../../src/services.js';
+import type { Database } from '../../src/storage/database.js';
+import { migrate } from '../../src/storage/migrations.js';
+import { FakeClock } from './clock.js';
+import { openTestDatabase, openTestKeyValueStore, truncateAll } from './database.js';
+
+export const testSecret = 'test-secret-test-secret-test-secret-0123456789';
+
+/** A transport that keeps what it was given: the test reads codes from it like a mailbox. */
+export class RecordingTransport implements Transport {
+  readonly name = 'recording';
+  readonly sent: OutgoingMessage[] = [];
+  failNext = 0;
+
+  async send(message: OutgoingMessage): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext -= 1;
+      throw new Error('recording transport told to fail');
+    }
+    this.sent.push(message);
+  }
+}
+
+export interface Reply {
+  status: number;
+  headers: LightMyRequestResponse['headers'];
+  body: any;
+  cookies: LightMyRequestResponse['cookies'];
+  raw: LightMyRequestResponse;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  services: Services;
+  db: Database;
+  clock: FakeClock;
+  outbox: RecordingTransport;
+  /** Every log line the service wrote, parsed. */
+  logs: Array<Record<string, unknown>>;
+  post(url: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+  get(url: string, headers?: Record<string, string>): Promise<Reply>;
+  /** Waits for work behind the answers (resend, forgot) and sends every due message. */
+  deliver(): Promise<OutgoingMessage[]>;
+  /** The code in the newest message to `to` of that purpose (delivering first). */
+  codeFor(to: string, purpose: 'verification' | 'password_reset'): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  /** Environment variables for loadConfig, e.g. { STORE_IDENTITY_MODE: 'phone' }. */
+  env?: Record<string, string>;
+  overrides?: ServiceOverrides;
+}
+
+export const api = '/api/v1';
+export const auth = '/api/v1/customer/auth';
+
+export function toReply(response: LightMyRequestResponse): Reply {
+  const type = String(response.headers['content-type'] ?? '');
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body: type.includes('json') && response.body !== '' ? response.json() : response.body,
+    cookies: response.cookies,
+    raw: response,
+  };
+}
+
+/**
+ * One database per test file, a fresh service per test: `const harness = await createHarness()`,
+ * then `const t = await harness.start({...})` in each test and `await t.close()` after it.
+ */
+export async function createHarness() {
+  const database = await openTestDatabase();
+  const db = database.db;
+  await migrate(db);
+  let current: TestApp | undefined;
+
+  async function start(options: TestAppOptions = {}): Promise<TestApp> {
+    await current?.close();
+    await truncateAll(db);
+    const clock = new FakeClock();
+    const outbox = new RecordingTransport();
+    const logs: Array<Record<string, unknown>> = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n')) if (line !== '') logs.push(JSON.parse(line));
+        done();
+      },
+    });
+    const logger = pino({ level: 'info' }, stream);
+    const config = loadConfig({ APP_SECRET: testSecret, DATA_DIR: '/nonexistent', ...options.env });
+    const transports: Transports = { email: outbox, sms: outbox };
+    const services = await openServices(config, logger, {
+      db,
+      secret: testSecret,
+      clock,
+      hasher: createArgon2Hasher(testArgon2),
+      kv: options.overrides?.kv ?? (await openTestKeyValueStore()),
+      transports,
+      manualDispatch: true,
+      ...options.overrides,
+    });
+    const app = await buildApp(services);
+    await app.ready();
+
+    const inject = async (method: 'GET' | 'POST', url: string, body: unknown, headers: Record<string, string> = {}) =>
+      toReply(
+        await app.inject({
+          method,
+          url,
+          headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+          ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
+        }),
+      );
+
+    const deliver = async () => {
+      await services.background.drain();
+      const before = outbox.sent.length;
+      await services.dispatcher.drain();
+      return outbox.sent.slice(before);
+    };
+
+    const testApp: TestApp = {
+      app,
+      services,
+      db,
+      clock,
+      outbox,
+      logs,
+      post: (url, body, headers) => inject('POST', url, body, headers),
+      get: (url, headers) => inject('GET', url, undefined, headers),
+      deliver,
+      async codeFor(to, purpose) {
+        await deliver();
+        const message = outbox.sent.filter((m) => m.to === to && m.purpose === purpose).at(-1);
+        const code = message?.content.text.match(/\b\d{6}\b/)?.[0];
+        if (code === undefined) throw new Error(`no ${purpose} code was sent to ${to}`);
+        return code;
+      },
+      async close() {
+        if (current === testApp) current = undefined;
+        await app.close();
+        await services.close();
+      },
+    };
+    current = testApp;
+    return testApp;
+  }
+
+  return {
+    db,
+    /** The URL of this file's database when it is a PostgreSQL server (for child processes). */
+    databaseUrl: database.url,
+    start,
+    async close() {
+      await current?.close();
+      await database.drop();
+    },
+  };
+}
+
+/** A valid registration body for an email store. */
+export function registration(overrides: Record<string, unknown> = {}) {
+  return {
+    name: 'Ada Lovelace',
+    email: 'ada@example.com',
+    password: 'analytical engine 1843',
+    password_confirmation: 'analytical engine 1843',
+    ...overrides,
+  };
+}
+
+/** Registers, verifies and returns the identity; for tests that start from a verified customer. */
+export async function registeredCustomer(t: TestApp, overrides: Record<string, unknown> = {}) {
+  const body = registration(overrides);
+  const reply = await t.post(`${auth}/register`, body);
+  if (reply.status !== 201) throw new Error(`register answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+  return { ...body, identity: reply.body.identity.value as string, id: reply.body.id as string };
+}

@@ -1,0 +1,62 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const cliEntry = path.join(repoRoot, 'src/cli/main.ts');
+
+export interface ServiceProcess {
+  url: string;
+  child: ChildProcess;
+  /** Every JSON log line so far. */
+  logs: Array<Record<string, unknown>>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Runs `storefront-auth` from source in a child process, with only the given environment. */
+export function runCli(args: string[], env: Record<string, string>) {
+  return spawn(process.execPath, ['--import', 'tsx', cliEntry, ...args], {
+    cwd: repoRoot,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Starts `storefront-auth serve` on a free port and resolves once it listens. */
+export function startService(env: Record<string, string>, timeoutMs = 60_000): Promise<ServiceProcess> {
+  const child = runCli(['serve'], { PORT: '0', ...env });
+  const logs: Array<Record<string, unknown>> = [];
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start in ${timeoutMs} ms: ${stderr}`)), timeoutMs);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited with ${code} before listening: ${stderr}`));
+    });
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      logs.push(entry);
+      if (typeof entry['address'] === 'string' && String(entry['msg']).startsWith('Storefront Auth listening')) {
+        clearTimeout(timer);
+        resolve({
+          url: entry['address'] as string,
+          child,
+          logs,
+          async stop() {
+            if (child.exitCode === null) child.kill('SIGTERM');
+            return exited;
+          },
+        });
+      }
+    });
+  });
+}

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { listAudit } from '../../src/audit.js';
+import { runAdminCommand } from '../../src/cli/commands.js';
+import { auth, createHarness, registeredCustomer } from '../helpers/harness.js';
+
+describe('the audit trail', () => {
+  let harness: Awaited<ReturnType<typeof createHarness>>;
+  before(async () => {
+    harness = await createHarness();
+  });
+  after(async () => harness.close());
+
+  test('records registration, verification, login success and failure, reset, logout and rate-limit hits with customer, address and request id', async () => {
+    const t = await harness.start();
+    const customer = await registeredCustomer(t);
+    const code = await t.codeFor(customer.identity, 'verification');
+    await t.post(`${auth}/verify`, { identity: customer.identity, code });
+    const failed = await t.post(`${auth}/login`, { identity: customer.identity, password: 'not the password 1' }, { 'x-request-id': 'req-failed-login' });
+    assert.equal(failed.status, 401);
+    await t.post(`${auth}/login`, { identity: 'nobody@example.com', password: 'whatever 12345' });
+    const login = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
+    const cookie = login.cookies.find((c) => c.name === 'storefront_session')!;
+    await t.post(`${auth}/logout`, undefined, { cookie: `${cookie.name}=${cookie.value}` });
+    await t.post(`${auth}/password/forgot`, { identity: customer.identity });
+    const resetCode = await t.codeFor(customer.identity, 'password_reset');
+    await t.post(`${auth}/password/reset`, { identity: customer.identity, code: resetCode, password: 'brand new words 9', password_confirmation: 'brand new words 9' });
+    assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 429);
+    await t.services.background.drain();
+
+    const events = (await listAudit(t.db, { limit: 100 })).reverse();
+    assert.deepEqual(
+      events.map((entry) => entry.event),
+      ['customer.registered', 'customer.verified', 'login.failed', 'login.failed', 'login.succeeded', 'logout', 'password.reset', 'rate_limited'],
+    );
+    const mine = events.filter((entry) => entry.event !== 'rate_limited' && entry !== events[3]);
+    for (const entry of mine) assert.equal(entry.customer_id, customer.id, `${entry.event} names the customer`);
+    assert.equal(events[3]!.customer_id, null, 'a failed login for an unknown identity names nobody');
+    assert.equal(events[2]!.request_id, 'req-failed-login');
+    assert.ok(events.every((entry) => entry.client_address === '127.0.0.1'));
+    assert.deepEqual(events.at(-1)!.details, { limit: 'message-identity-m' });
+
+    const stored = JSON.stringify(await t.db.query('SELECT * FROM audit_events'));
+    for (const secret of [customer.password, 'not the password 1', 'brand new words 9', code, resetCode, cookie.value, 'nobody@example.com']) {
+      assert.ok(!stored.includes(secret), 'the trail holds no password, code, session id or attempted identity');
+    }
+  });
+
+  test('keeps the order of events recorded in a burst, though background work runs in parallel', async () => {
+    const t = await harness.start();
+    const ids = Array.from({ length: 40 }, (_, i) => `burst-${String(i).padStart(2, '0')}`);
+    for (const requestId of ids) t.services.audit({ event: 'login.failed', clientAddress: '127.0.0.1', requestId });
+    await t.services.background.drain();
+    const listed = (await listAudit(t.db, { limit: 100 })).reverse();
+    assert.deepEqual(listed.map((entry) => entry.request_id), ids);
+  });
+
+  test('is listed by the command line, filtered by customer and event', async () => {
+    const t = await harness.start();
+    const customer = await registeredCustomer(t);
+    await registeredCustomer(t, { email: 'other@example.com' });
+    await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
+    await t.services.background.drain();
+    const all = await runAdminCommand({ db: t.db, clock: t.clock }, { name: 'audit.list' });
+    assert.equal((all.output as unknown[]).length, 3);
+    const logins = await runAdminCommand({ db: t.db, clock: t.clock }, { name: 'audit.list', identity: customer.identity, event: 'login.succeeded' });
+    assert.deepEqual((logins.output as Array<{ event: string }>).map((entry) => entry.event), ['login.succeeded']);
+    const unknown = await runAdminCommand({ db: t.db, clock: t.clock }, { name: 'audit.list', identity: 'ghost@example.com' });
+    assert.equal(unknown.ok, false);
+  });
+});

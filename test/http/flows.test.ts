@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { auth, createHarness, registration } from '../helpers/harness.js';
+
+describe('the whole journey', () => {
+  let harness: Awaited<ReturnType<typeof createHarness>>;
+  before(async () => {
+    harness = await createHarness();
+  });
+  after(async () => harness.close());
+
+  test('register, verify, log in, log out, reset the password and log in with the new one', async () => {
+    const t = await harness.start();
+    const registered = await t.post(`${auth}/register`, registration({ email: ' Ada@Example.COM ' }));
+    assert.equal(registered.status, 201);
+    assert.deepEqual(registered.body.identity, { type: 'email', value: 'ada@example.com', verified_at: null });
+    assert.equal(registered.headers['set-cookie'], undefined, 'registration never creates a session');
+
+    const code = await t.codeFor('ada@example.com', 'verification');
+    const verified = await t.post(`${auth}/verify`, { identity: 'ADA@example.com', code });
+    assert.equal(verified.status, 200);
+    assert.equal(verified.body.identity.verified_at, t.clock.now().toISOString());
+
+    const loggedIn = await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' });
+    assert.equal(loggedIn.status, 200);
+    assert.equal(loggedIn.body.auth_type, 'session');
+    const session = loggedIn.cookies.find((c) => c.name === 'storefront_session');
+    assert.ok(session, 'login sets the session cookie');
+
+    const loggedOut = await t.post(`${auth}/logout`, undefined, { cookie: `storefront_session=${session.value}` });
+    assert.equal(loggedOut.status, 200);
+    assert.deepEqual(loggedOut.body, { status: 'signed_out' });
+
+    assert.equal((await t.post(`${auth}/password/forgot`, { identity: 'ada@example.com' })).status, 202);
+    const resetCode = await t.codeFor('ada@example.com', 'password_reset');
+    const reset = await t.post(`${auth}/password/reset`, {
+      identity: 'ada@example.com',
+      code: resetCode,
+      password: 'difference engine 1822',
+      password_confirmation: 'difference engine 1822',
+    });
+    assert.equal(reset.status, 200);
+    assert.deepEqual(reset.body, { status: 'password_reset' });
+
+    const oldPassword = await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' });
+    assert.equal(oldPassword.status, 401);
+    const newPassword = await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'difference engine 1822' });
+    assert.equal(newPassword.status, 200);
+  });
+});

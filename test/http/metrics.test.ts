@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startMetricsServer } from '../../src/http/metrics-server.js';
+import { api, auth, createHarness, registeredCustomer } from '../helpers/harness.js';
+
+describe('Prometheus metrics', () => {
+  let harness: Awaited<ReturnType<typeof createHarness>>;
+  before(async () => {
+    harness = await createHarness();
+  });
+  after(async () => harness.close());
+
+  test('count requests by route and status, login outcomes, rate-limit hits, deliveries, outbox depth and dependency checks', async () => {
+    const t = await harness.start();
+    const customer = await registeredCustomer(t);
+    await t.deliver();
+    assert.equal((await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password })).status, 200);
+    assert.equal((await t.post(`${auth}/login`, { identity: customer.identity, password: 'wrong password 1' })).status, 401);
+    await t.post(`${auth}/password/forgot`, { identity: 'x@example.com' });
+    assert.equal((await t.post(`${auth}/password/forgot`, { identity: 'x@example.com' })).status, 429);
+    await t.get(`${api}/health/ready`);
+
+    const { server, address } = await startMetricsServer(t.services.metrics, 0, '127.0.0.1');
+    try {
+      const response = await fetch(address);
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get('content-type') ?? '', /text\/plain/);
+      const text = await response.text();
+      const value = (pattern: RegExp) => Number(text.match(pattern)?.[1] ?? NaN);
+      assert.equal(value(/storefront_http_requests_total\{method="POST",route="\/api\/v1\/customer\/auth\/login",status="401"\} (\d+)/), 1);
+      assert.equal(value(/storefront_login_attempts_total\{outcome="success"\} (\d+)/), 1);
+      assert.equal(value(/storefront_login_attempts_total\{outcome="failure"\} (\d+)/), 1);
+      assert.equal(value(/storefront_rate_limited_total\{limit="message-identity-m"\} (\d+)/), 1);
+      assert.equal(value(/storefront_message_deliveries_total\{channel="email",outcome="sent"\} (\d+)/), 1);
+      assert.equal(value(/storefront_outbox_messages\{status="sent"\} (\d+)/), 1);
+      assert.equal(value(/storefront_dependency_up\{dependency="database"\} (\d+)/), 1);
+      assert.match(text, /storefront_http_request_duration_seconds_bucket/);
+      assert.match(text, /storefront_nodejs_eventloop_lag_seconds/);
+      assert.equal((await fetch(address.replace('/metrics', '/other'))).status, 404);
+    } finally {
+      server.close();
+    }
+  });
+});

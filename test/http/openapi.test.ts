@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { problemCatalogue } from '../../src/http/problems.js';
+import { api, createHarness } from '../helpers/harness.js';
+import { repoRoot } from '../helpers/service-process.js';
+
+describe('the OpenAPI document', () => {
+  let harness: Awaited<ReturnType<typeof createHarness>>;
+  let document: any;
+  before(async () => {
+    harness = await createHarness();
+    const t = await harness.start();
+    const reply = await t.get(`${api}/openapi.json`);
+    assert.equal(reply.status, 200);
+    document = reply.body;
+  });
+  after(async () => harness.close());
+
+  test('is OpenAPI 3.1 and describes every operation of the API, each with an operationId', () => {
+    assert.equal(document.openapi, '3.1.0');
+    const operations = Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([url, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ key: `${method.toUpperCase()} ${url}`, operation })),
+    );
+    assert.deepEqual(operations.map((entry) => entry.key).sort(), [
+      'GET /api/v1/csrf-cookie',
+      'GET /api/v1/customer/auth/session',
+      'GET /api/v1/health/live',
+      'GET /api/v1/health/ready',
+      'GET /api/v1/platform',
+      'GET /sanctum/csrf-cookie',
+      'POST /api/v1/customer/auth/login',
+      'POST /api/v1/customer/auth/logout',
+      'POST /api/v1/customer/auth/password/forgot',
+      'POST /api/v1/customer/auth/password/reset',
+      'POST /api/v1/customer/auth/register',
+      'POST /api/v1/customer/auth/verification/resend',
+      'POST /api/v1/customer/auth/verify',
+    ]);
+    for (const { key, operation } of operations) assert.ok(operation.operationId, `${key} has an operationId`);
+  });
+
+  test('lists the problem codes each operation can answer with, under their statuses', () => {
+    const register = document.paths['/api/v1/customer/auth/register'].post.responses;
+    const codes = register['422'].content['application/problem+json'].schema.properties.code.enum;
+    assert.deepEqual([...codes].sort(), ['identity_unavailable', 'validation_failed']);
+    const login = document.paths['/api/v1/customer/auth/login'].post.responses;
+    assert.ok(login['401'], 'login documents 401');
+    assert.ok(login['429'], 'login documents 429');
+    const ready = document.paths['/api/v1/health/ready'].get.responses['503'];
+    assert.deepEqual(ready.content['application/problem+json'].schema.properties.code.enum, ['deployment_not_ready']);
+    const documented = new Set<string>();
+    for (const methods of Object.values(document.paths as Record<string, Record<string, any>>)) {
+      for (const operation of Object.values(methods)) {
+        for (const response of Object.values(operation.responses as Record<string, any>)) {
+          const code = response.content?.['application/problem+json']?.schema.properties.code;
+          for (const value of code?.enum ?? []) documented.add(value);
+        }
+      }
+    }
+    const unrouted = new Set(['not_found', 'method_not_allowed']);
+    for (const code of Object.keys(problemCatalogue)) {
+      if (!unrouted.has(code)) assert.ok(documented.has(code), `${code} appears in the document`);
+    }
+  });
+
+  test('passes the Redocly linter without errors', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-')), 'openapi.json');
+    fs.writeFileSync(file, JSON.stringify(document));
+    const redocly = path.join(repoRoot, 'node_modules/.bin/redocly');
+    const { stdout, stderr } = await promisify(execFile)(redocly, ['lint', file, '--format', 'stylish'], { cwd: repoRoot }).catch(
+      (error: { stdout: string; stderr: string }) => {
+        assert.fail(`redocly lint failed:\n${error.stdout}\n${error.stderr}`);
+      },
+    );
+    assert.match(`${stdout}${stderr}`, /0 errors|valid/i);
+  });
+});
