@@ -1,10 +1,11 @@
 /**
- * The yardstick for figures 2 and 3: raw argon2id throughput of @node-rs/argon2 with the
- * service's production parameters and the service's concurrency (2 at a time), nothing else.
+ * The yardstick for figures 2 and 3: raw argon2id throughput with the service's production
+ * parameters on the service's own hashing threads (2 at a time), nothing else.
  * Run as a child process: `node --import tsx bench/argon2-baseline.ts hash|verify <seconds> [concurrency]`.
  * Prints one JSON line: {"operation","operations","seconds","perSecond"}.
  */
-import { Algorithm, hash, verify } from '@node-rs/argon2';
+import { Algorithm } from '@node-rs/argon2';
+import { sharedHashPool } from '../src/auth/hash-pool.js';
 import { productionArgon2 } from '../src/auth/password.js';
 
 const [operation = 'hash', secondsText = '4', concurrencyText = '2'] = process.argv.slice(2);
@@ -14,11 +15,12 @@ const concurrency = Number(concurrencyText);
 
 const options = { algorithm: Algorithm.Argon2id, ...productionArgon2 };
 const password = 'bench-Passw0rd-42';
-const stored = await hash(password, options);
+const pool = sharedHashPool();
+const stored = await pool.hash(password, options);
 // Warm both hashing threads before the clock starts, as the service is warm when measured.
-await Promise.all(Array.from({ length: concurrency }, () => verify(stored, password)));
+await Promise.all(Array.from({ length: concurrency }, () => pool.verify(stored, password)));
 
-const work = operation === 'hash' ? () => hash(password, options) : () => verify(stored, password);
+const work = operation === 'hash' ? () => pool.hash(password, options) : () => pool.verify(stored, password);
 let operations = 0;
 const started = performance.now();
 const deadline = started + durationMs;

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import autocannon from 'autocannon';
 
 /**
@@ -104,4 +105,98 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
     );
     instance.on('response', (_client, _status, _bytes, responseTime) => latencies.push(responseTime));
   });
+}
+
+export interface OpenLoadOptions {
+  url: string;
+  path: string;
+  connections: number;
+  seconds: number;
+  /** Mean arrivals per second; the gaps between them are exponential (a Poisson process). */
+  rate: number;
+  body: () => unknown;
+}
+
+/**
+ * Open-loop load: requests arrive at random moments at a mean rate, whatever the answers do, over
+ * at most `connections` keep-alive connections, as independent shoppers would. (autocannon's
+ * fixed rate fires every connection on the same timer, so its requests come in bursts of 100.)
+ * Latency runs from the moment a request arrives, including any wait for a free connection.
+ */
+export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
+  const target = new URL(options.path, options.url);
+  const latencies: number[] = [];
+  const statusCounts: Record<string, number> = {};
+  let errors = 0;
+  const inFlight = new Set<Promise<void>>();
+  const send = () => {
+    const arrived = performance.now();
+    const payload = JSON.stringify(options.body());
+    const done = new Promise<void>((resolve) => {
+      const request = http.request(
+        target,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(payload),
+            'x-forwarded-for': nextClientAddress(),
+          },
+          timeout: 10_000,
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => {
+            latencies.push(performance.now() - arrived);
+            const code = String(response.statusCode);
+            statusCounts[code] = (statusCounts[code] ?? 0) + 1;
+            resolve();
+          });
+        },
+      );
+      request.on('error', () => {
+        errors += 1;
+        resolve();
+      });
+      request.on('timeout', () => request.destroy(new Error('timeout')));
+      request.end(payload);
+    });
+    inFlight.add(done);
+    void done.then(() => inFlight.delete(done));
+  };
+
+  const started = performance.now();
+  const deadline = started + options.seconds * 1000;
+  let next = started;
+  while (next < deadline) {
+    const now = performance.now();
+    if (now < next) await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.floor(next - now))));
+    // Send every arrival that is due (timers are coarse), then draw the next gap.
+    while (next <= performance.now() && next < deadline) {
+      send();
+      next += (-Math.log(1 - Math.random()) / options.rate) * 1000;
+    }
+  }
+  await Promise.all([...inFlight]);
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  const sorted = Float64Array.from(latencies).sort();
+  const ok = Object.entries(statusCounts)
+    .filter(([code]) => code.startsWith('2'))
+    .reduce((total, [, count]) => total + count, 0);
+  return {
+    responses: sorted.length,
+    seconds,
+    okPerSecond: ok / seconds,
+    non2xx: sorted.length - ok,
+    errors,
+    statusCounts,
+    latency: {
+      p50: percentile(sorted, 0.5),
+      p99: percentile(sorted, 0.99),
+      max: sorted[sorted.length - 1] ?? Number.NaN,
+    },
+  };
 }

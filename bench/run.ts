@@ -5,6 +5,7 @@
  * Options: --rounds=3 --seconds=4 --only=1,4 (no BENCHMARKS.md) --mode=embedded|production
  *          --profile=<figure> (that figure only, service under --cpu-prof, summary printed)
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,7 @@ import { figureLivenessUnderLogin, figureLogin, figureRegister } from './figures
 import { figureFrameworkOverhead, figureMessageRequests } from './figures-http.js';
 import { loadAverageText, measureHost } from './host.js';
 import { summarizeProfileFolder } from './profile.js';
+import { repoRoot } from './servers.js';
 import {
   machineFacts,
   modeTable,
@@ -66,6 +68,10 @@ const modes: Mode[] =
 if (modes.includes('production') && (databaseUrl === undefined || redisUrl === undefined)) {
   throw new Error('production mode needs DATABASE_URL and REDIS_URL');
 }
+
+// The service is measured as production runs it: compiled, not through tsx.
+console.log('building the service (npm run build)…');
+execFileSync('npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: 'inherit' });
 
 const openBackends = new Set<Backend>();
 process.once('SIGINT', () => {

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { listeningPort, residentMb } from './proc.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cliEntry = path.join(repoRoot, 'src/cli/main.ts');
+/** The built command, as `npm start` and the package run it (bench/run.ts builds it first). */
+const cliEntry = path.join(repoRoot, 'dist/cli/main.js');
 const bareEntry = path.join(repoRoot, 'bench/bare-fastify.ts');
 
 export interface Server {
@@ -33,7 +34,8 @@ const levelNames: Record<number, string> = {
 };
 
 function spawnNode(script: string, args: string[], env: Record<string, string>, nodeFlags: string[]): ChildProcess {
-  return spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script, ...args], {
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  return spawn(process.execPath, [...nodeFlags, ...loader, script, ...args], {
     cwd: repoRoot,
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -125,7 +127,7 @@ async function startChild(
   };
 }
 
-/** `storefront-auth serve` from source, as the brief runs it: PORT=0, LOG_LEVEL=warn, behind a trusted proxy. */
+/** `storefront-auth serve`, built, as production runs it: PORT=0, LOG_LEVEL=warn, behind a trusted proxy. */
 export function startService(env: Record<string, string>, { cpuProfileDir }: { cpuProfileDir?: string } = {}) {
   const flags = cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`];
   return startChild('service', cliEntry, ['serve'], { LOG_LEVEL: 'warn', TRUST_PROXY: 'true', ...env }, flags);

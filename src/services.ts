@@ -92,7 +92,7 @@ export interface OpenedDatabase {
  * The database the configuration names, migrated. In embedded mode this takes the data folder's
  * lock first, so a second process gets a clear error instead of a damaged database.
  */
-export async function openDatabase(config: Config): Promise<OpenedDatabase> {
+export async function openDatabase(config: Config, logger?: FastifyBaseLogger): Promise<OpenedDatabase> {
   if (config.databaseUrl !== undefined) {
     const db = openPostgres(config.databaseUrl);
     return { db, secret: config.appSecret!, release: () => db.close() };
@@ -100,7 +100,10 @@ export async function openDatabase(config: Config): Promise<OpenedDatabase> {
   const lock: DataFolderLock = lockDataFolder(config.dataDir);
   try {
     const secret = config.appSecret ?? loadOrCreateSecret(config.dataDir);
-    const db = await openPglite(path.join(config.dataDir, 'pgdata'));
+    const dataDir = path.join(config.dataDir, 'pgdata');
+    const db = await openPglite(dataDir, {
+      creating: () => logger?.info({ dataDir }, 'creating the embedded database (first start, a few seconds)'),
+    });
     return {
       db,
       secret,
@@ -122,7 +125,7 @@ export async function openServices(
 ): Promise<Services> {
   const opened: OpenedDatabase =
     overrides.db === undefined
-      ? await openDatabase(config)
+      ? await openDatabase(config, logger)
       : { db: overrides.db, secret: overrides.secret ?? config.appSecret ?? 'x'.repeat(32), release: async () => {} };
   const { db } = opened;
   const clock = overrides.clock ?? systemClock;

@@ -1,4 +1,4 @@
-import { sendCode } from './send-code.js';
+import { sendCodeIfWanted } from './send-code.js';
 import type { StoreContext } from '../store/store.js';
 import { enqueueMessage } from '../delivery/outbox.js';
 import { consumeChallenge } from './codes.js';
@@ -12,13 +12,7 @@ import { deleteCustomerSessions } from './sessions.js';
 export async function requestPasswordReset(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
   const value = normalizeIdentity(store.identityMode, identity);
   if (value === null) return;
-  const sent = await deps.db.transaction(async (tx) => {
-    const customer = await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
-    if (customer === null) return false;
-    await sendCode(tx, deps, store, customer, 'password_reset');
-    return true;
-  });
-  if (sent) deps.messagesQueued();
+  await sendCodeIfWanted(deps, store, value, 'password_reset', () => true);
 }
 
 export interface ResetPasswordInput {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Algorithm, hash, verify } from '@node-rs/argon2';
+import { Algorithm } from '@node-rs/argon2';
 import { dictionary } from '@zxcvbn-ts/language-common';
+import { sharedHashPool } from './hash-pool.js';
 
 export const minPasswordLength = 8;
 export const maxPasswordLength = 255;
@@ -65,8 +66,8 @@ export function normalizePassword(password: string): string {
 }
 
 /**
- * argon2id in the libuv thread pool, never on the event loop. With two cores, two hashes at a time
- * give full throughput; more would only add latency and memory.
+ * argon2id on the process's low-priority hashing threads, never on the event loop. With two cores,
+ * two hashes at a time give full throughput; more would only add latency and memory.
  */
 export function createArgon2Hasher(
   parameters: Argon2Parameters = productionArgon2,
@@ -75,9 +76,10 @@ export function createArgon2Hasher(
   const gate = new Semaphore(concurrency, maxWaiting);
   const options = { algorithm: Algorithm.Argon2id, ...parameters };
   const phcParameters = `m=${parameters.memoryCost},t=${parameters.timeCost},p=${parameters.parallelism}`;
-  const hashPassword = (password: string) => gate.run(() => hash(normalizePassword(password), options));
+  const pool = sharedHashPool();
+  const hashPassword = (password: string) => gate.run(() => pool.hash(normalizePassword(password), options));
   const verifyPassword = (passwordHash: string, password: string) =>
-    gate.run(() => verify(passwordHash, normalizePassword(password)).catch(() => false));
+    gate.run(() => pool.verify(passwordHash, normalizePassword(password)).catch(() => false));
   let dummyHash: Promise<string> | undefined;
   return {
     hash: hashPassword,

@@ -1,7 +1,7 @@
 import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
 import { issueChallenge, type ChallengePurpose } from './codes.js';
-import type { CustomerRow } from './customers.js';
+import { findCustomerByIdentity, type CustomerRow } from './customers.js';
 import { channelFor, type AuthDeps } from './deps.js';
 
 /**
@@ -25,4 +25,28 @@ export async function sendCode(
     code: challenge.code,
     challengeId: challenge.challengeId,
   });
+}
+
+/**
+ * Behind the 202 of resend and forgot: sends a code of the purpose when the identity names an
+ * account that `wants` one. Most such requests name no account (typos, probing, floods), so one
+ * plain read settles them; only a real account pays for the locking transaction, which checks
+ * again under the row lock.
+ */
+export async function sendCodeIfWanted(
+  deps: AuthDeps,
+  store: StoreContext,
+  identityValue: string,
+  purpose: ChallengePurpose,
+  wants: (customer: CustomerRow) => boolean,
+): Promise<void> {
+  const found = await findCustomerByIdentity(deps.db, store.identityMode, identityValue);
+  if (found === null || !wants(found)) return;
+  const sent = await deps.db.transaction(async (tx) => {
+    const customer = await findCustomerByIdentity(tx, store.identityMode, identityValue, { forUpdate: true });
+    if (customer === null || !wants(customer)) return false;
+    await sendCode(tx, deps, store, customer, purpose);
+    return true;
+  });
+  if (sent) deps.messagesQueued();
 }

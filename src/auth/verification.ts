@@ -1,4 +1,4 @@
-import { sendCode } from './send-code.js';
+import { sendCodeIfWanted } from './send-code.js';
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
 import { customerColumns, findCustomerByIdentity, toCustomer, type Customer, type CustomerRow } from './customers.js';
@@ -32,11 +32,5 @@ export async function verifyIdentity(
 export async function resendVerification(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
   const value = normalizeIdentity(store.identityMode, identity);
   if (value === null) return;
-  const sent = await deps.db.transaction(async (tx) => {
-    const customer = await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
-    if (customer === null || customer.verified_at !== null) return false;
-    await sendCode(tx, deps, store, customer, 'verification');
-    return true;
-  });
-  if (sent) deps.messagesQueued();
+  await sendCodeIfWanted(deps, store, value, 'verification', (customer) => customer.verified_at === null);
 }

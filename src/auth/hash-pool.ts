@@ -1,0 +1,146 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type { Options } from '@node-rs/argon2';
+
+type HashJob =
+  | { op: 'hash'; password: string; options: Options }
+  | { op: 'verify'; hash: string; password: string };
+type HashReply = { ok: true; value: string | boolean } | { ok: false; message: string };
+
+interface Pending {
+  job: HashJob;
+  resolve(value: string | boolean): void;
+  reject(error: Error): void;
+}
+
+/**
+ * The hashing thread's whole program, plain JavaScript so it runs the same from the sources and
+ * from the built package. It first lowers its own scheduling priority to nice 10: on a busy
+ * machine a waking event loop (nice 0), which answers every other request, then preempts hashing
+ * instead of waiting for its time slice. On Linux setpriority() takes a thread id and changes that
+ * thread only; elsewhere hashing keeps the default priority.
+ */
+const workerSource = `
+const fs = require('node:fs');
+const os = require('node:os');
+const { parentPort, workerData } = require('node:worker_threads');
+const { hashSync, verifySync } = require(workerData.argon2);
+try {
+  os.setPriority(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()), workerData.nice);
+} catch {}
+parentPort.on('message', (job) => {
+  try {
+    const value = job.op === 'hash' ? hashSync(job.password, job.options) : verifySync(job.hash, job.password);
+    parentPort.postMessage({ ok: true, value });
+  } catch (error) {
+    parentPort.postMessage({ ok: false, message: error instanceof Error ? error.message : String(error) });
+  }
+});
+`;
+const workerData = { argon2: createRequire(import.meta.url).resolve('@node-rs/argon2'), nice: 10 };
+
+/** One hashing thread, started on first use and replaced if it ever dies. */
+class HashThread {
+  private worker: Worker | undefined;
+  private current: Pending | undefined;
+
+  constructor(private readonly finished: () => void) {}
+
+  get idle(): boolean {
+    return this.current === undefined;
+  }
+
+  run(pending: Pending): void {
+    this.current = pending;
+    const worker = (this.worker ??= this.start());
+    // Held only while working: an idle pool never keeps the process alive.
+    worker.ref();
+    worker.postMessage(pending.job);
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    this.settle()?.reject(new Error('hashing pool closed'));
+    await worker?.terminate();
+  }
+
+  private start(): Worker {
+    // No inherited flags: the thread needs no loader, and its program is CommonJS whatever the
+    // process was started with (--input-type=module would otherwise apply to it).
+    const worker = new Worker(workerSource, { eval: true, workerData, execArgv: [] });
+    worker.on('message', (reply: HashReply) => {
+      const done = this.settle();
+      if (reply.ok) done?.resolve(reply.value);
+      else done?.reject(new Error(reply.message));
+    });
+    const lost = (error: Error) => {
+      if (this.worker !== worker) return; // closed already, its job settled then
+      this.worker = undefined;
+      this.settle()?.reject(error);
+    };
+    worker.on('error', lost);
+    worker.on('exit', (code) => lost(new Error(`hashing thread exited with code ${code}`)));
+    return worker;
+  }
+
+  private settle(): Pending | undefined {
+    const done = this.current;
+    this.current = undefined;
+    this.worker?.unref();
+    if (done !== undefined) queueMicrotask(this.finished);
+    return done;
+  }
+}
+
+/**
+ * argon2id on dedicated low-priority threads, off the event loop. Callers bound the work they
+ * submit (see the hasher's gate); the pool runs it on `size` threads in arrival order.
+ */
+export class HashPool {
+  private readonly threads: HashThread[];
+  private readonly queue: Pending[] = [];
+  private closed = false;
+
+  constructor(size: number) {
+    this.threads = Array.from({ length: size }, () => new HashThread(() => this.next()));
+  }
+
+  hash(password: string, options: Options): Promise<string> {
+    return this.submit({ op: 'hash', password, options }) as Promise<string>;
+  }
+
+  verify(hash: string, password: string): Promise<boolean> {
+    return this.submit({ op: 'verify', hash, password }) as Promise<boolean>;
+  }
+
+  /** Stops the threads; work not finished is rejected. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pending of this.queue.splice(0)) pending.reject(new Error('hashing pool closed'));
+    await Promise.all(this.threads.map((thread) => thread.close()));
+  }
+
+  private submit(job: HashJob): Promise<string | boolean> {
+    if (this.closed) return Promise.reject(new Error('hashing pool closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ job, resolve, reject });
+      this.next();
+    });
+  }
+
+  private next(): void {
+    if (this.closed) return;
+    for (const thread of this.threads) {
+      if (this.queue.length === 0) return;
+      if (thread.idle) thread.run(this.queue.shift()!);
+    }
+  }
+}
+
+let shared: HashPool | undefined;
+
+/** The process's hashing threads: two, one per core of the machine this is sized for. */
+export function sharedHashPool(): HashPool {
+  return (shared ??= new HashPool(2));
+}

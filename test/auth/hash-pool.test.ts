@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { describe, test } from 'node:test';
+import { Algorithm } from '@node-rs/argon2';
+import { HashPool } from '../../src/auth/hash-pool.js';
+import { testArgon2 } from '../../src/auth/password.js';
+
+const options = { algorithm: Algorithm.Argon2id, ...testArgon2 };
+
+/** Thread id → nice value, for this process's threads. */
+function threadNiceness(): Map<string, number> {
+  const niceness = new Map<string, number>();
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    // Field 19 (nice); the fields after the parenthesised name start at field 3.
+    niceness.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return niceness;
+}
+
+describe('HashPool', () => {
+  test('hashes and verifies on its threads, more jobs than threads, each with its own answer', async () => {
+    const pool = new HashPool(2);
+    try {
+      const passwords = Array.from({ length: 7 }, (_, i) => `password number ${i}`);
+      const hashes = await Promise.all(passwords.map((password) => pool.hash(password, options)));
+      assert.equal(new Set(hashes).size, 7, 'every hash is salted');
+      const right = await Promise.all(hashes.map((hash, i) => pool.verify(hash, passwords[i]!)));
+      const wrong = await Promise.all(hashes.map((hash, i) => pool.verify(hash, passwords[(i + 1) % 7]!)));
+      assert.deepEqual(right, Array(7).fill(true));
+      assert.deepEqual(wrong, Array(7).fill(false));
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('rejects a malformed hash with an error and keeps serving', async () => {
+    const pool = new HashPool(1);
+    try {
+      await assert.rejects(pool.verify('not a PHC string', 'whatever 1'));
+      const hash = await pool.hash('still working 1', options);
+      assert.equal(await pool.verify(hash, 'still working 1'), true);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('close rejects the work it did not finish and refuses new work', async () => {
+    const pool = new HashPool(1);
+    const running = assert.rejects(pool.hash('running one 1', options), /hashing pool closed/);
+    const queued = assert.rejects(pool.hash('queued one 2', options), /hashing pool closed/);
+    await pool.close();
+    await Promise.all([running, queued]);
+    await assert.rejects(pool.verify('$argon2id$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaA', 'x'), /hashing pool closed/);
+  });
+
+  test('runs its threads below the event loop’s priority on Linux', { skip: process.platform !== 'linux' }, async () => {
+    const before = threadNiceness();
+    const pool = new HashPool(2);
+    try {
+      await Promise.all([pool.hash('first one 1', options), pool.hash('second one 2', options)]);
+      const started = [...threadNiceness()].filter(([tid]) => !before.has(tid));
+      const hashing = started.filter(([, nice]) => nice === 10);
+      assert.equal(hashing.length, 2, `two new threads at nice 10 among ${JSON.stringify(started)}`);
+      assert.equal(threadNiceness().get(String(process.pid)), before.get(String(process.pid)), 'the main thread keeps its priority');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('an idle pool does not keep the process alive', () => {
+    const script = `
+      import { HashPool } from './src/auth/hash-pool.ts';
+      const pool = new HashPool(2);
+      console.log(await pool.verify(await pool.hash('exit after me 1', { memoryCost: 1024, timeCost: 1, parallelism: 1 }), 'exit after me 1'));
+    `;
+    const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.equal(output.trim(), 'true');
+  });
+});
