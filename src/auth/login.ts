@@ -40,10 +40,14 @@ export async function login(
       customer.password_hash,
     ]);
   }
-  const session = await deps.db.transaction(async (tx) => {
-    // A session the request already carried is replaced, never reused (session fixation).
-    if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
-    return createSession(tx, deps.clock, customer.id);
-  });
+  // A session the request already carried is replaced, never reused (session fixation); without
+  // one, the new session is a single INSERT and needs no transaction.
+  const session =
+    previousSessionId === undefined
+      ? await createSession(deps.db, deps.clock, customer.id)
+      : await deps.db.transaction(async (tx) => {
+          await deleteSession(tx, deps.clock, previousSessionId);
+          return createSession(tx, deps.clock, customer.id);
+        });
   return { ok: true, customer: toCustomer(customer), sessionId: session.sessionId, expiresAt: session.expiresAt };
 }
