@@ -154,6 +154,13 @@ export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult>
             statusCounts[code] = (statusCounts[code] ?? 0) + 1;
             resolve();
           });
+          // An answer cut off midway (a timeout, a closed socket) ends without 'end'.
+          response.on('close', () => {
+            if (!response.complete) {
+              errors += 1;
+              resolve();
+            }
+          });
         },
       );
       request.on('error', () => {
