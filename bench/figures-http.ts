@@ -165,7 +165,8 @@ export async function figureMessageRequests(context: BenchContext): Promise<Row[
       const value = median(results.map((result) => result.latency.p99));
       const non2xx = sum(results, (result) => result.non2xx);
       const errors = sum(results, (result) => result.errors);
-      const pace = rate === undefined ? '' : `, random arrivals at ${format(rate)} req/s (half of ${id === '4c' ? '4a' : '4b'})`;
+      const pace =
+        rate === undefined ? '' : `, random arrivals at ${format(rate)} req/s (half of ${id === '4c' ? '4a' : '4b'})`;
       rows.push({
         id,
         label: `${label} p99 latency, ${connections} connections${pace}`,

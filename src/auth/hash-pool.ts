@@ -2,9 +2,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { Options } from '@node-rs/argon2';
 
-type HashJob =
-  | { op: 'hash'; password: string; options: Options }
-  | { op: 'verify'; hash: string; password: string };
+type HashJob = { op: 'hash'; password: string; options: Options } | { op: 'verify'; hash: string; password: string };
 type HashReply = { ok: true; value: string | boolean } | { ok: false; message: string };
 
 interface Pending {

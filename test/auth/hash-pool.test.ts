@@ -55,19 +55,27 @@ describe('HashPool', () => {
     await assert.rejects(pool.verify('$argon2id$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaA', 'x'), /hashing pool closed/);
   });
 
-  test('runs its threads below the event loop’s priority on Linux', { skip: process.platform !== 'linux' }, async () => {
-    const before = threadNiceness();
-    const pool = new HashPool(2);
-    try {
-      await Promise.all([pool.hash('first one 1', options), pool.hash('second one 2', options)]);
-      const started = [...threadNiceness()].filter(([tid]) => !before.has(tid));
-      const hashing = started.filter(([, nice]) => nice === 10);
-      assert.equal(hashing.length, 2, `two new threads at nice 10 among ${JSON.stringify(started)}`);
-      assert.equal(threadNiceness().get(String(process.pid)), before.get(String(process.pid)), 'the main thread keeps its priority');
-    } finally {
-      await pool.close();
-    }
-  });
+  test(
+    'runs its threads below the event loop’s priority on Linux',
+    { skip: process.platform !== 'linux' },
+    async () => {
+      const before = threadNiceness();
+      const pool = new HashPool(2);
+      try {
+        await Promise.all([pool.hash('first one 1', options), pool.hash('second one 2', options)]);
+        const started = [...threadNiceness()].filter(([tid]) => !before.has(tid));
+        const hashing = started.filter(([, nice]) => nice === 10);
+        assert.equal(hashing.length, 2, `two new threads at nice 10 among ${JSON.stringify(started)}`);
+        assert.equal(
+          threadNiceness().get(String(process.pid)),
+          before.get(String(process.pid)),
+          'the main thread keeps its priority',
+        );
+      } finally {
+        await pool.close();
+      }
+    },
+  );
 
   test('an idle pool does not keep the process alive', () => {
     const script = `

@@ -16,7 +16,11 @@ describe('normalizeEmail', () => {
     ['surrounding spaces, trimmed', '  ada@example.com  ', 'ada@example.com'],
     ['surrounding tabs and newlines, trimmed', '\tada@example.com\n', 'ada@example.com'],
     ['plus addressing', 'ada+shop@example.com', 'ada+shop@example.com'],
-    ['the WHATWG local-part punctuation', "o'brien!#$%&*/=?^_`{|}~-@example.com", "o'brien!#$%&*/=?^_`{|}~-@example.com"],
+    [
+      'the WHATWG local-part punctuation',
+      "o'brien!#$%&*/=?^_`{|}~-@example.com",
+      "o'brien!#$%&*/=?^_`{|}~-@example.com",
+    ],
     ['a dotless domain (allowed by WHATWG)', 'ada@localhost', 'ada@localhost'],
     ['a hyphen inside a label', 'ada@my-shop.example', 'ada@my-shop.example'],
     ['a digit-only label', 'ada@123.example', 'ada@123.example'],

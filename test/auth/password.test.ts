@@ -37,13 +37,19 @@ describe('newPasswordProblems', () => {
     test(`refuses ${label} as too short`, () => {
       const problems = newPasswordProblems(password);
       assert.ok(problems.length > 0);
-      assert.ok(problems.some((p) => p.includes('8')), problems.join(' | '));
+      assert.ok(
+        problems.some((p) => p.includes('8')),
+        problems.join(' | '),
+      );
     });
   }
 
   test('refuses 256 code points as too long, and never truncates', () => {
     const problems = newPasswordProblems(`a1${'z'.repeat(254)}`);
-    assert.ok(problems.some((p) => p.includes('255')), problems.join(' | '));
+    assert.ok(
+      problems.some((p) => p.includes('255')),
+      problems.join(' | '),
+    );
   });
 
   test('counts length in code points after NFKC, not in UTF-16 units or before normalization', () => {
@@ -72,7 +78,19 @@ describe('newPasswordProblems', () => {
     assert.equal(newPasswordProblems('lettersonly').length, 1);
   });
 
-  const common = ['password1', 'Password1', 'PASSWORD1', 'qwerty123', 'abc12345', 'passw0rd', 'P4ssw0rd', 'trustno1', 'letmein1', '1qaz2wsx', 'ｐａｓｓｗｏｒｄ１'];
+  const common = [
+    'password1',
+    'Password1',
+    'PASSWORD1',
+    'qwerty123',
+    'abc12345',
+    'passw0rd',
+    'P4ssw0rd',
+    'trustno1',
+    'letmein1',
+    '1qaz2wsx',
+    'ｐａｓｓｗｏｒｄ１',
+  ];
   for (const password of common) {
     test(`refuses the common password ${password}`, () => {
       const problems = newPasswordProblems(password);
@@ -90,7 +108,17 @@ describe('newPasswordProblems', () => {
 
 describe('isCommonPassword', () => {
   test('knows at least the 10,000 most common passwords, case-insensitively', () => {
-    for (const password of ['password', 'PASSWORD', '123456', 'qwerty', 'iloveyou', 'Dragon', 'monkey', 'letmein', 'welcome1']) {
+    for (const password of [
+      'password',
+      'PASSWORD',
+      '123456',
+      'qwerty',
+      'iloveyou',
+      'Dragon',
+      'monkey',
+      'letmein',
+      'welcome1',
+    ]) {
       assert.equal(isCommonPassword(password), true, password);
     }
   });
@@ -164,7 +192,11 @@ describe('createArgon2Hasher', () => {
 
   test('refuses work beyond its concurrency and waiting limits with HasherBusyError', async () => {
     const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 1 });
-    const results = await Promise.allSettled([hasher.hash('first one 1'), hasher.hash('second one 2'), hasher.hash('third one 3')]);
+    const results = await Promise.allSettled([
+      hasher.hash('first one 1'),
+      hasher.hash('second one 2'),
+      hasher.hash('third one 3'),
+    ]);
     const rejected = results.filter((r) => r.status === 'rejected');
     const fulfilled = results.filter((r): r is PromiseFulfilledResult<string> => r.status === 'fulfilled');
     assert.equal(rejected.length, 1);

@@ -28,7 +28,16 @@ before(async () => {
   }
   browser = await chromium.launch({
     executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -58,7 +67,8 @@ async function openPage(t: TestContext, service: ServiceProcess, run: (session: 
     });
     page.on('response', (response) => {
       const url = new URL(response.url());
-      if (url.pathname.startsWith('/api/')) api.push(`${response.request().method()} ${url.pathname} ${response.status()}`);
+      if (url.pathname.startsWith('/api/'))
+        api.push(`${response.request().method()} ${url.pathname} ${response.status()}`);
     });
     await page.goto(service.url);
     await page.locator('body:not([aria-busy])').waitFor();
@@ -132,14 +142,21 @@ describe('the sign-in page of an email store', () => {
       const identity = page.locator('#register').getByLabel('Email address');
       assert.equal(await identity.getAttribute('type'), 'email');
       assert.equal(await identity.getAttribute('autocomplete'), 'email');
-      assert.equal(await page.locator('#register').getByLabel('Password', { exact: true }).getAttribute('autocomplete'), 'new-password');
+      assert.equal(
+        await page.locator('#register').getByLabel('Password', { exact: true }).getAttribute('autocomplete'),
+        'new-password',
+      );
       await shot('register-form');
 
       const mark = service.logs.length;
       await register(page, 'Ada Lovelace', 'Ada@Example.com', 'analytical engine 1843');
       await status('Account created. We sent a code to ada@example.com', 'success');
       const verify = page.locator('#verify');
-      assert.equal(await verify.getByLabel('Email address').inputValue(), 'ada@example.com', 'the verify form knows who');
+      assert.equal(
+        await verify.getByLabel('Email address').inputValue(),
+        'ada@example.com',
+        'the verify form knows who',
+      );
       const codeInput = verify.getByLabel('Six-digit code');
       assert.equal(await codeInput.getAttribute('inputmode'), 'numeric');
       assert.equal(await codeInput.getAttribute('autocomplete'), 'one-time-code');
@@ -152,7 +169,10 @@ describe('the sign-in page of an email store', () => {
       assert.equal(await page.locator('#login').getByLabel('Email address').inputValue(), 'ada@example.com');
       await shot('verified');
 
-      assert.equal(await page.locator('#login').getByLabel('Password').getAttribute('autocomplete'), 'current-password');
+      assert.equal(
+        await page.locator('#login').getByLabel('Password').getAttribute('autocomplete'),
+        'current-password',
+      );
       await logIn(page, 'ada@example.com', 'analytical engine 1843');
       await status('Welcome, Ada Lovelace. You are signed in.', 'success');
       const account = page.locator('#account');
@@ -194,7 +214,10 @@ describe('the sign-in page of an email store', () => {
       await reset.getByLabel('Six-digit code').fill(code);
       await reset.getByLabel('New password', { exact: true }).fill('flow matic 1955');
       await reset.getByLabel('Confirm new password').fill('flow matic 1955');
-      assert.equal(await reset.getByLabel('New password', { exact: true }).getAttribute('autocomplete'), 'new-password');
+      assert.equal(
+        await reset.getByLabel('New password', { exact: true }).getAttribute('autocomplete'),
+        'new-password',
+      );
       await shot('reset-form');
       await reset.getByRole('button', { name: 'Set new password' }).click();
       await status('Your password is changed', 'success');
@@ -228,10 +251,16 @@ describe('the sign-in page of an email store', () => {
         const input = form.getByLabel(label);
         assert.equal(await input.getAttribute('aria-invalid'), 'true', `${label} is marked invalid`);
         const errorId = `${await input.getAttribute('id')}-error`;
-        assert.ok((await input.getAttribute('aria-describedby'))?.split(' ').includes(errorId), `${label} is described by its error`);
+        assert.ok(
+          (await input.getAttribute('aria-describedby'))?.split(' ').includes(errorId),
+          `${label} is described by its error`,
+        );
         assert.ok(((await page.locator(`#${errorId}`).textContent()) ?? '').length > 0);
       }
-      assert.equal(await page.locator('#register-password-confirmation-error').textContent(), 'Must match the password.');
+      assert.equal(
+        await page.locator('#register-password-confirmation-error').textContent(),
+        'Must match the password.',
+      );
       assert.equal(await form.getByLabel('Name').getAttribute('aria-invalid'), null, 'a valid field is not marked');
       await shot('field-errors');
     });
@@ -289,7 +318,12 @@ describe('the sign-in page of a phone store', () => {
 
   before(async () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-page-phone-'));
-    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Corner Shop', STORE_IDENTITY_MODE: 'phone' });
+    service = await startService({
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      STORE_NAME: 'Corner Shop',
+      STORE_IDENTITY_MODE: 'phone',
+    });
   });
 
   after(async () => {

@@ -60,7 +60,11 @@ class ServiceProcess {
   readonly lines: LogLine[] = [];
   readonly finished: Promise<Finished>;
   private stderr = '';
-  private readonly waiters = new Set<{ match: (line: LogLine) => boolean; resolve: (line: LogLine) => void; reject: (error: Error) => void }>();
+  private readonly waiters = new Set<{
+    match: (line: LogLine) => boolean;
+    resolve: (line: LogLine) => void;
+    reject: (error: Error) => void;
+  }>();
 
   constructor(env: NodeJS.ProcessEnv) {
     this.child = spawnCli(['serve'], env);
@@ -86,7 +90,12 @@ class ServiceProcess {
           waiter.reject(new Error(`the service ended (code ${code}, signal ${signal}) first; stderr: ${this.stderr}`));
         }
         this.waiters.clear();
-        resolve({ code, signal, stdout: this.lines.map((line) => JSON.stringify(line)).join('\n'), stderr: this.stderr });
+        resolve({
+          code,
+          signal,
+          stdout: this.lines.map((line) => JSON.stringify(line)).join('\n'),
+          stderr: this.stderr,
+        });
       });
     });
   }
@@ -123,7 +132,10 @@ function call(method: 'GET' | 'POST', url: string, body?: unknown): Promise<Http
         response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
         response.on('end', () => {
           const type = String(response.headers['content-type'] ?? '');
-          resolve({ status: response.statusCode ?? 0, body: type.includes('json') && text !== '' ? JSON.parse(text) : text });
+          resolve({
+            status: response.statusCode ?? 0,
+            body: type.includes('json') && text !== '' ? JSON.parse(text) : text,
+          });
         });
       },
     );
@@ -145,7 +157,15 @@ describe('the command line on its own', () => {
     const result = await run(['--help'], cliEnv(freshFolder()));
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^Usage: storefront-auth/);
-    for (const command of ['serve', 'migrate', 'store show', 'store set', 'outbox list', 'outbox retry', 'customer show']) {
+    for (const command of [
+      'serve',
+      'migrate',
+      'store show',
+      'store set',
+      'outbox list',
+      'outbox retry',
+      'customer show',
+    ]) {
       assert.ok(result.stdout.includes(command), `the usage names ${command}`);
     }
   });
@@ -178,18 +198,22 @@ describe('the command line on its own', () => {
     assert.match(result.stderr, /--status must be one of/);
   });
 
-  test('store show on a fresh data folder prints the active store made from configuration and releases the folder', slow, async () => {
-    const dataDir = freshFolder();
-    const result = await run(['store', 'show'], cliEnv(dataDir, { STORE_NAME: 'Corner Shop' }));
-    assert.equal(result.code, 0, result.stderr);
-    const store = json(result.stdout);
-    assert.equal(store['status'], 'active');
-    assert.equal(store['name'], 'Corner Shop');
-    assert.equal(store['identity_mode'], 'email');
-    assert.deepEqual(store['settings'], { 'auth.customer_verification_required': false });
-    assert.equal(fs.existsSync(path.join(dataDir, 'lock')), false, 'the command let go of the folder');
-    assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');
-  });
+  test(
+    'store show on a fresh data folder prints the active store made from configuration and releases the folder',
+    slow,
+    async () => {
+      const dataDir = freshFolder();
+      const result = await run(['store', 'show'], cliEnv(dataDir, { STORE_NAME: 'Corner Shop' }));
+      assert.equal(result.code, 0, result.stderr);
+      const store = json(result.stdout);
+      assert.equal(store['status'], 'active');
+      assert.equal(store['name'], 'Corner Shop');
+      assert.equal(store['identity_mode'], 'email');
+      assert.deepEqual(store['settings'], { 'auth.customer_verification_required': false });
+      assert.equal(fs.existsSync(path.join(dataDir, 'lock')), false, 'the command let go of the folder');
+      assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');
+    },
+  );
 
   test('store set --status paused is kept: the next store show says paused', slow, async () => {
     const env = cliEnv(freshFolder());
@@ -215,7 +239,10 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
     env = cliEnv(dataDir);
     service = new ServiceProcess(env);
     const listening = await service.waitFor((line) => String(line['msg']).startsWith('Storefront Auth listening'));
-    const address = typeof listening['address'] === 'string' ? listening['address'] : /http:\/\/\S+/.exec(String(listening['msg']))?.[0];
+    const address =
+      typeof listening['address'] === 'string'
+        ? listening['address']
+        : /http:\/\/\S+/.exec(String(listening['msg']))?.[0];
     assert.ok(address !== undefined, 'the service logs its address');
     base = address;
     assert.doesNotMatch(base, /:0$/, 'the logged address has the real port');
@@ -233,74 +260,92 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
     assert.equal(fs.readFileSync(path.join(dataDir, 'lock'), 'utf8').trim(), String(service.child.pid));
   });
 
-  test('store set --status paused goes through the service and the very next login answers 503 store_unavailable; active restores it', slow, async () => {
-    const paused = await run(['store', 'set', '--status', 'paused'], env);
-    assert.equal(paused.code, 0, paused.stderr);
-    assert.equal(json(paused.stdout)['status'], 'paused');
+  test(
+    'store set --status paused goes through the service and the very next login answers 503 store_unavailable; active restores it',
+    slow,
+    async () => {
+      const paused = await run(['store', 'set', '--status', 'paused'], env);
+      assert.equal(paused.code, 0, paused.stderr);
+      assert.equal(json(paused.stdout)['status'], 'paused');
 
-    const login = { identity: 'nobody@example.com', password: 'whatever 123' };
-    const shut = await call('POST', `${base}/api/v1/customer/auth/login`, login);
-    assert.equal(shut.status, 503);
-    assert.equal(shut.body.code, 'store_unavailable');
-    const ready = await call('GET', `${base}/api/v1/health/ready`);
-    assert.equal(ready.body.details?.store_status, 'paused', 'readiness reports the status');
+      const login = { identity: 'nobody@example.com', password: 'whatever 123' };
+      const shut = await call('POST', `${base}/api/v1/customer/auth/login`, login);
+      assert.equal(shut.status, 503);
+      assert.equal(shut.body.code, 'store_unavailable');
+      const ready = await call('GET', `${base}/api/v1/health/ready`);
+      assert.equal(ready.body.details?.store_status, 'paused', 'readiness reports the status');
 
-    const active = await run(['store', 'set', '--status', 'active'], env);
-    assert.equal(active.code, 0, active.stderr);
-    assert.equal(json(active.stdout)['status'], 'active');
-    const open = await call('POST', `${base}/api/v1/customer/auth/login`, login);
-    assert.equal(open.status, 401, 'an unknown account is refused as usual once the store is open');
-    assert.equal(open.body.code, 'unauthenticated');
-  });
+      const active = await run(['store', 'set', '--status', 'active'], env);
+      assert.equal(active.code, 0, active.stderr);
+      assert.equal(json(active.stdout)['status'], 'active');
+      const open = await call('POST', `${base}/api/v1/customer/auth/login`, login);
+      assert.equal(open.status, 401, 'an unknown account is refused as usual once the store is open');
+      assert.equal(open.body.code, 'unauthenticated');
+    },
+  );
 
-  test('with a customer registered, changing the identity mode is refused with exit 1 and the store is unchanged', slow, async () => {
-    const registered = await call('POST', `${base}/api/v1/customer/auth/register`, {
-      name: 'Ada Lovelace',
-      email: 'ada@example.com',
-      password: 'analytical engine 1843',
-      password_confirmation: 'analytical engine 1843',
-    });
-    assert.equal(registered.status, 201);
+  test(
+    'with a customer registered, changing the identity mode is refused with exit 1 and the store is unchanged',
+    slow,
+    async () => {
+      const registered = await call('POST', `${base}/api/v1/customer/auth/register`, {
+        name: 'Ada Lovelace',
+        email: 'ada@example.com',
+        password: 'analytical engine 1843',
+        password_confirmation: 'analytical engine 1843',
+      });
+      assert.equal(registered.status, 201);
 
-    const refused = await run(['store', 'set', '--identity-mode', 'phone'], env);
-    assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /--force/);
-    assert.equal(refused.stdout, '');
+      const refused = await run(['store', 'set', '--identity-mode', 'phone'], env);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /--force/);
+      assert.equal(refused.stdout, '');
 
-    const shown = await run(['store', 'show'], env);
-    assert.equal(shown.code, 0, shown.stderr);
-    assert.equal(json(shown.stdout)['identity_mode'], 'email');
+      const shown = await run(['store', 'show'], env);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.equal(json(shown.stdout)['identity_mode'], 'email');
 
-    const customer = await run(['customer', 'show', 'ADA@example.com'], env);
-    assert.equal(customer.code, 0, customer.stderr);
-    assert.equal((json(customer.stdout)['identity'] as Record<string, unknown>)['value'], 'ada@example.com');
-  });
+      const customer = await run(['customer', 'show', 'ADA@example.com'], env);
+      assert.equal(customer.code, 0, customer.stderr);
+      assert.equal((json(customer.stdout)['identity'] as Record<string, unknown>)['value'], 'ada@example.com');
+    },
+  );
 
-  test('in development the code goes to the service log, verifies the customer, and outbox list shows the message', slow, async () => {
-    const logged = await service.waitFor((line) => line['to'] === 'ada@example.com' && line['purpose'] === 'verification');
-    const code = /(?<!\d)(\d{6})(?!\d)/.exec(String(logged['text']))?.[1];
-    assert.ok(code !== undefined, 'the log line holds the code');
-    const verified = await call('POST', `${base}/api/v1/customer/auth/verify`, { identity: 'ada@example.com', code });
-    assert.equal(verified.status, 200);
+  test(
+    'in development the code goes to the service log, verifies the customer, and outbox list shows the message',
+    slow,
+    async () => {
+      const logged = await service.waitFor(
+        (line) => line['to'] === 'ada@example.com' && line['purpose'] === 'verification',
+      );
+      const code = /(?<!\d)(\d{6})(?!\d)/.exec(String(logged['text']))?.[1];
+      assert.ok(code !== undefined, 'the log line holds the code');
+      const verified = await call('POST', `${base}/api/v1/customer/auth/verify`, { identity: 'ada@example.com', code });
+      assert.equal(verified.status, 200);
 
-    const listed = await run(['outbox', 'list', '--status', 'sent'], env);
-    assert.equal(listed.code, 0, listed.stderr);
-    const entries = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
-    assert.equal(entries.length, 1);
-    assert.equal(entries[0]!['recipient'], 'ada@example.com');
-    assert.equal(entries[0]!['purpose'], 'verification');
-    const retry = await run(['outbox', 'retry', String(entries[0]!['id'])], env);
-    assert.equal(retry.code, 1, 'a sent message is not sent again');
-  });
+      const listed = await run(['outbox', 'list', '--status', 'sent'], env);
+      assert.equal(listed.code, 0, listed.stderr);
+      const entries = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
+      assert.equal(entries.length, 1);
+      assert.equal(entries[0]!['recipient'], 'ada@example.com');
+      assert.equal(entries[0]!['purpose'], 'verification');
+      const retry = await run(['outbox', 'retry', String(entries[0]!['id'])], env);
+      assert.equal(retry.code, 1, 'a sent message is not sent again');
+    },
+  );
 
-  test('a second serve on the same data folder exits non-zero saying the folder is in use, and the first keeps serving', slow, async () => {
-    const second = await run(['serve'], env);
-    assert.notEqual(second.code, 0);
-    assert.match(second.stderr, /in use/);
-    assert.ok(service.running);
-    assert.equal(fs.readFileSync(path.join(dataDir, 'lock'), 'utf8').trim(), String(service.child.pid));
-    assert.equal((await call('GET', `${base}/api/v1/health/live`)).status, 200);
-  });
+  test(
+    'a second serve on the same data folder exits non-zero saying the folder is in use, and the first keeps serving',
+    slow,
+    async () => {
+      const second = await run(['serve'], env);
+      assert.notEqual(second.code, 0);
+      assert.match(second.stderr, /in use/);
+      assert.ok(service.running);
+      assert.equal(fs.readFileSync(path.join(dataDir, 'lock'), 'utf8').trim(), String(service.child.pid));
+      assert.equal((await call('GET', `${base}/api/v1/health/live`)).status, 200);
+    },
+  );
 
   test('on SIGTERM the service exits 0 and gives the data folder back', slow, async () => {
     service.child.kill('SIGTERM');
@@ -308,7 +353,10 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
     assert.equal(finished.signal, null, finished.stderr);
     assert.equal(finished.code, 0, finished.stderr);
     assert.equal(fs.existsSync(path.join(dataDir, 'lock')), false, 'the lock file is gone');
-    assert.ok(service.lines.some((line) => line['msg'] === 'stopped'), 'it logged its stop');
+    assert.ok(
+      service.lines.some((line) => line['msg'] === 'stopped'),
+      'it logged its stop',
+    );
 
     const shown = await run(['store', 'show'], env);
     assert.equal(shown.code, 0, `the folder opens again without the service: ${shown.stderr}`);

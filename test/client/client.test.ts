@@ -106,7 +106,11 @@ describe('the typed client against a running service', () => {
     assert.equal(loggedIn.auth_type, 'session');
     assert.equal(loggedIn.customer.id, registered.id);
     assert.ok(client.cookies().has('storefront_session'), 'the jar keeps the session cookie');
-    assert.notEqual(client.cookies().get('XSRF-TOKEN'), tokenBeforeLogin, 'login issues a fresh token, which the jar keeps');
+    assert.notEqual(
+      client.cookies().get('XSRF-TOKEN'),
+      tokenBeforeLogin,
+      'login issues a fresh token, which the jar keeps',
+    );
 
     const me = await client.session();
     assert.deepEqual(me, { auth_type: 'session', customer: verified });
@@ -126,7 +130,11 @@ describe('the typed client against a running service', () => {
     });
     assert.deepEqual(reset, { status: 'password_reset' });
 
-    await assertFails(client.login({ identity: 'ada@example.com', password: 'analytical engine 1843' }), 401, 'unauthenticated');
+    await assertFails(
+      client.login({ identity: 'ada@example.com', password: 'analytical engine 1843' }),
+      401,
+      'unauthenticated',
+    );
     const again = await client.login({ identity: 'ada@example.com', password: 'difference engine 1822' });
     assert.equal(again.customer.id, registered.id);
     assert.equal((await client.session()).customer.id, registered.id);
@@ -150,17 +158,31 @@ describe('the typed client against a running service', () => {
       'validation_failed',
     );
     assert.deepEqual(Object.keys(error.errors).sort(), ['email', 'name', 'password', 'password_confirmation']);
-    for (const messages of Object.values(error.errors)) assert.ok(messages.length > 0 && messages.every((m) => typeof m === 'string'));
+    for (const messages of Object.values(error.errors))
+      assert.ok(messages.length > 0 && messages.every((m) => typeof m === 'string'));
     assert.match(error.requestId ?? '', /.+/);
   });
 
   test('the API refusals arrive as typed errors with their codes', async () => {
     const client = clientFor();
-    const body = { name: 'Grace', email: 'grace@example.com', password: 'compiler cobol 1959', password_confirmation: 'compiler cobol 1959' };
+    const body = {
+      name: 'Grace',
+      email: 'grace@example.com',
+      password: 'compiler cobol 1959',
+      password_confirmation: 'compiler cobol 1959',
+    };
     await client.register(body);
     await assertFails(client.register(body), 422, 'identity_unavailable');
-    await assertFails(client.verify({ identity: 'grace@example.com', code: '000000' }), 422, 'invalid_identity_challenge');
-    await assertFails(client.login({ identity: 'grace@example.com', password: 'wrong password 1' }), 401, 'unauthenticated');
+    await assertFails(
+      client.verify({ identity: 'grace@example.com', code: '000000' }),
+      422,
+      'invalid_identity_challenge',
+    );
+    await assertFails(
+      client.login({ identity: 'grace@example.com', password: 'wrong password 1' }),
+      401,
+      'unauthenticated',
+    );
     await assertFails(client.logout(), 401, 'unauthenticated');
     await assertFails(client.session(), 401, 'unauthenticated');
   });
@@ -169,7 +191,10 @@ describe('the typed client against a running service', () => {
     const client = clientFor();
     await client.forgotPassword({ identity: 'limited@example.com' });
     const error = await assertFails(client.forgotPassword({ identity: 'limited@example.com' }), 429, 'rate_limited');
-    assert.ok(error.retryAfter !== undefined && error.retryAfter > 0 && error.retryAfter <= 60, `retryAfter ${error.retryAfter}`);
+    assert.ok(
+      error.retryAfter !== undefined && error.retryAfter > 0 && error.retryAfter <= 60,
+      `retryAfter ${error.retryAfter}`,
+    );
   });
 
   test('a refused CSRF token is refreshed once and the call is retried', async () => {

@@ -21,11 +21,18 @@ describe('brakes on paid channels', () => {
     assert.equal((await t.deliver()).length, 0, 'the third waits');
     const waiting = await t.db.query<{ status: string }>("SELECT status FROM outbox WHERE status = 'pending'");
     assert.equal(waiting.length, 1);
-    assert.ok(t.logs.some((line) => line['level'] === 50 && String(line['msg']).includes('budget')), 'an error is logged');
+    assert.ok(
+      t.logs.some((line) => line['level'] === 50 && String(line['msg']).includes('budget')),
+      'an error is logged',
+    );
 
     t.clock.advance(5 * 60 + 1);
     const late = await t.deliver();
-    assert.deepEqual(late.map((message) => message.to), ['c@example.com'], 'it goes out once the first two are an hour old');
+    assert.deepEqual(
+      late.map((message) => message.to),
+      ['c@example.com'],
+      'it goes out once the first two are an hour old',
+    );
   });
 
   test('a phone store limited to some country calling codes refuses other numbers at registration with a 422 on phone', async () => {

@@ -186,7 +186,10 @@ describe('the outbox dispatcher', () => {
     });
     assert.equal(reset.status, 200);
     assert.equal((await t.deliver()).length, 1, 'the password-changed notice is sent');
-    assert.equal((await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'difference engine 1822' })).status, 200);
+    assert.equal(
+      (await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'difference engine 1822' })).status,
+      200,
+    );
 
     assert.ok(t.logs.length >= 8, 'requests and deliveries were logged');
     for (const code of [verificationCode, resetCode]) {
@@ -209,7 +212,10 @@ describe('the outbox dispatcher', () => {
 
     const handled = await Promise.all(dispatchers.map((dispatcher) => dispatcher.drain()));
     assert.equal(handled[0]! + handled[1]!, 200);
-    assert.ok(handled.every((n) => n > 0), `both dispatchers took part (${handled.join(' + ')})`);
+    assert.ok(
+      handled.every((n) => n > 0),
+      `both dispatchers took part (${handled.join(' + ')})`,
+    );
     const sentIds = recorders.flatMap((recorder) => recorder.sent.map((message) => message.id));
     assert.equal(sentIds.length, 200, 'no message was sent twice');
     assert.deepEqual(new Set(sentIds), ids, 'every message was sent');
@@ -228,15 +234,24 @@ describe('the outbox dispatcher', () => {
     const third = await enqueue(t, { ...notice, to: 'three@example.com' });
 
     const all = await listOutbox(t.db);
-    assert.deepEqual(all.map((entry) => entry.id), [third, second, first]);
+    assert.deepEqual(
+      all.map((entry) => entry.id),
+      [third, second, first],
+    );
     const pending = await listOutbox(t.db, 'pending');
-    assert.deepEqual(pending.map((entry) => entry.id), [third]);
+    assert.deepEqual(
+      pending.map((entry) => entry.id),
+      [third],
+    );
     assert.equal(pending[0]!.recipient, 'three@example.com');
     assert.equal(pending[0]!.attempts, 0);
     assert.equal(pending[0]!.sent_at, null);
     assert.equal(pending[0]!.next_attempt_at, t.clock.now().toISOString());
     const sent = await listOutbox(t.db, 'sent');
-    assert.deepEqual(sent.map((entry) => entry.id), [second, first]);
+    assert.deepEqual(
+      sent.map((entry) => entry.id),
+      [second, first],
+    );
     assert.equal(sent[0]!.sent_at, t.clock.now().toISOString());
     assert.ok(!('sealed_body' in sent[0]!), 'the listing never shows a body');
 
@@ -262,11 +277,18 @@ describe('the outbox dispatcher', () => {
     assert.equal(retried.attempts, 0);
     assert.equal(retried.last_error, null);
     assert.equal(retried.next_attempt_at.getTime(), t.clock.now().getTime());
-    assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'not_retryable', 'a pending message is not retried again');
+    assert.equal(
+      await retryOutboxMessage(t.db, t.clock, id),
+      'not_retryable',
+      'a pending message is not retried again',
+    );
 
     t.outbox.failNext = 0;
     const sent = await t.deliver();
-    assert.deepEqual(sent.map((message) => message.id), [id]);
+    assert.deepEqual(
+      sent.map((message) => message.id),
+      [id],
+    );
     assert.equal((await onlyOutboxRow(t.db)).status, 'sent');
 
     assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'not_retryable');

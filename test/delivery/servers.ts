@@ -161,7 +161,9 @@ export async function startHookServer(): Promise<TestHookServer> {
         rawBody: Buffer.concat(chunks).toString('utf8'),
       });
       const status = behaviour === 'ok' ? 200 : 500;
-      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ accepted: status === 200 }));
+      response
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ accepted: status === 200 }));
     });
   });
   await new Promise<void>((resolve, reject) => {

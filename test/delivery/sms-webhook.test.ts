@@ -49,7 +49,12 @@ describe('SMS delivery through the provider hook', () => {
     const hook = await startHookServer();
     hooks.push(hook);
     const t = await harness.start({
-      env: { STORE_IDENTITY_MODE: 'phone', STORE_NAME: storeName, SMS_WEBHOOK_URL: hook.url, SMS_WEBHOOK_SECRET: secret },
+      env: {
+        STORE_IDENTITY_MODE: 'phone',
+        STORE_NAME: storeName,
+        SMS_WEBHOOK_URL: hook.url,
+        SMS_WEBHOOK_SECRET: secret,
+      },
       overrides: { transports: { sms: createSmsWebhookTransport(hook.url, secret) } },
     });
     return { t, hook };
@@ -69,7 +74,11 @@ describe('SMS delivery through the provider hook', () => {
     assert.match(String(request.headers['content-type']), /^application\/json/);
     assert.match(String(request.headers['x-signature']), /^sha256=[0-9a-f]{64}$/);
     assert.ok(signatureIsValid(request), 'X-Signature is the HMAC-SHA256 of the raw body with the shared secret');
-    assert.equal(signatureIsValid({ ...request, rawBody: request.rawBody.replace(phone, '+14155550199') }), false, 'the check rejects a changed body');
+    assert.equal(
+      signatureIsValid({ ...request, rawBody: request.rawBody.replace(phone, '+14155550199') }),
+      false,
+      'the check rejects a changed body',
+    );
 
     const row = await onlyOutboxRow(t.db);
     const body = JSON.parse(request.rawBody) as Record<string, unknown>;
@@ -149,13 +158,17 @@ describe('SMS delivery through the provider hook', () => {
     hook.fallback = 'destroy';
     assert.equal((await t.post(`${auth}/register`, phoneRegistration())).status, 201);
     // A notice carries no code, so nothing but the delivery window ends its retries.
-    const noticeId = await enqueueMessage(t.db, { clock: t.clock, keys: t.services.keys }, {
-      channel: 'sms',
-      purpose: 'password_changed',
-      to: phone,
-      storeName,
-      customerName: 'Ada Lovelace',
-    });
+    const noticeId = await enqueueMessage(
+      t.db,
+      { clock: t.clock, keys: t.services.keys },
+      {
+        channel: 'sms',
+        purpose: 'password_changed',
+        to: phone,
+        storeName,
+        customerName: 'Ada Lovelace',
+      },
+    );
     await t.deliver();
 
     const firstTry = await outboxRows(t.db);

@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createSmtpTransport } from '../../src/delivery/transports/smtp.js';
 import { auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
-import { leafParts, onlyOutboxRow, parseMail, startSmtpServer, unusedPort, type MailPart, type TestSmtpServer } from './servers.js';
+import {
+  leafParts,
+  onlyOutboxRow,
+  parseMail,
+  startSmtpServer,
+  unusedPort,
+  type MailPart,
+  type TestSmtpServer,
+} from './servers.js';
 
 const from = 'Shop <shop@example.com>';
 const storeName = 'Corner & Co';

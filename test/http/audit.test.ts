@@ -16,7 +16,11 @@ describe('the audit trail', () => {
     const customer = await registeredCustomer(t);
     const code = await t.codeFor(customer.identity, 'verification');
     await t.post(`${auth}/verify`, { identity: customer.identity, code });
-    const failed = await t.post(`${auth}/login`, { identity: customer.identity, password: 'not the password 1' }, { 'x-request-id': 'req-failed-login' });
+    const failed = await t.post(
+      `${auth}/login`,
+      { identity: customer.identity, password: 'not the password 1' },
+      { 'x-request-id': 'req-failed-login' },
+    );
     assert.equal(failed.status, 401);
     await t.post(`${auth}/login`, { identity: 'nobody@example.com', password: 'whatever 12345' });
     const login = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
@@ -24,14 +28,28 @@ describe('the audit trail', () => {
     await t.post(`${auth}/logout`, undefined, { cookie: `${cookie.name}=${cookie.value}` });
     await t.post(`${auth}/password/forgot`, { identity: customer.identity });
     const resetCode = await t.codeFor(customer.identity, 'password_reset');
-    await t.post(`${auth}/password/reset`, { identity: customer.identity, code: resetCode, password: 'brand new words 9', password_confirmation: 'brand new words 9' });
+    await t.post(`${auth}/password/reset`, {
+      identity: customer.identity,
+      code: resetCode,
+      password: 'brand new words 9',
+      password_confirmation: 'brand new words 9',
+    });
     assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 429);
     await t.services.background.drain();
 
     const events = (await listAudit(t.db, { limit: 100 })).reverse();
     assert.deepEqual(
       events.map((entry) => entry.event),
-      ['customer.registered', 'customer.verified', 'login.failed', 'login.failed', 'login.succeeded', 'logout', 'password.reset', 'rate_limited'],
+      [
+        'customer.registered',
+        'customer.verified',
+        'login.failed',
+        'login.failed',
+        'login.succeeded',
+        'logout',
+        'password.reset',
+        'rate_limited',
+      ],
     );
     const mine = events.filter((entry) => entry.event !== 'rate_limited' && entry !== events[3]);
     for (const entry of mine) assert.equal(entry.customer_id, customer.id, `${entry.event} names the customer`);
@@ -41,7 +59,15 @@ describe('the audit trail', () => {
     assert.deepEqual(events.at(-1)!.details, { limit: 'message-identity-m' });
 
     const stored = JSON.stringify(await t.db.query('SELECT * FROM audit_events'));
-    for (const secret of [customer.password, 'not the password 1', 'brand new words 9', code, resetCode, cookie.value, 'nobody@example.com']) {
+    for (const secret of [
+      customer.password,
+      'not the password 1',
+      'brand new words 9',
+      code,
+      resetCode,
+      cookie.value,
+      'nobody@example.com',
+    ]) {
       assert.ok(!stored.includes(secret), 'the trail holds no password, code, session id or attempted identity');
     }
   });
@@ -52,7 +78,10 @@ describe('the audit trail', () => {
     for (const requestId of ids) t.services.audit({ event: 'login.failed', clientAddress: '127.0.0.1', requestId });
     await t.services.background.drain();
     const listed = (await listAudit(t.db, { limit: 100 })).reverse();
-    assert.deepEqual(listed.map((entry) => entry.request_id), ids);
+    assert.deepEqual(
+      listed.map((entry) => entry.request_id),
+      ids,
+    );
   });
 
   test('is listed by the command line, filtered by customer and event', async () => {
@@ -63,9 +92,18 @@ describe('the audit trail', () => {
     await t.services.background.drain();
     const all = await runAdminCommand({ db: t.db, clock: t.clock }, { name: 'audit.list' });
     assert.equal((all.output as unknown[]).length, 3);
-    const logins = await runAdminCommand({ db: t.db, clock: t.clock }, { name: 'audit.list', identity: customer.identity, event: 'login.succeeded' });
-    assert.deepEqual((logins.output as Array<{ event: string }>).map((entry) => entry.event), ['login.succeeded']);
-    const unknown = await runAdminCommand({ db: t.db, clock: t.clock }, { name: 'audit.list', identity: 'ghost@example.com' });
+    const logins = await runAdminCommand(
+      { db: t.db, clock: t.clock },
+      { name: 'audit.list', identity: customer.identity, event: 'login.succeeded' },
+    );
+    assert.deepEqual(
+      (logins.output as Array<{ event: string }>).map((entry) => entry.event),
+      ['login.succeeded'],
+    );
+    const unknown = await runAdminCommand(
+      { db: t.db, clock: t.clock },
+      { name: 'audit.list', identity: 'ghost@example.com' },
+    );
     assert.equal(unknown.ok, false);
   });
 });

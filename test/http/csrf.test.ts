@@ -18,12 +18,20 @@ const endpoints = [
 ] as const;
 
 function assertCode(reply: Reply, status: number, code: string, where: string): void {
-  assert.equal(reply.status, status, `${where}: expected ${status} ${code}, got ${reply.status} ${JSON.stringify(reply.body)}`);
+  assert.equal(
+    reply.status,
+    status,
+    `${where}: expected ${status} ${code}, got ${reply.status} ${JSON.stringify(reply.body)}`,
+  );
   assert.equal(reply.body.code, code, where);
 }
 
 /** Sends the request to every POST endpoint and expects `status`/`code` (or the endpoint's own answer). */
-async function expectEverywhere(t: TestApp, headers: Record<string, string>, expected: { status: number; code: string } | 'own answer') {
+async function expectEverywhere(
+  t: TestApp,
+  headers: Record<string, string>,
+  expected: { status: number; code: string } | 'own answer',
+) {
   for (const endpoint of endpoints) {
     const reply = await t.post(endpoint.path, endpoint.body, headers);
     const want = expected === 'own answer' ? endpoint : expected;
@@ -35,7 +43,11 @@ function cookieOf(reply: Reply, name: string) {
   return reply.cookies.find((c) => c.name === name);
 }
 
-async function freshToken(t: TestApp, url = `${api}/csrf-cookie`, headers: Record<string, string> = {}): Promise<string> {
+async function freshToken(
+  t: TestApp,
+  url = `${api}/csrf-cookie`,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const reply = await t.get(url, headers);
   assert.equal(reply.status, 204);
   const cookie = cookieOf(reply, 'XSRF-TOKEN');
@@ -64,14 +76,21 @@ describe('CSRF and CORS', () => {
   test('Sec-Fetch-Site cross-site from an unlisted origin is refused with 403 untrusted_origin, token or not', async () => {
     const t = await harness.start();
     const token = await freshToken(t);
-    await expectEverywhere(t, withToken(token, { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' }), { status: 403, code: 'untrusted_origin' });
+    await expectEverywhere(t, withToken(token, { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' }), {
+      status: 403,
+      code: 'untrusted_origin',
+    });
     await expectEverywhere(t, { 'sec-fetch-site': 'cross-site' }, { status: 403, code: 'untrusted_origin' });
   });
 
   test('Sec-Fetch-Site same-site from an unlisted origin is refused with 403 untrusted_origin', async () => {
     const t = await harness.start();
     const token = await freshToken(t);
-    const headers = withToken(token, { host: 'shop.test', 'sec-fetch-site': 'same-site', origin: 'https://blog.shop.test' });
+    const headers = withToken(token, {
+      host: 'shop.test',
+      'sec-fetch-site': 'same-site',
+      origin: 'https://blog.shop.test',
+    });
     await expectEverywhere(t, headers, { status: 403, code: 'untrusted_origin' });
   });
 
@@ -80,7 +99,10 @@ describe('CSRF and CORS', () => {
     const token = await freshToken(t);
     const { 'sec-fetch-site': _, ...noFetchSite } = withToken(token, { origin: 'null' });
     await expectEverywhere(t, noFetchSite, { status: 403, code: 'untrusted_origin' });
-    await expectEverywhere(t, withToken(token, { origin: 'null', 'sec-fetch-site': 'cross-site' }), { status: 403, code: 'untrusted_origin' });
+    await expectEverywhere(t, withToken(token, { origin: 'null', 'sec-fetch-site': 'cross-site' }), {
+      status: 403,
+      code: 'untrusted_origin',
+    });
   });
 
   test('a foreign Origin without Sec-Fetch-Site is refused with 403 untrusted_origin', async () => {
@@ -96,8 +118,16 @@ describe('CSRF and CORS', () => {
     const t = await harness.start();
     await expectEverywhere(t, { 'sec-fetch-site': 'same-origin' }, { status: 419, code: 'csrf_token_mismatch' });
     const token = await freshToken(t);
-    await expectEverywhere(t, { 'sec-fetch-site': 'same-origin', cookie: `XSRF-TOKEN=${token}` }, { status: 419, code: 'csrf_token_mismatch' });
-    await expectEverywhere(t, { 'sec-fetch-site': 'same-origin', 'x-xsrf-token': token }, { status: 419, code: 'csrf_token_mismatch' });
+    await expectEverywhere(
+      t,
+      { 'sec-fetch-site': 'same-origin', cookie: `XSRF-TOKEN=${token}` },
+      { status: 419, code: 'csrf_token_mismatch' },
+    );
+    await expectEverywhere(
+      t,
+      { 'sec-fetch-site': 'same-origin', 'x-xsrf-token': token },
+      { status: 419, code: 'csrf_token_mismatch' },
+    );
   });
 
   test('a token header that differs from the cookie answers 419, even when both are genuine', async () => {
@@ -105,7 +135,11 @@ describe('CSRF and CORS', () => {
     const first = await freshToken(t);
     const second = await freshToken(t);
     assert.notEqual(first, second);
-    await expectEverywhere(t, { ...withToken(first), 'x-xsrf-token': second }, { status: 419, code: 'csrf_token_mismatch' });
+    await expectEverywhere(
+      t,
+      { ...withToken(first), 'x-xsrf-token': second },
+      { status: 419, code: 'csrf_token_mismatch' },
+    );
   });
 
   test('a forged token, equal in cookie and header but not signed by this server, answers 419', async () => {
@@ -149,17 +183,36 @@ describe('CSRF and CORS', () => {
     const token = await freshToken(t);
     const { 'sec-fetch-site': _, ...headers } = withToken(token, { host: 'shop.test', origin: 'http://shop.test' });
     await expectEverywhere(t, headers, 'own answer');
-    await expectEverywhere(t, { host: 'shop.test', origin: 'http://shop.test' }, { status: 419, code: 'csrf_token_mismatch' });
-    await expectEverywhere(t, { host: 'shop.test:8443', origin: 'https://shop.test:8443' }, { status: 419, code: 'csrf_token_mismatch' });
+    await expectEverywhere(
+      t,
+      { host: 'shop.test', origin: 'http://shop.test' },
+      { status: 419, code: 'csrf_token_mismatch' },
+    );
+    await expectEverywhere(
+      t,
+      { host: 'shop.test:8443', origin: 'https://shop.test:8443' },
+      { status: 419, code: 'csrf_token_mismatch' },
+    );
   });
 
   test('an origin listed in CORS_ALLOWED_ORIGINS passes the origin check, even cross-site', async () => {
     const t = await harness.start({ env: { CORS_ALLOWED_ORIGINS: 'https://shop.example' } });
     const token = await freshToken(t);
-    await expectEverywhere(t, withToken(token, { origin: 'https://shop.example', 'sec-fetch-site': 'cross-site' }), 'own answer');
-    await expectEverywhere(t, { origin: 'https://shop.example', 'sec-fetch-site': 'cross-site' }, { status: 419, code: 'csrf_token_mismatch' });
+    await expectEverywhere(
+      t,
+      withToken(token, { origin: 'https://shop.example', 'sec-fetch-site': 'cross-site' }),
+      'own answer',
+    );
+    await expectEverywhere(
+      t,
+      { origin: 'https://shop.example', 'sec-fetch-site': 'cross-site' },
+      { status: 419, code: 'csrf_token_mismatch' },
+    );
     for (const lookalike of ['https://shop.example.evil.com', 'http://shop.example', 'https://evil-shop.example']) {
-      await expectEverywhere(t, withToken(token, { origin: lookalike, 'sec-fetch-site': 'cross-site' }), { status: 403, code: 'untrusted_origin' });
+      await expectEverywhere(t, withToken(token, { origin: lookalike, 'sec-fetch-site': 'cross-site' }), {
+        status: 403,
+        code: 'untrusted_origin',
+      });
     }
   });
 
@@ -180,12 +233,32 @@ describe('CSRF and CORS', () => {
     const otherSession = cookieOf(other, sessionCookie)?.value;
     assert.ok(otherSession);
 
-    assertCode(await t.post(`${auth}/logout`, undefined, withToken(bound)), 419, 'csrf_token_mismatch', 'no session cookie');
-    assertCode(await t.post(`${auth}/logout`, undefined, withToken(bound, {}, otherSession)), 419, 'csrf_token_mismatch', 'another session');
-    assertCode(await t.post(`${auth}/logout`, undefined, withToken(anonymous, {}, session)), 419, 'csrf_token_mismatch', 'anonymous token with a session');
+    assertCode(
+      await t.post(`${auth}/logout`, undefined, withToken(bound)),
+      419,
+      'csrf_token_mismatch',
+      'no session cookie',
+    );
+    assertCode(
+      await t.post(`${auth}/logout`, undefined, withToken(bound, {}, otherSession)),
+      419,
+      'csrf_token_mismatch',
+      'another session',
+    );
+    assertCode(
+      await t.post(`${auth}/logout`, undefined, withToken(anonymous, {}, session)),
+      419,
+      'csrf_token_mismatch',
+      'anonymous token with a session',
+    );
 
     const viaCookieEndpoint = await freshToken(t, `${api}/csrf-cookie`, { cookie: `${sessionCookie}=${otherSession}` });
-    assertCode(await t.post(`${auth}/password/forgot`, {}, withToken(viaCookieEndpoint, {}, otherSession)), 422, 'validation_failed', 'csrf-cookie with a session binds to it');
+    assertCode(
+      await t.post(`${auth}/password/forgot`, {}, withToken(viaCookieEndpoint, {}, otherSession)),
+      422,
+      'validation_failed',
+      'csrf-cookie with a session binds to it',
+    );
 
     const loggedOut = await t.post(`${auth}/logout`, undefined, withToken(bound, {}, session));
     assert.equal(loggedOut.status, 200);
@@ -207,16 +280,27 @@ describe('CSRF and CORS', () => {
     assert.notEqual(fresh.value, bound);
     assert.notEqual(fresh.httpOnly, true);
     await expectEverywhere(t, withToken(fresh.value), 'own answer');
-    assertCode(await t.post(`${auth}/password/forgot`, {}, withToken(bound)), 419, 'csrf_token_mismatch', 'the old bound token is dead without its session');
+    assertCode(
+      await t.post(`${auth}/password/forgot`, {}, withToken(bound)),
+      419,
+      'csrf_token_mismatch',
+      'the old bound token is dead without its session',
+    );
   });
 
   test('a CORS preflight from an allowed origin is answered with that origin echoed exactly and credentials allowed', async () => {
-    const t = await harness.start({ env: { CORS_ALLOWED_ORIGINS: 'https://shop.example, https://admin.shop.example' } });
+    const t = await harness.start({
+      env: { CORS_ALLOWED_ORIGINS: 'https://shop.example, https://admin.shop.example' },
+    });
     for (const origin of ['https://shop.example', 'https://admin.shop.example']) {
       const reply = await t.app.inject({
         method: 'OPTIONS',
         url: `${auth}/login`,
-        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, x-xsrf-token' },
+        headers: {
+          origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type, x-xsrf-token',
+        },
       });
       assert.ok(reply.statusCode >= 200 && reply.statusCode < 300, `preflight status ${reply.statusCode}`);
       assert.equal(reply.headers['access-control-allow-origin'], origin);

@@ -42,9 +42,15 @@ describe('the whole journey', () => {
     assert.equal(reset.status, 200);
     assert.deepEqual(reset.body, { status: 'password_reset' });
 
-    const oldPassword = await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' });
+    const oldPassword = await t.post(`${auth}/login`, {
+      identity: 'ada@example.com',
+      password: 'analytical engine 1843',
+    });
     assert.equal(oldPassword.status, 401);
-    const newPassword = await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'difference engine 1822' });
+    const newPassword = await t.post(`${auth}/login`, {
+      identity: 'ada@example.com',
+      password: 'difference engine 1822',
+    });
     assert.equal(newPassword.status, 200);
   });
 });

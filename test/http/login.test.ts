@@ -106,7 +106,9 @@ describe('login', () => {
       assert.equal(session.path, '/');
       assert.equal(session.domain, undefined, 'a __Host- cookie has no Domain');
       assert.match(rawSetCookie(reply, '__Host-storefront_session'), /;\s*Secure/i);
-      const logout = await t.post(`${auth}/logout`, undefined, { cookie: `__Host-storefront_session=${session.value}` });
+      const logout = await t.post(`${auth}/logout`, undefined, {
+        cookie: `__Host-storefront_session=${session.value}`,
+      });
       assert.equal(logout.status, 200);
     });
 
@@ -218,7 +220,10 @@ describe('login', () => {
       const customer = await verifiedCustomer(t);
       const first = cookieNamed(await login(t, customer.identity), 'storefront_session');
       assert.ok(first);
-      const second = cookieNamed(await login(t, customer.identity, password, { cookie: `storefront_session=${first.value}` }), 'storefront_session');
+      const second = cookieNamed(
+        await login(t, customer.identity, password, { cookie: `storefront_session=${first.value}` }),
+        'storefront_session',
+      );
       assert.ok(second);
       assert.notEqual(second.value, first.value);
       assert.equal(await sessionCount(t), 1);
@@ -237,8 +242,14 @@ describe('login', () => {
       assert.ok(first && second);
       assert.notEqual(first.value, second.value);
       assert.equal(await sessionCount(t), 2);
-      assert.equal((await t.post(`${auth}/logout`, undefined, { cookie: `storefront_session=${first.value}` })).status, 200);
-      assert.equal((await t.post(`${auth}/logout`, undefined, { cookie: `storefront_session=${second.value}` })).status, 200);
+      assert.equal(
+        (await t.post(`${auth}/logout`, undefined, { cookie: `storefront_session=${first.value}` })).status,
+        200,
+      );
+      assert.equal(
+        (await t.post(`${auth}/logout`, undefined, { cookie: `storefront_session=${second.value}` })).status,
+        200,
+      );
     });
   });
 

@@ -25,7 +25,9 @@ function assertUnauthenticated(reply: Reply) {
 }
 
 async function sessionsOf(t: TestApp, customerId: string): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1', [customerId]);
+  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1', [
+    customerId,
+  ]);
   return row?.n ?? -1;
 }
 
@@ -117,7 +119,9 @@ describe('logout and sessions', () => {
       const second = await t.post(`${auth}/login`, { identity: first.identity, password: first.password });
       const secondSession = second.cookies.find((cookie) => cookie.name === 'storefront_session');
       assert.ok(secondSession);
-      const rows = await t.db.query<{ id_hash: string; whole: string }>('SELECT id_hash, s::text AS whole FROM sessions s');
+      const rows = await t.db.query<{ id_hash: string; whole: string }>(
+        'SELECT id_hash, s::text AS whole FROM sessions s',
+      );
       assert.equal(rows.length, 2);
       for (const row of rows) {
         for (const value of [first.session, secondSession.value]) {

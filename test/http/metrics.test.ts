@@ -14,8 +14,14 @@ describe('Prometheus metrics', () => {
     const t = await harness.start();
     const customer = await registeredCustomer(t);
     await t.deliver();
-    assert.equal((await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password })).status, 200);
-    assert.equal((await t.post(`${auth}/login`, { identity: customer.identity, password: 'wrong password 1' })).status, 401);
+    assert.equal(
+      (await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password })).status,
+      200,
+    );
+    assert.equal(
+      (await t.post(`${auth}/login`, { identity: customer.identity, password: 'wrong password 1' })).status,
+      401,
+    );
     await t.post(`${auth}/password/forgot`, { identity: 'x@example.com' });
     assert.equal((await t.post(`${auth}/password/forgot`, { identity: 'x@example.com' })).status, 429);
     await t.get(`${api}/health/ready`);
@@ -27,7 +33,12 @@ describe('Prometheus metrics', () => {
       assert.match(response.headers.get('content-type') ?? '', /text\/plain/);
       const text = await response.text();
       const value = (pattern: RegExp) => Number(text.match(pattern)?.[1] ?? NaN);
-      assert.equal(value(/storefront_http_requests_total\{method="POST",route="\/api\/v1\/customer\/auth\/login",status="401"\} (\d+)/), 1);
+      assert.equal(
+        value(
+          /storefront_http_requests_total\{method="POST",route="\/api\/v1\/customer\/auth\/login",status="401"\} (\d+)/,
+        ),
+        1,
+      );
       assert.equal(value(/storefront_login_attempts_total\{outcome="success"\} (\d+)/), 1);
       assert.equal(value(/storefront_login_attempts_total\{outcome="failure"\} (\d+)/), 1);
       assert.equal(value(/storefront_rate_limited_total\{limit="message-identity-m"\} (\d+)/), 1);

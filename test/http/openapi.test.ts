@@ -72,11 +72,11 @@ describe('the OpenAPI document', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-')), 'openapi.json');
     fs.writeFileSync(file, JSON.stringify(document));
     const redocly = path.join(repoRoot, 'node_modules/.bin/redocly');
-    const { stdout, stderr } = await promisify(execFile)(redocly, ['lint', file, '--format', 'stylish'], { cwd: repoRoot }).catch(
-      (error: { stdout: string; stderr: string }) => {
-        assert.fail(`redocly lint failed:\n${error.stdout}\n${error.stderr}`);
-      },
-    );
+    const { stdout, stderr } = await promisify(execFile)(redocly, ['lint', file, '--format', 'stylish'], {
+      cwd: repoRoot,
+    }).catch((error: { stdout: string; stderr: string }) => {
+      assert.fail(`redocly lint failed:\n${error.stdout}\n${error.stderr}`);
+    });
     assert.match(`${stdout}${stderr}`, /0 errors|valid/i);
   });
 });

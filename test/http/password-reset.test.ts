@@ -108,7 +108,10 @@ describe('password reset', () => {
       await t.deliver();
       assert.equal((await forgot(t, '+1 (415) 555-0123')).status, 202);
       const sent = await t.deliver();
-      assert.deepEqual(sent.map((m) => [m.to, m.purpose, m.channel]), [['+14155550123', 'password_reset', 'sms']]);
+      assert.deepEqual(
+        sent.map((m) => [m.to, m.purpose, m.channel]),
+        [['+14155550123', 'password_reset', 'sms']],
+      );
     });
   });
 
@@ -128,7 +131,10 @@ describe('password reset', () => {
       const customer = await withResetCode(t);
       const reply = await reset(t, customer.identity, customer.code);
       assert.equal(reply.status, 200);
-      assert.equal(reply.cookies.find((cookie) => /session/i.test(cookie.name)), undefined);
+      assert.equal(
+        reply.cookies.find((cookie) => /session/i.test(cookie.name)),
+        undefined,
+      );
       const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
       assert.equal(sessions?.n, 0);
     });
@@ -160,7 +166,10 @@ describe('password reset', () => {
       const customer = await withResetCode(t);
       assert.equal((await reset(t, customer.identity, customer.code)).status, 200);
       const sent = await t.deliver();
-      assert.deepEqual(sent.map((m) => [m.to, m.purpose, m.channel]), [['ada@example.com', 'password_changed', 'email']]);
+      assert.deepEqual(
+        sent.map((m) => [m.to, m.purpose, m.channel]),
+        [['ada@example.com', 'password_changed', 'email']],
+      );
       assert.doesNotMatch(sent[0]?.content.text ?? '', /\b\d{6}\b/, 'the notice carries no code');
     });
 
@@ -169,7 +178,10 @@ describe('password reset', () => {
       const customer = await withResetCode(t, { email: undefined, phone: '+1 415 555 0123' });
       assert.equal((await reset(t, '+1 (415) 555-0123', customer.code)).status, 200);
       const sent = await t.deliver();
-      assert.deepEqual(sent.map((m) => [m.to, m.purpose, m.channel]), [['+14155550123', 'password_changed', 'sms']]);
+      assert.deepEqual(
+        sent.map((m) => [m.to, m.purpose, m.channel]),
+        [['+14155550123', 'password_changed', 'sms']],
+      );
       assert.equal((await login(t, '+14155550123', newPassword)).status, 200);
     });
   });
@@ -223,12 +235,15 @@ describe('password reset', () => {
       const t = await harness.start();
       const customer = await withResetCode(t);
       for (const code of ['12345', 'abcdef', 123456]) {
-        assertFieldError(await t.post(`${auth}/password/reset`, {
-          identity: customer.identity,
-          code,
-          password: newPassword,
-          password_confirmation: newPassword,
-        }), 'code');
+        assertFieldError(
+          await t.post(`${auth}/password/reset`, {
+            identity: customer.identity,
+            code,
+            password: newPassword,
+            password_confirmation: newPassword,
+          }),
+          'code',
+        );
       }
     });
   });
@@ -245,7 +260,8 @@ describe('password reset', () => {
     test('is dead after five wrong tries, even for the right value', async () => {
       const t = await harness.start();
       const customer = await withResetCode(t);
-      for (let i = 0; i < 5; i += 1) assertChallengeRefused(await reset(t, customer.identity, otherThan(customer.code)));
+      for (let i = 0; i < 5; i += 1)
+        assertChallengeRefused(await reset(t, customer.identity, otherThan(customer.code)));
       assertChallengeRefused(await reset(t, customer.identity, customer.code));
       assert.equal((await login(t, customer.identity, oldPassword)).status, 200);
     });
@@ -253,7 +269,8 @@ describe('password reset', () => {
     test('still works after four wrong tries', async () => {
       const t = await harness.start();
       const customer = await withResetCode(t);
-      for (let i = 0; i < 4; i += 1) assertChallengeRefused(await reset(t, customer.identity, otherThan(customer.code)));
+      for (let i = 0; i < 4; i += 1)
+        assertChallengeRefused(await reset(t, customer.identity, otherThan(customer.code)));
       assert.equal((await reset(t, customer.identity, customer.code)).status, 200);
     });
 

@@ -156,7 +156,11 @@ describe('platform endpoints', () => {
 
   test('platform endpoints need no session, no CSRF token and accept cross-site browser requests', async () => {
     const t = await harness.start();
-    const crossSite = { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site', cookie: 'storefront_session=bogus; XSRF-TOKEN=bogus' };
+    const crossSite = {
+      origin: 'https://evil.example',
+      'sec-fetch-site': 'cross-site',
+      cookie: 'storefront_session=bogus; XSRF-TOKEN=bogus',
+    };
     for (const path of ['/platform', '/health/live', '/health/ready']) {
       const reply = await t.get(`${api}${path}`, crossSite);
       assert.equal(reply.status, 200, `${path}: ${JSON.stringify(reply.body)}`);

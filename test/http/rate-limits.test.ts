@@ -21,7 +21,11 @@ async function from(t: TestApp, address: string, method: 'GET' | 'POST', url: st
     ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
   });
   const type = String(response.headers['content-type'] ?? '');
-  return { status: response.statusCode, headers: response.headers, body: type.includes('json') ? response.json() : response.body };
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body: type.includes('json') ? response.json() : response.body,
+  };
 }
 
 function seconds(value: unknown, header: string): number {
@@ -38,7 +42,10 @@ function assertRateLimited(reply: Answer, limit: number | number[], windowSecond
   const retryAfter = seconds(reply.headers['retry-after'], 'Retry-After');
   assert.ok(retryAfter >= 1 && retryAfter <= windowSeconds, `Retry-After ${retryAfter} within 1..${windowSeconds}`);
   const limits = (Array.isArray(limit) ? limit : [limit]).map(String);
-  assert.ok(limits.includes(String(reply.headers['ratelimit-limit'])), `RateLimit-Limit ${String(reply.headers['ratelimit-limit'])}`);
+  assert.ok(
+    limits.includes(String(reply.headers['ratelimit-limit'])),
+    `RateLimit-Limit ${String(reply.headers['ratelimit-limit'])}`,
+  );
   assert.equal(reply.headers['ratelimit-remaining'], '0');
   const reset = seconds(reply.headers['ratelimit-reset'], 'RateLimit-Reset');
   assert.ok(reset >= 1 && reset <= windowSeconds, `RateLimit-Reset ${reset} within 1..${windowSeconds}`);
@@ -118,7 +125,9 @@ describe('rate limits', () => {
         assert.equal((await call(t, `person${i}@example.com`)).status, 202, `call ${i + 1}`);
       }
       assertRateLimited(await forgot(t, 'person20@example.com'), 20, hour);
-      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/password/forgot`, { identity: 'person21@example.com' });
+      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/password/forgot`, {
+        identity: 'person21@example.com',
+      });
       assert.equal(elsewhere.status, 202);
     });
 
@@ -127,7 +136,9 @@ describe('rate limits', () => {
       const customer = await registeredCustomer(t);
       await t.deliver();
       const replies = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => from(t, `10.2.0.${i + 1}`, 'POST', `${auth}/password/forgot`, { identity: customer.identity })),
+        Array.from({ length: 20 }, (_, i) =>
+          from(t, `10.2.0.${i + 1}`, 'POST', `${auth}/password/forgot`, { identity: customer.identity }),
+        ),
       );
       assert.equal(replies.filter((r) => r.status === 202).length, 1, replies.map((r) => r.status).join(','));
       // Over both the minute and the hour limit: either may be the one reported.
@@ -141,10 +152,17 @@ describe('rate limits', () => {
       const t = await harness.start();
       const customer = await registeredCustomer(t);
       for (let i = 0; i < 20; i += 1) {
-        assert.equal((await login(t, `person${i}@example.com`, 'analytical engine 1843')).status, 401, `attempt ${i + 1}`);
+        assert.equal(
+          (await login(t, `person${i}@example.com`, 'analytical engine 1843')).status,
+          401,
+          `attempt ${i + 1}`,
+        );
       }
       assertRateLimited(await login(t, customer.identity, customer.password), 20, minute);
-      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/login`, { identity: customer.identity, password: customer.password });
+      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/login`, {
+        identity: customer.identity,
+        password: customer.password,
+      });
       assert.equal(elsewhere.status, 200);
       t.clock.advance(minute);
       assert.equal((await login(t, customer.identity, customer.password)).status, 200);
@@ -159,9 +177,16 @@ describe('rate limits', () => {
         assert.equal((await login(t, identity, `wrong engine ${i}`)).status, 401, `failure ${i + 1}`);
       }
       assertRateLimited(await login(t, customer.identity, customer.password), 10, 15 * minute);
-      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/login`, { identity: customer.identity, password: customer.password });
+      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/login`, {
+        identity: customer.identity,
+        password: customer.password,
+      });
       assertRateLimited(elsewhere, 10, 15 * minute);
-      assert.equal((await login(t, 'grace@example.com', 'anything 1')).status, 401, 'other identities are not held back');
+      assert.equal(
+        (await login(t, 'grace@example.com', 'anything 1')).status,
+        401,
+        'other identities are not held back',
+      );
       t.clock.advance(15 * minute);
       assert.equal((await login(t, customer.identity, customer.password)).status, 200);
     });
@@ -170,7 +195,8 @@ describe('rate limits', () => {
       const t = await harness.start();
       const customer = await registeredCustomer(t);
       for (let round = 0; round < 2; round += 1) {
-        for (let i = 0; i < 9; i += 1) assert.equal((await login(t, customer.identity, `wrong engine ${i}`)).status, 401);
+        for (let i = 0; i < 9; i += 1)
+          assert.equal((await login(t, customer.identity, `wrong engine ${i}`)).status, 401);
         assert.equal((await login(t, customer.identity, customer.password)).status, 200, `round ${round + 1}`);
         t.clock.advance(minute);
       }
@@ -179,7 +205,8 @@ describe('rate limits', () => {
 
     test('a burst of 20 parallel logins at 19 attempts lets exactly one through', async () => {
       const t = await harness.start();
-      for (let i = 0; i < 19; i += 1) assert.equal((await login(t, `person${i}@example.com`, 'any engine 1')).status, 401);
+      for (let i = 0; i < 19; i += 1)
+        assert.equal((await login(t, `person${i}@example.com`, 'any engine 1')).status, 401);
       const replies = await Promise.all(
         Array.from({ length: 20 }, (_, i) => login(t, `burst${i}@example.com`, 'any engine 1')),
       );
@@ -192,22 +219,42 @@ describe('rate limits', () => {
     test('ignores X-Forwarded-For unless a proxy is trusted', async () => {
       const t = await harness.start();
       for (let i = 0; i < 20; i += 1) {
-        const reply = await t.post(`${auth}/login`, { identity: `person${i}@example.com`, password: 'any engine 1' }, { 'x-forwarded-for': `198.51.100.${i + 1}` });
+        const reply = await t.post(
+          `${auth}/login`,
+          { identity: `person${i}@example.com`, password: 'any engine 1' },
+          { 'x-forwarded-for': `198.51.100.${i + 1}` },
+        );
         assert.equal(reply.status, 401);
       }
-      const spoofed = await t.post(`${auth}/login`, { identity: 'person20@example.com', password: 'any engine 1' }, { 'x-forwarded-for': '198.51.100.99' });
+      const spoofed = await t.post(
+        `${auth}/login`,
+        { identity: 'person20@example.com', password: 'any engine 1' },
+        { 'x-forwarded-for': '198.51.100.99' },
+      );
       assertRateLimited(spoofed, 20, minute);
     });
 
     test('counts each forwarded address separately behind a trusted proxy', async () => {
       const t = await harness.start({ env: { TRUST_PROXY: 'true' } });
       for (let i = 0; i < 20; i += 1) {
-        const reply = await t.post(`${auth}/login`, { identity: `person${i}@example.com`, password: 'any engine 1' }, { 'x-forwarded-for': '198.51.100.1' });
+        const reply = await t.post(
+          `${auth}/login`,
+          { identity: `person${i}@example.com`, password: 'any engine 1' },
+          { 'x-forwarded-for': '198.51.100.1' },
+        );
         assert.equal(reply.status, 401);
       }
-      const sameClient = await t.post(`${auth}/login`, { identity: 'person20@example.com', password: 'any engine 1' }, { 'x-forwarded-for': '198.51.100.1' });
+      const sameClient = await t.post(
+        `${auth}/login`,
+        { identity: 'person20@example.com', password: 'any engine 1' },
+        { 'x-forwarded-for': '198.51.100.1' },
+      );
       assertRateLimited(sameClient, 20, minute);
-      const otherClient = await t.post(`${auth}/login`, { identity: 'person21@example.com', password: 'any engine 1' }, { 'x-forwarded-for': '198.51.100.2' });
+      const otherClient = await t.post(
+        `${auth}/login`,
+        { identity: 'person21@example.com', password: 'any engine 1' },
+        { 'x-forwarded-for': '198.51.100.2' },
+      );
       assert.equal(otherClient.status, 401);
     });
   });
@@ -219,7 +266,13 @@ describe('rate limits', () => {
         assert.equal((await t.post(`${auth}/register`, registration({ email: `person${i}@example.com` }))).status, 201);
       }
       assertRateLimited(await t.post(`${auth}/register`, registration({ email: 'person20@example.com' })), 20, hour);
-      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/register`, registration({ email: 'person21@example.com' }));
+      const elsewhere = await from(
+        t,
+        otherAddress,
+        'POST',
+        `${auth}/register`,
+        registration({ email: 'person21@example.com' }),
+      );
       assert.equal(elsewhere.status, 201);
       t.clock.advance(hour);
       assert.equal((await t.post(`${auth}/register`, registration({ email: 'person20@example.com' }))).status, 201);
@@ -231,7 +284,9 @@ describe('rate limits', () => {
         assert.equal((await t.post(`${auth}/register`, registration({ email: `person${i}@example.com` }))).status, 201);
       }
       const replies = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => t.post(`${auth}/register`, registration({ email: `burst${i}@example.com` }))),
+        Array.from({ length: 20 }, (_, i) =>
+          t.post(`${auth}/register`, registration({ email: `burst${i}@example.com` })),
+        ),
       );
       assert.equal(replies.filter((r) => r.status === 201).length, 1, replies.map((r) => r.status).join(','));
       for (const reply of replies.filter((r) => r.status !== 201)) assertRateLimited(reply, 20, hour);
@@ -254,7 +309,11 @@ describe('rate limits', () => {
         });
         assert.equal(reset.status, 422);
       }
-      assertRateLimited(await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: '123456' }), 30, 10 * minute);
+      assertRateLimited(
+        await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: '123456' }),
+        30,
+        10 * minute,
+      );
       const reset = await t.post(`${auth}/password/reset`, {
         identity: 'ada@example.com',
         code: '123456',
@@ -262,7 +321,10 @@ describe('rate limits', () => {
         password_confirmation: 'difference engine 1822',
       });
       assertRateLimited(reset, 30, 10 * minute);
-      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/verify`, { identity: 'ada@example.com', code: '123456' });
+      const elsewhere = await from(t, otherAddress, 'POST', `${auth}/verify`, {
+        identity: 'ada@example.com',
+        code: '123456',
+      });
       assert.equal(elsewhere.body.code, 'invalid_identity_challenge');
       t.clock.advance(10 * minute);
       const later = await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: '123456' });

@@ -52,14 +52,20 @@ describe('register', () => {
       assert.equal(reply.status, 201);
       assert.equal(reply.body.identity.value, 'ada.lovelace@example.com');
       const rows = await t.db.query<{ identity_value: string }>('SELECT identity_value FROM customers');
-      assert.deepEqual(rows.map((row) => row.identity_value), ['ada.lovelace@example.com']);
+      assert.deepEqual(
+        rows.map((row) => row.identity_value),
+        ['ada.lovelace@example.com'],
+      );
     });
 
     test('creates no session and sets no session cookie', async () => {
       const t = await harness.start();
       const reply = await register(t);
       assert.equal(reply.status, 201);
-      assert.equal(reply.cookies.find((cookie) => /session/i.test(cookie.name)), undefined);
+      assert.equal(
+        reply.cookies.find((cookie) => /session/i.test(cookie.name)),
+        undefined,
+      );
       const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
       assert.equal(sessions?.n, 0);
     });
@@ -221,7 +227,13 @@ describe('register', () => {
 
     test('refuses C0 and C1 control characters with errors.name', async () => {
       const t = await harness.start();
-      for (const name of ['Ada\u0000Lovelace', 'Ada\nLovelace', 'Ada\u001bLovelace', 'Ada\u007fLovelace', 'Ada\u0085Lovelace']) {
+      for (const name of [
+        'Ada\u0000Lovelace',
+        'Ada\nLovelace',
+        'Ada\u001bLovelace',
+        'Ada\u007fLovelace',
+        'Ada\u0085Lovelace',
+      ]) {
         assertFieldError(await register(t, { name }), 'name');
       }
     });
@@ -258,7 +270,10 @@ describe('register', () => {
       const expands = await register(t, { email: 'short@example.com', ...passwordPair('ﬀﬀﬀ1234') });
       assert.equal(expands.status, 201, JSON.stringify(expands.body));
       // U+FDFA becomes 18 characters: 15 of them are 270 after NFKC.
-      assertFieldError(await register(t, { email: 'long@example.com', ...passwordPair(`${'\uFDFA'.repeat(15)}1`) }), 'password');
+      assertFieldError(
+        await register(t, { email: 'long@example.com', ...passwordPair(`${'\uFDFA'.repeat(15)}1`) }),
+        'password',
+      );
     });
 
     test('hashes the NFKC form, so a full-width password logs in with its ASCII equivalent', async () => {
@@ -290,7 +305,10 @@ describe('register', () => {
 
     test('puts a confirmation mismatch on errors.password_confirmation', async () => {
       const t = await harness.start();
-      const reply = await register(t, { password: 'analytical engine 1843', password_confirmation: 'analytical engine 1844' });
+      const reply = await register(t, {
+        password: 'analytical engine 1843',
+        password_confirmation: 'analytical engine 1844',
+      });
       assertFieldError(reply, 'password_confirmation');
       assert.equal(reply.body.errors.password, undefined, 'the password itself was fine');
     });

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadStore, StoreCache, updateStore, type StoreStatus } from '../../src/store/store.js';
-import { api, auth, createHarness, registeredCustomer, registration, type Reply, type TestApp } from '../helpers/harness.js';
+import {
+  api,
+  auth,
+  createHarness,
+  registeredCustomer,
+  registration,
+  type Reply,
+  type TestApp,
+} from '../helpers/harness.js';
 
 /** CONTRACT §3: the store-wide gate answers before anything else, so a shut store leaks nothing. */
 function assertStoreUnavailable(reply: Reply, where: string): void {
@@ -13,14 +21,20 @@ function assertStoreUnavailable(reply: Reply, where: string): void {
 
 /** Every customer-facing call, each with a body that would otherwise succeed or reach its handler. */
 function customerCalls(t: TestApp, headers: Record<string, string> = {}): Array<[string, () => Promise<Reply>]> {
-  const post = (path: string, body?: unknown) => [path, () => t.post(`${auth}${path}`, body, headers)] as [string, () => Promise<Reply>];
+  const post = (path: string, body?: unknown) =>
+    [path, () => t.post(`${auth}${path}`, body, headers)] as [string, () => Promise<Reply>];
   return [
     post('/register', registration({ email: 'grace@example.com' })),
     post('/verify', { identity: 'ada@example.com', code: '123456' }),
     post('/verification/resend', { identity: 'ada@example.com' }),
     post('/login', { identity: 'ada@example.com', password: 'analytical engine 1843' }),
     post('/password/forgot', { identity: 'ada@example.com' }),
-    post('/password/reset', { identity: 'ada@example.com', code: '123456', password: 'difference engine 1822', password_confirmation: 'difference engine 1822' }),
+    post('/password/reset', {
+      identity: 'ada@example.com',
+      code: '123456',
+      password: 'difference engine 1822',
+      password_confirmation: 'difference engine 1822',
+    }),
     post('/logout'),
     [`${api}/csrf-cookie`, () => t.get(`${api}/csrf-cookie`, headers)],
     ['/sanctum/csrf-cookie', () => t.get('/sanctum/csrf-cookie', headers)],
@@ -52,7 +66,11 @@ describe('the store gate', () => {
         assert.match(String(reply.headers['cache-control']), /\bno-store\b/, where);
       }
       const csrf = await t.get(`${api}/csrf-cookie`);
-      assert.equal(csrf.cookies.find((c) => c.name === 'XSRF-TOKEN'), undefined, 'no token is issued by a shut store');
+      assert.equal(
+        csrf.cookies.find((c) => c.name === 'XSRF-TOKEN'),
+        undefined,
+        'no token is issued by a shut store',
+      );
       assert.deepEqual(await t.deliver(), [], 'nothing was queued behind the 503s');
     });
   }
@@ -62,13 +80,30 @@ describe('the store gate', () => {
     await shut(t, 'paused');
     const hostile = { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' };
     for (const [where, call] of customerCalls(t, hostile)) assertStoreUnavailable(await call(), `cross-site ${where}`);
-    for (const path of ['/register', '/verify', '/verification/resend', '/login', '/password/forgot', '/password/reset', '/logout']) {
+    for (const path of [
+      '/register',
+      '/verify',
+      '/verification/resend',
+      '/login',
+      '/password/forgot',
+      '/password/reset',
+      '/logout',
+    ]) {
       assertStoreUnavailable(await t.post(`${auth}${path}`, '{not json'), `invalid JSON ${path}`);
       assertStoreUnavailable(await t.post(`${auth}${path}`, '[]'), `array ${path}`);
       assertStoreUnavailable(await t.post(`${auth}${path}`, {}), `empty object ${path}`);
-      assertStoreUnavailable(await t.post(`${auth}${path}`, 'a=b', { 'content-type': 'text/plain' }), `text/plain ${path}`);
-      assertStoreUnavailable(await t.post(`${auth}${path}`, JSON.stringify({ x: 'y'.repeat(20_000) })), `oversized ${path}`);
-      assertStoreUnavailable(await t.post(`${auth}${path}`, {}, { 'sec-fetch-site': 'same-origin' }), `no token ${path}`);
+      assertStoreUnavailable(
+        await t.post(`${auth}${path}`, 'a=b', { 'content-type': 'text/plain' }),
+        `text/plain ${path}`,
+      );
+      assertStoreUnavailable(
+        await t.post(`${auth}${path}`, JSON.stringify({ x: 'y'.repeat(20_000) })),
+        `oversized ${path}`,
+      );
+      assertStoreUnavailable(
+        await t.post(`${auth}${path}`, {}, { 'sec-fetch-site': 'same-origin' }),
+        `no token ${path}`,
+      );
     }
   });
 
@@ -117,16 +152,26 @@ describe('the store gate', () => {
     const t = await harness.start();
     let nowMs = 1_000_000;
     t.services.store = new StoreCache(t.db, () => nowMs);
-    assert.equal((await t.post(`${auth}/register`, registration())).status, 201, 'the store is open and its context cached');
+    assert.equal(
+      (await t.post(`${auth}/register`, registration())).status,
+      201,
+      'the store is open and its context cached',
+    );
 
     await updateStore(t.db, t.clock, { status: 'paused' });
     nowMs += 5_000;
-    assertStoreUnavailable(await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' }), 'login after the window');
+    assertStoreUnavailable(
+      await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' }),
+      'login after the window',
+    );
     assertStoreUnavailable(await t.get(`${api}/csrf-cookie`), 'csrf-cookie after the window');
 
     await updateStore(t.db, t.clock, { status: 'active' });
     nowMs += 5_000;
-    assert.equal((await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' })).status, 200);
+    assert.equal(
+      (await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' })).status,
+      200,
+    );
   });
 
   test('updateStore refuses to change the identity mode while customers exist unless forced', async () => {
@@ -137,7 +182,11 @@ describe('the store gate', () => {
     assert.deepEqual(refused, { ok: false, reason: 'identity_mode_in_use', customers: 1 });
     assert.equal((await loadStore(t.db))?.identityMode, 'email', 'nothing changed');
 
-    const refusedWithOthers = await updateStore(t.db, t.clock, { identityMode: 'phone', status: 'paused', name: 'Renamed' });
+    const refusedWithOthers = await updateStore(t.db, t.clock, {
+      identityMode: 'phone',
+      status: 'paused',
+      name: 'Renamed',
+    });
     assert.equal(refusedWithOthers.ok, false);
     const unchanged = await loadStore(t.db);
     assert.equal(unchanged?.status, 'active', 'a refused change applies none of its parts');

@@ -27,7 +27,10 @@ function assertFieldError(reply: Reply, field: string) {
 }
 
 async function verifiedAt(t: TestApp, identity: string): Promise<Date | null> {
-  const [row] = await t.db.query<{ verified_at: Date | null }>('SELECT verified_at FROM customers WHERE identity_value = $1', [identity]);
+  const [row] = await t.db.query<{ verified_at: Date | null }>(
+    'SELECT verified_at FROM customers WHERE identity_value = $1',
+    [identity],
+  );
   assert.ok(row, `a customer ${identity}`);
   return row.verified_at;
 }
@@ -59,7 +62,10 @@ describe('verify', () => {
     const customer = await registeredCustomer(t);
     const reply = await verify(t, customer.identity, await t.codeFor(customer.identity, 'verification'));
     assert.equal(reply.status, 200);
-    assert.equal(reply.cookies.find((cookie) => /session/i.test(cookie.name)), undefined);
+    assert.equal(
+      reply.cookies.find((cookie) => /session/i.test(cookie.name)),
+      undefined,
+    );
     const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
     assert.equal(sessions?.n, 0);
   });
@@ -188,7 +194,18 @@ describe('verify', () => {
   test('a code that is not exactly six ASCII digits in a string answers 422 validation_failed on code', async () => {
     const t = await harness.start();
     const customer = await registeredCustomer(t);
-    for (const code of ['12345', '1234567', 'abcdef', '12345a', ' 123456', '１２３４５６', '١٢٣٤٥٦', '', 123456, null]) {
+    for (const code of [
+      '12345',
+      '1234567',
+      'abcdef',
+      '12345a',
+      ' 123456',
+      '１２３４５６',
+      '١٢٣٤٥٦',
+      '',
+      123456,
+      null,
+    ]) {
       assertFieldError(await verify(t, customer.identity, code), 'code');
     }
     assertFieldError(await t.post(`${auth}/verify`, { identity: customer.identity }), 'code');

@@ -38,7 +38,13 @@ function assertBodyError(reply: Reply): void {
   assert.ok(reply.body.errors.body.length > 0);
 }
 
-async function inject(t: TestApp, method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'OPTIONS', url: string, headers: Record<string, string> = {}, payload?: string): Promise<Reply> {
+async function inject(
+  t: TestApp,
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'OPTIONS',
+  url: string,
+  headers: Record<string, string> = {},
+  payload?: string,
+): Promise<Reply> {
   return toReply(await t.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) }));
 }
 
@@ -98,11 +104,17 @@ describe('wire format', () => {
     const json = JSON.stringify({ identity: 'ada@example.com', password: 'secret123' });
     assertProblem(await t.post(`${auth}/login`, json, { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
     assertProblem(
-      await t.post(`${auth}/login`, 'identity=ada%40example.com&password=secret123', { 'content-type': 'application/x-www-form-urlencoded' }),
+      await t.post(`${auth}/login`, 'identity=ada%40example.com&password=secret123', {
+        'content-type': 'application/x-www-form-urlencoded',
+      }),
       415,
       'unsupported_media_type',
     );
-    assertProblem(await t.post(`${auth}/register`, json, { 'content-type': 'application/xml' }), 415, 'unsupported_media_type');
+    assertProblem(
+      await t.post(`${auth}/register`, json, { 'content-type': 'application/xml' }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   for (const [label, raw] of [
@@ -124,7 +136,8 @@ describe('wire format', () => {
     const t = await harness.start();
     const proto = '{"__proto__": {"polluted": true}, "identity": "ada@example.com", "password": "secret123"}';
     assertBodyError(await t.post(`${auth}/login`, proto));
-    const ctor = '{"constructor": {"prototype": {"polluted": true}}, "identity": "ada@example.com", "password": "secret123"}';
+    const ctor =
+      '{"constructor": {"prototype": {"polluted": true}}, "identity": "ada@example.com", "password": "secret123"}';
     assertBodyError(await t.post(`${auth}/login`, ctor));
     assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
   });
@@ -172,7 +185,10 @@ describe('wire format', () => {
       await t.get(`${auth}/login`),
       await t.post(`${auth}/login`, 'x', { 'content-type': 'text/plain' }),
       await t.post(`${auth}/login`, JSON.stringify({ identity: 'x'.repeat(20_000) })),
-      await inject(t, 'OPTIONS', `${auth}/login`, { origin: 'https://evil.example', 'access-control-request-method': 'POST' }),
+      await inject(t, 'OPTIONS', `${auth}/login`, {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'POST',
+      }),
     ];
     for (const reply of replies) {
       assert.match(String(reply.headers['x-request-id']), requestIdPattern, `status ${reply.status}`);
@@ -216,7 +232,12 @@ describe('wire format', () => {
     const registered = await t.post(`${auth}/register`, registration());
     const loggedIn = await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'analytical engine 1843' });
     const accepted = await t.post(`${auth}/password/forgot`, { identity: 'ada@example.com' });
-    for (const [reply, status] of [[platform, 200], [registered, 201], [loggedIn, 200], [accepted, 202]] as const) {
+    for (const [reply, status] of [
+      [platform, 200],
+      [registered, 201],
+      [loggedIn, 200],
+      [accepted, 202],
+    ] as const) {
       assert.equal(reply.status, status);
       assert.match(String(reply.headers['content-type']), /^application\/json/);
       assert.equal(typeof reply.body, 'object');
@@ -261,9 +282,19 @@ describe('wire format', () => {
     const hostile = [
       await t.post(`${auth}/login`, { identity: "' OR 1=1; SELECT * FROM customers --", password: 'x' }),
       await t.post(`${auth}/login`, { identity: 42, password: ['x'] }),
-      await t.post(`${auth}/register`, { name: 'x'.repeat(500), email: 'not-an-email', password: 'a', password_confirmation: 'b' }),
+      await t.post(`${auth}/register`, {
+        name: 'x'.repeat(500),
+        email: 'not-an-email',
+        password: 'a',
+        password_confirmation: 'b',
+      }),
       await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: '12345x' }),
-      await t.post(`${auth}/password/reset`, { identity: 'ada@example.com', code: '123456', password: 'short', password_confirmation: 'other' }),
+      await t.post(`${auth}/password/reset`, {
+        identity: 'ada@example.com',
+        code: '123456',
+        password: 'short',
+        password_confirmation: 'other',
+      }),
       await t.post(`${auth}/login`, '{"identity": "\\u0000", "password": {"$gt": ""}}'),
       await t.post(`${auth}/login`, '\u0000\u0001'),
       await t.get(`${api}/${'../'.repeat(5)}etc/passwd`),
@@ -274,7 +305,16 @@ describe('wire format', () => {
     }
     assert.deepEqual(
       hostile.map((r) => r.body.code),
-      ['unauthenticated', 'validation_failed', 'validation_failed', 'validation_failed', 'validation_failed', 'validation_failed', 'validation_failed', 'not_found'],
+      [
+        'unauthenticated',
+        'validation_failed',
+        'validation_failed',
+        'validation_failed',
+        'validation_failed',
+        'validation_failed',
+        'validation_failed',
+        'not_found',
+      ],
     );
   });
 });

@@ -16,64 +16,76 @@ async function post(base: string, path: string, body: unknown, cookie?: string) 
   return { status: response.status, body: (await response.json()) as Record<string, any>, headers: response.headers };
 }
 
-describe('two instances on one database and one Redis', { skip: production ? false : 'needs DATABASE_URL and REDIS_URL' }, () => {
-  const redisDb = 1 + ((process.pid + 7) % 15);
-  let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
-  let a: ServiceProcess;
-  let b: ServiceProcess;
+describe(
+  'two instances on one database and one Redis',
+  { skip: production ? false : 'needs DATABASE_URL and REDIS_URL' },
+  () => {
+    const redisDb = 1 + ((process.pid + 7) % 15);
+    let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
+    let a: ServiceProcess;
+    let b: ServiceProcess;
 
-  before(async () => {
-    scratch = await createScratchDatabase('sfa_test_instances');
-    const redisUrl = new URL(process.env['REDIS_URL']!);
-    redisUrl.pathname = `/${redisDb}`;
-    const env = { DATABASE_URL: scratch.url, REDIS_URL: redisUrl.toString(), APP_SECRET: 'i'.repeat(40) };
-    // Started one after the other: the second start also proves migrations are safe to rerun.
-    a = await startService(env);
-    b = await startService(env);
-  });
-
-  after(async () => {
-    assert.equal(await a?.stop(), 0, 'instance A shuts down cleanly on SIGTERM');
-    assert.equal(await b?.stop(), 0, 'instance B shuts down cleanly on SIGTERM');
-    const redis = new Redis(process.env['REDIS_URL']!, { db: redisDb });
-    const keys = await redis.keys('sfa:*');
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
-    await scratch.drop();
-  });
-
-  test('a session made through one instance is used and ended through the other', async () => {
-    const registered = await post(a.url, `${auth}/register`, {
-      name: 'Grace Hopper',
-      email: 'grace@example.com',
-      password: 'compiler cobol 1959',
-      password_confirmation: 'compiler cobol 1959',
+    before(async () => {
+      scratch = await createScratchDatabase('sfa_test_instances');
+      const redisUrl = new URL(process.env['REDIS_URL']!);
+      redisUrl.pathname = `/${redisDb}`;
+      const env = { DATABASE_URL: scratch.url, REDIS_URL: redisUrl.toString(), APP_SECRET: 'i'.repeat(40) };
+      // Started one after the other: the second start also proves migrations are safe to rerun.
+      a = await startService(env);
+      b = await startService(env);
     });
-    assert.equal(registered.status, 201);
-    const loggedIn = await post(a.url, `${auth}/login`, { identity: 'grace@example.com', password: 'compiler cobol 1959' });
-    assert.equal(loggedIn.status, 200);
-    const cookie = loggedIn.headers.get('set-cookie')!.split(';')[0]!;
-    assert.match(cookie, /^storefront_session=/);
 
-    const loggedOut = await post(b.url, `${auth}/logout`, undefined, cookie);
-    assert.equal(loggedOut.status, 200);
-    assert.equal(loggedOut.body['status'], 'signed_out');
-    const again = await post(a.url, `${auth}/logout`, undefined, cookie);
-    assert.equal(again.status, 401, 'the session ended through B is gone for A too');
-  });
+    after(async () => {
+      assert.equal(await a?.stop(), 0, 'instance A shuts down cleanly on SIGTERM');
+      assert.equal(await b?.stop(), 0, 'instance B shuts down cleanly on SIGTERM');
+      const redis = new Redis(process.env['REDIS_URL']!, { db: redisDb });
+      const keys = await redis.keys('sfa:*');
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+      await scratch.drop();
+    });
 
-  test('a rate limit reached through one instance holds on the other', async () => {
-    const first = await post(a.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
-    assert.equal(first.status, 202);
-    const second = await post(b.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
-    assert.equal(second.status, 429);
-    assert.equal(second.body['code'], 'rate_limited');
-  });
+    test('a session made through one instance is used and ended through the other', async () => {
+      const registered = await post(a.url, `${auth}/register`, {
+        name: 'Grace Hopper',
+        email: 'grace@example.com',
+        password: 'compiler cobol 1959',
+        password_confirmation: 'compiler cobol 1959',
+      });
+      assert.equal(registered.status, 201);
+      const loggedIn = await post(a.url, `${auth}/login`, {
+        identity: 'grace@example.com',
+        password: 'compiler cobol 1959',
+      });
+      assert.equal(loggedIn.status, 200);
+      const cookie = loggedIn.headers.get('set-cookie')!.split(';')[0]!;
+      assert.match(cookie, /^storefront_session=/);
 
-  test('registering one identity through both instances at once creates one account', async () => {
-    const body = { name: 'Twin', email: 'twin@example.com', password: 'parallel worlds 22', password_confirmation: 'parallel worlds 22' };
-    const answers = await Promise.all([post(a.url, `${auth}/register`, body), post(b.url, `${auth}/register`, body)]);
-    assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 422]);
-    assert.equal(answers.find((answer) => answer.status === 422)!.body['code'], 'identity_unavailable');
-  });
-});
+      const loggedOut = await post(b.url, `${auth}/logout`, undefined, cookie);
+      assert.equal(loggedOut.status, 200);
+      assert.equal(loggedOut.body['status'], 'signed_out');
+      const again = await post(a.url, `${auth}/logout`, undefined, cookie);
+      assert.equal(again.status, 401, 'the session ended through B is gone for A too');
+    });
+
+    test('a rate limit reached through one instance holds on the other', async () => {
+      const first = await post(a.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
+      assert.equal(first.status, 202);
+      const second = await post(b.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
+      assert.equal(second.status, 429);
+      assert.equal(second.body['code'], 'rate_limited');
+    });
+
+    test('registering one identity through both instances at once creates one account', async () => {
+      const body = {
+        name: 'Twin',
+        email: 'twin@example.com',
+        password: 'parallel worlds 22',
+        password_confirmation: 'parallel worlds 22',
+      };
+      const answers = await Promise.all([post(a.url, `${auth}/register`, body), post(b.url, `${auth}/register`, body)]);
+      assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 422]);
+      assert.equal(answers.find((answer) => answer.status === 422)!.body['code'], 'identity_unavailable');
+    });
+  },
+);

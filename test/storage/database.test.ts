@@ -52,7 +52,9 @@ describe(`the database layer (${testBackends.database})`, () => {
       }),
       /stop/,
     );
-    const names = (await db.query<{ name: string }>("SELECT name FROM things WHERE name IN ('committed', 'rolled back')")).map((r) => r.name);
+    const names = (
+      await db.query<{ name: string }>("SELECT name FROM things WHERE name IN ('committed', 'rolled back')")
+    ).map((r) => r.name);
     assert.deepEqual(names, ['committed']);
   });
 

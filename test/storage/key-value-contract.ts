@@ -85,7 +85,10 @@ export function keyValueContract(name: string, makeStore: () => KeyValueStore | 
       const k = key('parallel');
       const results = await Promise.all(Array.from({ length: 200 }, () => store.increment(k, 60, nowMs)));
       const counts = results.map((r) => r.count).sort((x, y) => x - y);
-      assert.deepEqual(counts, Array.from({ length: 200 }, (_, i) => i + 1));
+      assert.deepEqual(
+        counts,
+        Array.from({ length: 200 }, (_, i) => i + 1),
+      );
       assert.equal((await store.peek(k, nowMs)).count, 200);
     });
 

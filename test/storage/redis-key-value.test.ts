@@ -7,7 +7,10 @@ import { keyValueContract } from './key-value-contract.js';
 
 if (testBackends.cache === 'redis') {
   keyValueContract('RedisKeyValueStore', () => openTestKeyValueStore());
-  keyValueContract('FallbackKeyValueStore over Redis', async () => new FallbackKeyValueStore(await openTestKeyValueStore()));
+  keyValueContract(
+    'FallbackKeyValueStore over Redis',
+    async () => new FallbackKeyValueStore(await openTestKeyValueStore()),
+  );
 } else {
   describe('RedisKeyValueStore: the key-value contract', { skip: 'needs REDIS_URL' }, () => {});
 }
@@ -17,12 +20,20 @@ class UnreachableStore implements KeyValueStore {
   calls = 0;
   private fail(): never {
     this.calls += 1;
-    throw new Error('Stream isn\'t writeable and enableOfflineQueue options is false');
+    throw new Error("Stream isn't writeable and enableOfflineQueue options is false");
   }
-  async increment() { return this.fail(); }
-  async peek() { return this.fail(); }
-  async delete() { return this.fail(); }
-  async ping(): Promise<boolean> { return this.fail(); }
+  async increment() {
+    return this.fail();
+  }
+  async peek() {
+    return this.fail();
+  }
+  async delete() {
+    return this.fail();
+  }
+  async ping(): Promise<boolean> {
+    return this.fail();
+  }
   async close() {}
 }
 
@@ -37,7 +48,11 @@ describe('FallbackKeyValueStore', () => {
     assert.deepEqual(await store.increment('k', 60, nowMs), { count: 2, resetAtMs: nowMs + 60_000 });
     assert.equal(await store.ping(), false, 'ping reports the primary, for readiness');
     assert.equal(fallbacks.length, 1, 'after one failure the primary is left alone for a moment');
-    assert.equal(primary.calls, 2, 'the first increment and the ping reached the primary; the second increment did not');
+    assert.equal(
+      primary.calls,
+      2,
+      'the first increment and the ping reached the primary; the second increment did not',
+    );
   });
 
   test('tries the primary again after the pause', async () => {
