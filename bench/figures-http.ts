@@ -124,14 +124,15 @@ export async function figureMessageRequests(context: BenchContext): Promise<Row[
   return withService(context, '4', async (service) => {
     const rows: Row[] = [];
     const closedLoopRate: Record<string, number> = {};
-    for (const [id, path, label, open] of [
-      ['4a', '/api/v1/customer/auth/verification/resend', 'POST verification/resend', false],
-      ['4b', '/api/v1/customer/auth/password/forgot', 'POST password/forgot', false],
-      ['4c', '/api/v1/customer/auth/verification/resend', 'POST verification/resend', true],
-      ['4d', '/api/v1/customer/auth/password/forgot', 'POST password/forgot', true],
+    // The open-loop rows name the closed-loop row whose throughput sets their pace.
+    for (const [id, path, label, pacedBy] of [
+      ['4a', '/api/v1/customer/auth/verification/resend', 'POST verification/resend', undefined],
+      ['4b', '/api/v1/customer/auth/password/forgot', 'POST password/forgot', undefined],
+      ['4c', '/api/v1/customer/auth/verification/resend', 'POST verification/resend', '4a'],
+      ['4d', '/api/v1/customer/auth/password/forgot', 'POST password/forgot', '4b'],
     ] as const) {
       const body = () => ({ identity: nextEmail('nobody') });
-      const rate = open ? Math.round(closedLoopRate[path]! / 2) : undefined;
+      const rate = pacedBy === undefined ? undefined : Math.round(closedLoopRate[pacedBy]! / 2);
       const load = (seconds: number) =>
         rate === undefined
           ? runLoad({ url: service.url, method: 'POST', path, connections, seconds, body })
@@ -161,12 +162,11 @@ export async function figureMessageRequests(context: BenchContext): Promise<Row[
           `fig ${id} ${label} round ${round}/${context.rounds}: p99 ${format(result.latency.p99, 1)} ms, p50 ${format(result.latency.p50, 1)} ms at ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; busy ${format(drainMs / 1000, 1)} s after the round; RSS ${format(mb)} MB`,
         );
       }
-      closedLoopRate[path] = median(results.map((result) => result.okPerSecond));
+      closedLoopRate[id] = median(results.map((result) => result.okPerSecond));
       const value = median(results.map((result) => result.latency.p99));
       const non2xx = sum(results, (result) => result.non2xx);
       const errors = sum(results, (result) => result.errors);
-      const pace =
-        rate === undefined ? '' : `, random arrivals at ${format(rate)} req/s (half of ${id === '4c' ? '4a' : '4b'})`;
+      const pace = rate === undefined ? '' : `, random arrivals at ${format(rate)} req/s (half of ${pacedBy})`;
       rows.push({
         id,
         label: `${label} p99 latency, ${connections} connections${pace}`,

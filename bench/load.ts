@@ -52,6 +52,16 @@ function percentile(sorted: Float64Array, share: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)]!;
 }
 
+/** p50, p99 and max of every answer's latency, exact rather than bucketed. */
+function latencySummary(latencies: number[]): LoadResult['latency'] {
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? Number.NaN,
+  };
+}
+
 /** One autocannon run from this process over loopback; resolves with its counts and latencies. */
 export function runLoad(options: LoadOptions): Promise<LoadResult> {
   const latencies: number[] = [];
@@ -86,20 +96,14 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
           return;
         }
         for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statusCounts[code] = stat.count ?? 0;
-        const sorted = Float64Array.from(latencies).sort();
-        const ok = result['2xx'];
         resolve({
-          responses: sorted.length,
+          responses: latencies.length,
           seconds: result.duration,
-          okPerSecond: ok / result.duration,
+          okPerSecond: result['2xx'] / result.duration,
           non2xx: result.non2xx,
           errors: result.errors,
           statusCounts,
-          latency: {
-            p50: percentile(sorted, 0.5),
-            p99: percentile(sorted, 0.99),
-            max: sorted[sorted.length - 1] ?? Number.NaN,
-          },
+          latency: latencySummary(latencies),
         });
       },
     );
@@ -189,21 +193,16 @@ export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult>
   await Promise.all([...inFlight]);
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
-  const sorted = Float64Array.from(latencies).sort();
   const ok = Object.entries(statusCounts)
     .filter(([code]) => code.startsWith('2'))
     .reduce((total, [, count]) => total + count, 0);
   return {
-    responses: sorted.length,
+    responses: latencies.length,
     seconds,
     okPerSecond: ok / seconds,
-    non2xx: sorted.length - ok,
+    non2xx: latencies.length - ok,
     errors,
     statusCounts,
-    latency: {
-      p50: percentile(sorted, 0.5),
-      p99: percentile(sorted, 0.99),
-      max: sorted[sorted.length - 1] ?? Number.NaN,
-    },
+    latency: latencySummary(latencies),
   };
 }
