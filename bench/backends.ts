@@ -25,7 +25,7 @@ export function embeddedBackend(): Backend {
   return {
     mode: 'embedded',
     env: { DATA_DIR: dataDir, APP_SECRET: benchSecret },
-    description: 'PGlite in a fresh temporary DATA_DIR, counters in the process',
+    description: 'the embedded PostgreSQL server in a fresh temporary DATA_DIR, counters in the process',
     async resetCounters() {
       // The counters live in the service process; a fresh process starts with none.
     },

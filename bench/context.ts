@@ -69,6 +69,8 @@ export interface BenchContext {
   customers: string[];
   password: string;
   rss: RssSample[];
+  /** Seconds from spawning each figure's service to its first answer; the first on an empty DATA_DIR. */
+  starts: number[];
   windows: LoadWindow[];
   /** Per figure: the service's log lines at warn or above, by level, message and error. */
   serviceLogs: Record<string, Record<string, number>>;
@@ -147,9 +149,11 @@ export async function withService<T>(
     context.backend.env,
     profileDir === undefined ? {} : { cpuProfileDir: profileDir },
   );
+  const startSeconds = (performance.now() - started) / 1000;
+  context.starts.push(startSeconds);
   progress(
     context,
-    `fig ${figure}: service pid ${service.pid} listening at ${service.url} after ${format((performance.now() - started) / 1000, 1)} s, RSS ${format(service.rssMb())} MB`,
+    `fig ${figure}: service pid ${service.pid} listening at ${service.url} after ${format(startSeconds, 1)} s, RSS ${format(service.rssMb())} MB`,
   );
   try {
     // Start measuring from a quiet service, not one still finishing its start (migrations, GC).

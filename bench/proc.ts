@@ -13,6 +13,38 @@ export function residentMb(pid: number): number {
   }
 }
 
+/**
+ * Proportional set size in MB of every descendant of `pid`: in embedded mode, the PostgreSQL
+ * server the service started and its backends. PSS shares the pages they have in common fairly,
+ * so the sum is what they really take.
+ */
+export function descendantsPssMb(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  let kb = 0;
+  const pending = [...(children.get(pid) ?? [])];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    pending.push(...(children.get(next) ?? []));
+    try {
+      const match = /^Pss:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${next}/smaps_rollup`, 'utf8'));
+      if (match !== null) kb += Number(match[1]);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return kb / 1024;
+}
+
 const clockTicksPerSecond = 100;
 
 /** User plus system CPU seconds the process has used so far (all its threads). */

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Mode } from './backends.js';
-import { format, type BenchContext, type Row, type RssSample } from './context.js';
+import { format, median, type BenchContext, type Row, type RssSample } from './context.js';
 import { repoRoot } from './servers.js';
 
 export interface ModeResult {
@@ -35,7 +35,8 @@ export function rssRow(samples: RssSample[]): Row {
   const lastEnd = [...samples].reverse().find((sample) => sample.when === 'end');
   return {
     id: '6',
-    label: 'service RSS (MB): max over round ends; flat = last round within 10% of first, per process',
+    label:
+      'service RSS + PSS of its database server processes (MB): max over round ends; flat = last round within 10% of first, per process',
     unit: 'MB',
     value: max,
     ...(lastEnd === undefined ? {} : { baseline: lastEnd.mb, baselineLabel: 'at the end' }),
@@ -44,6 +45,35 @@ export function rssRow(samples: RssSample[]): Row {
     errors: 0,
     rounds: growth.join('; '),
     notes: [flat ? 'flat across rounds' : 'GROWS across rounds'],
+  };
+}
+
+const firstStartLimitSeconds = 5;
+const restartLimitSeconds = 2;
+
+/**
+ * Figure 7: the first start on an empty DATA_DIR (embedded: initdb, the server's start, the
+ * migrations) and the median of the later ones, each timed from spawning the process to its
+ * first answer.
+ */
+export function startRow(starts: number[]): Row {
+  const [first, ...restarts] = starts as [number, ...number[]];
+  const restart = median(restarts);
+  return {
+    id: '7',
+    label: 'start (s): the first on an empty data folder; baseline: the median restart',
+    unit: 's',
+    value: first,
+    baseline: restart,
+    baselineLabel: 'restart',
+    goal: {
+      text: `first ≤ ${firstStartLimitSeconds} s, restart ≤ ${restartLimitSeconds} s`,
+      met: first <= firstStartLimitSeconds && restart <= restartLimitSeconds,
+    },
+    non2xx: 0,
+    errors: 0,
+    rounds: starts.map((seconds) => format(seconds, 1)).join(', '),
+    notes: [],
   };
 }
 

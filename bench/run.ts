@@ -22,6 +22,7 @@ import {
   modeTable,
   roundsDetail,
   rssRow,
+  startRow,
   summaryTable,
   writeBenchmarksFile,
   type ModeResult,
@@ -92,6 +93,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
     customers: [],
     password: 'bench-Passw0rd-42',
     rss: [],
+    starts: [],
     windows: [],
     serviceLogs: {},
     hostUse: {},
@@ -116,6 +118,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
     }
     rows.sort((a, b) => a.id.localeCompare(b.id));
     if (context.rss.length > 0) rows.push(rssRow(context.rss));
+    if (context.starts.length > 1) rows.push(startRow(context.starts));
     if (profileDir !== undefined) {
       const windows = context.windows.filter((window) => window.figure === values.profile);
       for (const summary of summarizeProfileFolder(profileDir, windows)) console.log(summary);

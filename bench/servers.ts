@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { listeningPort, residentMb } from './proc.js';
+import { descendantsPssMb, listeningPort, residentMb } from './proc.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** The built command, as `npm start` and the package run it (bench/run.ts builds it first). */
@@ -19,6 +19,7 @@ export interface Server {
   /** Lines at warn or above by level, message and error, e.g. "error background work failed: DatabaseUnavailableError …". */
   logKinds: Record<string, number>;
   lastLogLines: string[];
+  /** The service's RSS plus the PSS of the processes it started (the embedded database server). */
   rssMb(): number;
   /** SIGTERM, then waits for the exit (a --cpu-prof child writes its profile on the way out). */
   stop(): Promise<number | null>;
@@ -116,7 +117,8 @@ async function startChild(
     logCounts,
     logKinds,
     lastLogLines,
-    rssMb: () => residentMb(pid),
+    // The service with the database server it started (embedded mode; nothing in production).
+    rssMb: () => residentMb(pid) + descendantsPssMb(pid),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);

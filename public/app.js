@@ -8,6 +8,7 @@
   const auth = `${api}/customer/auth`;
   const mode = document.body.dataset.identityMode === 'phone' ? 'phone' : 'email';
   const noun = mode === 'phone' ? 'phone number' : 'email address';
+  const storeName = document.body.dataset.storeName;
   const statusBox = document.getElementById('status');
   const views = ['account', 'login', 'register', 'verify', 'forgot', 'reset'];
 
@@ -63,8 +64,12 @@
     } catch {
       // Not JSON: a proxy's error page, for instance. Judged by the status below.
     }
-    if (response.ok) return parsed;
     const problem = parsed !== null && typeof parsed === 'object' ? parsed : {};
+    // Every answer tells whether the store takes sign-ins: 503 store_unavailable shuts the forms,
+    // and any answer the store itself gave (below 500) opens them again.
+    if (problem.code === 'store_unavailable') setStoreShut(true);
+    else if (response.status < 500) setStoreShut(false);
+    if (response.ok) return parsed;
     throw new ApiError(
       response.status,
       typeof problem.code === 'string'
@@ -128,6 +133,48 @@
   function setStatus(text, kind = '') {
     statusBox.textContent = text;
     statusBox.className = kind;
+  }
+
+  // ---- A paused or closed store ------------------------------------------------------------
+
+  const closedBox = document.getElementById('closed');
+  const recheckButton = document.getElementById('recheck');
+  let storeShut = false;
+
+  /** Every control that would call the store: the forms and the log-out button. */
+  const storeControls = () => document.querySelectorAll('main form input, main form button, #logout');
+
+  function setStoreShut(shut) {
+    if (shut === storeShut) return;
+    storeShut = shut;
+    const focused = document.activeElement;
+    for (const control of storeControls()) control.disabled = shut;
+    closedBox.hidden = !shut;
+    if (shut) {
+      document.getElementById('closed-text').textContent =
+        `${storeName} is not taking sign-ins right now. Please try again later.`;
+      // A control that just became disabled drops the keyboard focus; keep it on the way out.
+      if (focused instanceof HTMLElement && focused.matches(':disabled')) recheckButton.focus();
+    } else {
+      setStatus(`${storeName} is taking sign-ins again.`, 'success');
+    }
+  }
+
+  let sessionKnown = false;
+
+  /** Asks the store again; whatever it answers opens or keeps shut the forms (see send). */
+  async function recheck() {
+    if (recheckButton.disabled) return;
+    recheckButton.disabled = true;
+    recheckButton.textContent = 'Checking…';
+    try {
+      // Before the store first answered, the page does not know who is signed in: ask that.
+      if (sessionKnown) await refreshToken().catch(() => {});
+      else await loadSession();
+    } finally {
+      recheckButton.disabled = false;
+      recheckButton.textContent = 'Check again';
+    }
   }
 
   // ---- Fields and views ---------------------------------------------------------------------
@@ -236,11 +283,15 @@
     try {
       await work();
     } catch (error) {
+      if (error instanceof ApiError && error.code === 'store_unavailable') {
+        setStatus(''); // the notice of the shut store says it, once
+        return;
+      }
       const orphans = error instanceof ApiError ? showFieldErrors(form, error.errors) : [];
       setStatus([describe(error, overrides), ...orphans].join(' '), 'error');
     } finally {
       form.removeAttribute('aria-busy');
-      for (const button of form.querySelectorAll('button')) button.disabled = false;
+      for (const button of form.querySelectorAll('button')) button.disabled = storeShut;
     }
   }
 
@@ -342,12 +393,28 @@
 
   setUpIdentityFields();
   setUpFieldErrors();
+  /** Shows the account or the log-in form, as the store says who is signed in. */
+  function loadSession() {
+    return call('GET', `${auth}/session`)
+      .then((session) => {
+        sessionKnown = true;
+        showAccount(session.customer, false);
+      })
+      .catch((error) => {
+        const code = error instanceof ApiError ? error.code : '';
+        if (code === 'unauthenticated') sessionKnown = true;
+        // Before the first answer no view is shown yet; later, the shopper's view is kept.
+        if (views.every((id) => document.getElementById(id).hidden)) show('login', false);
+        if (code !== 'unauthenticated' && code !== 'store_unavailable') setStatus(describe(error), 'error');
+      });
+  }
+
+  recheckButton.addEventListener('click', () => void recheck());
+  // A shopper coming back to the tab sees the store as it is now, without pressing anything.
+  window.addEventListener('focus', () => {
+    if (storeShut) void recheck();
+  });
+
   document.body.setAttribute('aria-busy', 'true');
-  call('GET', `${auth}/session`)
-    .then((session) => showAccount(session.customer, false))
-    .catch((error) => {
-      show('login', false);
-      if (!(error instanceof ApiError) || error.code !== 'unauthenticated') setStatus(describe(error), 'error');
-    })
-    .finally(() => document.body.removeAttribute('aria-busy'));
+  void loadSession().finally(() => document.body.removeAttribute('aria-busy'));
 })();

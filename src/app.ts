@@ -19,7 +19,7 @@ import { limits, RateLimitedError } from './http/rate-limit.js';
 import { authRoutes } from './http/routes/auth.js';
 import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
 import { registerOpenApi } from './http/openapi.js';
-import { validationErrors } from './http/validation.js';
+import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
 import { signInPage } from './web/page.js';
@@ -101,6 +101,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // One line per request is written by the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: bodyLimitBytes,
+    // A request read while the service shuts down is served like any other (with Connection:
+    // close), never refused: the listener is closed by then, so no new ones arrive.
+    return503OnClosing: false,
     // Behind a proxy, trust only the hop next to us: the address it saw, not what the client claims.
     trustProxy: config.trustProxy ? (_address: string, hop: number) => hop < 1 : false,
     requestIdHeader: false,
@@ -122,11 +125,23 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.decorateRequest('clientKey', '');
   // Only JSON bodies are accepted; Fastify would otherwise also parse text/plain. An empty JSON
   // body counts as no body, since clients send the header on body-less POSTs such as logout.
+  // Every body is read strictly as UTF-8 and every string in it must be well-formed Unicode, here
+  // once for all routes, so that no two different inputs reach a hash or the database as one.
   app.removeContentTypeParser(['text/plain', 'application/json']);
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') done(null, undefined);
-    else parseJson(request, body as string, done);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
+    const text = decodeUtf8(bytes as Buffer);
+    if (text === null) {
+      done(new ProblemError('validation_failed', { errors: { body: ['Must be UTF-8 text.'] } }), undefined);
+    } else if (text === '') {
+      done(null, undefined);
+    } else {
+      parseJson(request, text, (error, body) => {
+        const errors = error ? {} : illFormedTextErrors(body);
+        if (Object.keys(errors).length > 0) done(new ProblemError('validation_failed', { errors }), undefined);
+        else done(error, body);
+      });
+    }
   });
 
   const routesByUrl = new Map<string, Set<string>>();
@@ -173,6 +188,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.addHook('onSend', async (request, reply) => {
     setCommonHeaders(request, reply);
+    // Draining: a keep-alive client reconnects (through the balancer, to another instance).
+    if (app.draining) reply.header('connection', 'close');
     if (isCustomerFacing(request)) reply.header('cache-control', 'no-store');
   });
 

@@ -24,38 +24,91 @@ interface PendingEntry extends AuditEntry {
   occurredAt: Date;
 }
 
+export type AuditDropReason = 'queue_full' | 'write_failed';
+
+export interface AuditTrailOptions {
+  /** Entries held while the database is slow or away; past it new entries are dropped. */
+  maxQueued: number;
+  /** Told how many entries were lost and why (for the metric and the log). */
+  dropped: (count: number, reason: AuditDropReason) => void;
+}
+
+const defaultOptions: AuditTrailOptions = { maxQueued: 10_000, dropped: () => {} };
+
 /**
  * Writes the trail behind the answer, in the order the events happened: entries are stamped when
  * they occur and queued, and one writer at a time flushes the queue in a single INSERT, so the
  * row ids follow the events even when the answers' background work runs in parallel.
  */
 export class AuditTrail {
-  private queue: PendingEntry[] = [];
-  private writing = false;
+  private readonly queue: PendingEntry[] = [];
+  /** The flush that is scheduled or running; at most one, so rows keep the order of events. */
+  private writer: Promise<void> | undefined;
+  private scheduled = false;
+  private readonly options: AuditTrailOptions;
 
   constructor(
     private readonly db: Queryable,
     private readonly clock: Clock,
-    private readonly schedule: (write: () => Promise<void>) => void,
-  ) {}
-
-  record(entry: AuditEntry): void {
-    this.queue.push({ ...entry, occurredAt: this.clock.now() });
-    if (this.writing) return;
-    this.writing = true;
-    this.schedule(() => this.flush());
+    /** Runs the write later; returns false when it refused to (a full background queue). */
+    private readonly schedule: (write: () => Promise<void>) => boolean,
+    options: Partial<AuditTrailOptions> = {},
+  ) {
+    this.options = { ...defaultOptions, ...options };
   }
 
-  private async flush(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        // 1,000 rows of six parameters stay far below PostgreSQL's 65,535-parameter limit.
-        await insertAudit(this.db, this.queue.splice(0, 1000));
+  /** Entries waiting to be written. */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  record(entry: AuditEntry): void {
+    // Bounded: while the database is away, memory must not grow with every request.
+    if (this.queue.length >= this.options.maxQueued) {
+      this.options.dropped(1, 'queue_full');
+      return;
+    }
+    this.queue.push({ ...entry, occurredAt: this.clock.now() });
+    this.requestFlush();
+  }
+
+  /** Writes what is queued now (shutdown); resolves when the queue is empty or a write failed. */
+  async flush(): Promise<void> {
+    await this.writer;
+    if (this.queue.length > 0) await this.write();
+  }
+
+  private requestFlush(): void {
+    if (this.scheduled || this.writer !== undefined) return;
+    this.scheduled = true;
+    // A refused schedule leaves the entries queued and no writer pending, so the next entry (or
+    // shutdown) tries again: a dropped flush never stops the trail.
+    if (!this.schedule(() => this.write())) this.scheduled = false;
+  }
+
+  private write(): Promise<void> {
+    this.scheduled = false;
+    this.writer ??= this.writeQueue().finally(() => {
+      this.writer = undefined;
+      // An entry recorded between the loop's last check and now found a writer still set and
+      // scheduled nothing: it is picked up here instead of waiting for the next event.
+      if (this.queue.length > 0) this.requestFlush();
+    });
+    return this.writer;
+  }
+
+  private async writeQueue(): Promise<void> {
+    while (this.queue.length > 0) {
+      // 1,000 rows of six parameters stay far below PostgreSQL's 65,535-parameter limit.
+      const batch = this.queue.splice(0, 1000);
+      try {
+        await insertAudit(this.db, batch);
+      } catch (error) {
+        // Only this batch is lost; what was recorded meanwhile waits for the next flush, which the
+        // next entry schedules. The caller logs the error.
+        this.options.dropped(batch.length, 'write_failed');
+        throw error;
       }
-    } finally {
-      // Entries left by a failed write are dropped with it (the failure is logged by the caller).
-      this.queue = [];
-      this.writing = false;
     }
   }
 }
@@ -106,4 +159,23 @@ export async function listAudit(db: Queryable, query: AuditQuery): Promise<Audit
     [query.customerId ?? null, query.event ?? null, query.limit ?? 100],
   );
   return rows.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }));
+}
+
+/** Deletes up to `limit` events at least `retentionSeconds` old and returns how many. */
+export async function deleteOldAuditEvents(
+  db: Queryable,
+  clock: Clock,
+  retentionSeconds: number,
+  limit: number,
+): Promise<number> {
+  const cutoff = new Date(clock.now().getTime() - retentionSeconds * 1000);
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM audit_events WHERE id IN (
+         SELECT id FROM audit_events WHERE occurred_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [cutoff, limit],
+  );
+  return row?.n ?? 0;
 }

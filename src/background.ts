@@ -34,13 +34,14 @@ export class BackgroundWork {
     return this.pending.size;
   }
 
-  run(label: string, work: () => Promise<void>): void {
+  /** Admits `work`; false when it was dropped, so a caller keeping state for it can undo that. */
+  run(label: string, work: () => Promise<void>): boolean {
     if (this.pending.size >= this.limits.maxPending) {
       this.logger.error(
         { task: label, pending: this.pending.size },
         'background work dropped: too much already waiting',
       );
-      return;
+      return false;
     }
     const task = (async () => {
       // Started a moment after the answer, never while it is still being written or while the
@@ -56,6 +57,7 @@ export class BackgroundWork {
       }
     })().finally(() => this.pending.delete(task));
     this.pending.add(task);
+    return true;
   }
 
   async drain(): Promise<void> {

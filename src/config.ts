@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-folder.js';
 
 export type IdentityMode = 'email' | 'phone';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -9,6 +10,8 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
+  redisKeyPrefix: string;
   searchUrl: string | undefined;
   /** Undefined means: generate one into DATA_DIR on first start (embedded mode only). */
   appSecret: string | undefined;
@@ -21,6 +24,16 @@ export interface Config {
   /** Calling codes (without '+') a phone store accepts at registration; empty means all. */
   smsAllowedCallingCodes: string[];
   delivery: { retryBaseSeconds: number; windowSeconds: number; budgetPerHour: number };
+  retention: RetentionSettings;
+  /** Seconds between the janitor's passes; 0: no janitor in this instance. */
+  janitorIntervalSeconds: number;
+  /**
+   * Whether a channel without its transport may fall back to the log, codes included: always
+   * outside production, in production only when DELIVERY_LOG_IN_PRODUCTION=true.
+   */
+  deliveryLogAllowed: boolean;
+  /** NODE_ENV is not production: the log transport also prints each message's subject as a plain line. */
+  development: boolean;
   cookieSecure: boolean;
   sessionCookieName: string;
   corsAllowedOrigins: string[];
@@ -30,7 +43,33 @@ export interface Config {
   signInPage: boolean;
   trustProxy: boolean;
   logLevel: LogLevel;
+  /**
+   * SIGTERM: readiness answers 503 at once while requests are still served for `delaySeconds`,
+   * so load balancers stop sending before the listener closes; all of it ends by `timeoutSeconds`.
+   */
+  shutdown: { delaySeconds: number; timeoutSeconds: number };
 }
+
+/** How long dead rows are kept before the janitor deletes them, in days (fractions allowed). */
+export interface RetentionSettings {
+  /** Sessions, counted from their end (absolute lifetime or idle timeout). */
+  sessionDays: number;
+  /** Codes, counted from their end (expiry, use or replacement). */
+  codeDays: number;
+  /** Sent and dropped messages. */
+  messageDays: number;
+  /** Failed messages, kept longer so an operator can look at them and retry. */
+  failedMessageDays: number;
+  auditDays: number;
+}
+
+export const defaultRetention: RetentionSettings = {
+  sessionDays: 1,
+  codeDays: 1,
+  messageDays: 7,
+  failedMessageDays: 30,
+  auditDays: 400,
+};
 
 export class ConfigError extends Error {
   constructor(
@@ -83,19 +122,20 @@ function readNumber(
   env: Env,
   name: string,
   fallback: number,
-  { min, integer = false }: { min: number; integer?: boolean },
+  { min, max = Number.MAX_SAFE_INTEGER, integer = false }: { min: number; max?: number; integer?: boolean },
 ): number {
   const text = read(env, name);
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
-    throw new ConfigError(
-      name,
-      `expected ${integer ? 'a whole number' : 'a number'} of at least ${min}, got "${text}"`,
-    );
+  if (!Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(name, `expected ${integer ? 'a whole number' : 'a number'} ${range}, got "${text}"`);
   }
   return value;
 }
+
+// Node fires a timer of more than 2^31 - 1 ms at once, so settings that become timers stay well below.
+const maxTimerSeconds = 24 * 60 * 60;
 
 function readCallingCodes(env: Env, name: string): string[] {
   const text = read(env, name);
@@ -128,6 +168,33 @@ function readOrigins(env: Env, name: string): string[] {
     }
     return url.origin;
   });
+}
+
+function readRedisKeyPrefix(env: Env, name: string): string {
+  const value = read(env, name) ?? 'storefront-auth:';
+  // Ending in a separator keeps one prefix from running into another's keys ("shop" + "a:…").
+  if (!/^[A-Za-z0-9._{}-][A-Za-z0-9._:{}-]{0,62}:$/.test(value)) {
+    throw new ConfigError(name, `expected up to 64 letters, digits or ._-{}: ending in ":", got "${value}"`);
+  }
+  return value;
+}
+
+/**
+ * Why a store of this identity mode cannot run on this configuration, or undefined when it can.
+ * A channel without its transport writes every message, code included, to the log; production
+ * allows that only when the operator asked for it.
+ */
+export function deliveryProblem(
+  config: Pick<Config, 'smtpUrl' | 'smsWebhookUrl' | 'deliveryLogAllowed'>,
+  mode: IdentityMode,
+): { variable: string; reason: string } | undefined {
+  if (config.deliveryLogAllowed) return undefined;
+  const variable = mode === 'email' ? 'SMTP_URL' : 'SMS_WEBHOOK_URL';
+  if ((mode === 'email' ? config.smtpUrl : config.smsWebhookUrl) !== undefined) return undefined;
+  return {
+    variable,
+    reason: `is not set, so the ${mode} store's codes would be written to the log; in production set it, or set DELIVERY_LOG_IN_PRODUCTION=true to log them on purpose`,
+  };
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -169,15 +236,36 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SESSION_COOKIE_NAME', 'a __Host- cookie needs COOKIE_SECURE=true');
   }
 
+  const shutdownTimeoutSeconds = readNumber(env, 'SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, max: maxTimerSeconds });
+  const shutdownDelaySeconds = readNumber(env, 'SHUTDOWN_DELAY_SECONDS', 5, { min: 0 });
+  if (shutdownDelaySeconds >= shutdownTimeoutSeconds) {
+    // The delay is part of the bounded wait; the requests still in flight after it need time too.
+    throw new ConfigError('SHUTDOWN_DELAY_SECONDS', 'must be less than SHUTDOWN_TIMEOUT_SECONDS');
+  }
+
+  const dataDir = path.resolve(read(env, 'DATA_DIR') ?? './data');
+  if (databaseUrl === undefined) {
+    // The embedded server's socket lives in DATA_DIR, and a Unix socket path has a hard size limit.
+    const { fits, bytes } = socketPathFits(dataDir);
+    if (!fits)
+      throw new ConfigError(
+        'DATA_DIR',
+        `is too long for the embedded server's socket (${bytes} bytes with its file name, at most ${maxSocketPathBytes}): choose a shorter path`,
+      );
+  }
+
+  const deliveryLogInProduction = readBoolean(env, 'DELIVERY_LOG_IN_PRODUCTION', false);
+
   const storeName = read(env, 'STORE_NAME') ?? 'My Store';
   if ([...storeName].length > 120) throw new ConfigError('STORE_NAME', 'must be at most 120 characters');
 
   return {
     port,
     host: read(env, 'HOST') ?? '127.0.0.1',
-    dataDir: path.resolve(read(env, 'DATA_DIR') ?? './data'),
+    dataDir,
     databaseUrl,
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX'),
     searchUrl: readUrl(env, 'SEARCH_URL', ['http:', 'https:']),
     appSecret,
     platformName: read(env, 'PLATFORM_NAME') ?? 'Storefront',
@@ -196,6 +284,25 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', 60 * 60, { min: 1 }),
       budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', 1000, { min: 1, integer: true }),
     },
+    retention: {
+      sessionDays: readNumber(env, 'SESSION_RETENTION_DAYS', defaultRetention.sessionDays, { min: 0 }),
+      codeDays: readNumber(env, 'CODE_RETENTION_DAYS', defaultRetention.codeDays, { min: 0 }),
+      messageDays: readNumber(env, 'MESSAGE_RETENTION_DAYS', defaultRetention.messageDays, {
+        // The hourly delivery budget counts the last hour's sent messages in the outbox.
+        min: 1 / 24,
+      }),
+      failedMessageDays: readNumber(env, 'FAILED_MESSAGE_RETENTION_DAYS', defaultRetention.failedMessageDays, {
+        min: 0,
+      }),
+      auditDays: readNumber(env, 'AUDIT_RETENTION_DAYS', defaultRetention.auditDays, { min: 0 }),
+    },
+    janitorIntervalSeconds: readNumber(env, 'JANITOR_INTERVAL_SECONDS', 300, {
+      min: 0,
+      max: maxTimerSeconds,
+      integer: true,
+    }),
+    deliveryLogAllowed: nodeEnv !== 'production' || deliveryLogInProduction,
+    development: nodeEnv !== 'production',
     cookieSecure,
     sessionCookieName,
     corsAllowedOrigins: readOrigins(env, 'CORS_ALLOWED_ORIGINS'),
@@ -214,5 +321,6 @@ export function loadConfig(env: Env = process.env): Config {
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
       'info',
     ),
+    shutdown: { delaySeconds: shutdownDelaySeconds, timeoutSeconds: shutdownTimeoutSeconds },
   };
 }

@@ -5,10 +5,9 @@ export interface Keys {
   codes: Buffer;
   csrf: Buffer;
   outbox: Buffer;
-  admin: Buffer;
 }
 
 export function deriveKeys(secret: string): Keys {
   const derive = (purpose: string) => createHmac('sha256', secret).update(`storefront-auth:${purpose}`).digest();
-  return { codes: derive('codes'), csrf: derive('csrf'), outbox: derive('outbox'), admin: derive('admin') };
+  return { codes: derive('codes'), csrf: derive('csrf'), outbox: derive('outbox') };
 }

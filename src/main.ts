@@ -1,62 +1,199 @@
+import fs from 'node:fs';
 import type http from 'node:http';
+import net from 'node:net';
+import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
-import { startAdminSocket } from './cli/admin-socket.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import type { Config } from './config.js';
-import { adminSocketPath } from './storage/data-folder.js';
 import { openServices } from './services.js';
+import { DataFolderBusyError } from './storage/embedded-postgres.js';
+
+/** A start-up failure the operator fixes: its message is one line that says how. */
+export class StartupError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StartupError';
+  }
+}
+
+/** The listening address's variables in one line, so the message says what to change. */
+function listenError(
+  error: unknown,
+  names: { port: string; host: string },
+  port: number,
+  host: string,
+): StartupError | undefined {
+  const code = (error as NodeJS.ErrnoException).code;
+  const where = `${names.port}=${port} ${names.host}=${host}`;
+  const reasons: Record<string, string> = {
+    EADDRINUSE: `the port is in use; stop what listens there, or set ${names.port} to a free port`,
+    EACCES: `this user may not listen on that port; set ${names.port} to a port above 1023`,
+    EADDRNOTAVAIL: `this machine has no such address; set ${names.host} to one of its addresses (or 0.0.0.0)`,
+    ENOTFOUND: `the host name does not resolve; set ${names.host} to an address of this machine`,
+  };
+  const reason = code === undefined ? undefined : reasons[code];
+  return reason === undefined ? undefined : new StartupError(`${where}: ${reason}`, { cause: error });
+}
+
+/**
+ * Binds the address and lets it go, so a port in use is found in milliseconds, before the
+ * database is opened (a first embedded start creates a whole server folder). The real listen
+ * still reports a port taken in between the same way.
+ */
+async function assertCanListen(names: { port: string; host: string }, port: number, host: string): Promise<void> {
+  if (port === 0) return; // any free port: nothing to check
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ port, host, exclusive: true }, resolve);
+    });
+  } catch (error) {
+    throw listenError(error, names, port, host) ?? error;
+  }
+  await new Promise((resolve) => probe.close(resolve));
+}
+
+/** The owner of a busy data folder is a service, or a command line that holds it until it ends. */
+function folderBusy(error: DataFolderBusyError): StartupError {
+  let serving: boolean;
+  try {
+    serving = fs.readFileSync(`/proc/${error.pid}/cmdline`, 'utf8').split('\0').includes('serve');
+  } catch {
+    serving = true; // cannot look: a service is the likelier owner
+  }
+  const where = `DATA_DIR=${error.dataDir} (process ${error.pid})`;
+  return new StartupError(
+    serving
+      ? `another storefront-auth is already serving ${where}: stop it, or give this one another DATA_DIR`
+      : `a storefront-auth command is using ${where}: start again when it has ended, or give this one another DATA_DIR`,
+    { cause: error },
+  );
+}
+
+const servicePort = { port: 'PORT', host: 'HOST' };
+const metricsPort = { port: 'METRICS_PORT', host: 'METRICS_HOST' };
 
 export function createLogger(config: Config) {
   return pino({ level: config.logLevel, base: { service: 'storefront-auth' } });
 }
 
+function closeServer(server: http.Server | undefined): Promise<void> {
+  if (server === undefined) return Promise.resolve();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
 /** Runs the service until SIGTERM or SIGINT, then drains and closes everything it opened. */
 export async function serve(config: Config): Promise<void> {
+  await assertCanListen(servicePort, config.port, config.host);
+  if (config.metrics !== undefined) await assertCanListen(metricsPort, config.metrics.port, config.metrics.host);
   const logger = createLogger(config);
-  const services = await openServices(config, logger);
-  const app = await buildApp(services);
-  let admin: http.Server | undefined;
-  if (config.databaseUrl === undefined) {
-    admin = await startAdminSocket(adminSocketPath(config.dataDir), services.keys.admin.toString('hex'), {
-      db: services.db,
-      clock: services.clock,
-      storeChanged: () => services.store.invalidate(),
-    });
+  let services: Awaited<ReturnType<typeof openServices>>;
+  try {
+    services = await openServices(config, logger);
+  } catch (error) {
+    if (error instanceof DataFolderBusyError) throw folderBusy(error);
+    throw error;
   }
+  const app = await buildApp(services).catch(async (error: unknown) => {
+    await services.close();
+    throw error;
+  });
 
-  const metrics =
-    config.metrics === undefined
-      ? undefined
-      : await startMetricsServer(services.metrics, config.metrics.port, config.metrics.host);
+  let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  try {
+    metrics =
+      config.metrics === undefined
+        ? undefined
+        : await startMetricsServer(services.metrics, config.metrics.port, config.metrics.host);
+  } catch (error) {
+    await services.close();
+    throw listenError(error, metricsPort, config.metrics!.port, config.metrics!.host) ?? error;
+  }
   if (metrics !== undefined) logger.info({ metrics: metrics.address }, `metrics at ${metrics.address}`);
 
+  const openConnections = () => promisify(app.server.getConnections.bind(app.server))().catch(() => -1);
+
+  /**
+   * The drain: readiness answers 503 at once while the service keeps serving for the delay, so a
+   * load balancer stops sending before the listener closes (closing it earlier resets connections
+   * the kernel accepted but the service had not read). Then: stop accepting, answer every request
+   * already received, finish background work, close the pools last. All of it within the timeout.
+   */
   let closing: Promise<void> | undefined;
-  const shutdown = (signal: string) => {
-    closing ??= (async () => {
-      logger.info({ signal }, 'shutting down: readiness now answers 503, finishing requests in flight');
+  let endDelay: (() => void) | undefined;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (closing !== undefined) {
+      endDelay?.(); // a second signal: stop waiting for the balancer
+      return;
+    }
+    closing = (async () => {
+      const startedMs = performance.now();
+      let stage: 'delay' | 'requests' | 'background and pools' = 'delay';
+      const cut = setTimeout(async () => {
+        logger.error(
+          {
+            stage,
+            open_connections: await openConnections(),
+            background_pending: services.background.size,
+            waited_ms: Math.round(performance.now() - startedMs),
+          },
+          'shutdown timed out: cutting what is left (SHUTDOWN_TIMEOUT_SECONDS)',
+        );
+        process.exit(1);
+      }, config.shutdown.timeoutSeconds * 1000);
+
       app.draining = true;
-      admin?.close();
-      metrics?.server.close();
+      // SIGINT is a person at a terminal, not an orchestrator with a load balancer in front.
+      const delaySeconds = signal === 'SIGTERM' ? config.shutdown.delaySeconds : 0;
+      logger.info(
+        { signal, delay_seconds: delaySeconds },
+        'shutting down: readiness now answers 503; serving on for the drain delay',
+      );
+      if (delaySeconds > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delaySeconds * 1000);
+          endDelay = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+
+      stage = 'requests';
+      logger.info(
+        { open_connections: await openConnections() },
+        'no longer accepting connections; answering the requests already received',
+      );
+      // Closes the listener and idle keep-alive connections, then waits for every request in
+      // flight, those queued for a hashing thread included; their answers say Connection: close.
       await app.close();
-      await services.close();
-      logger.info('stopped');
+      await closeServer(metrics?.server);
+
+      stage = 'background and pools';
+      // Background work and the dispatcher's batch first, the database and Redis last.
+      try {
+        await services.close();
+      } finally {
+        clearTimeout(cut);
+      }
+      logger.info({ ms: Math.round(performance.now() - startedMs) }, 'stopped');
     })().catch((error: unknown) => {
       logger.error({ err: error }, 'shutdown failed');
       process.exitCode = 1;
     });
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 
   let address: string;
   try {
     address = await app.listen({ port: config.port, host: config.host });
   } catch (error) {
-    admin?.close();
     metrics?.server.close();
     await services.close();
-    throw error;
+    throw listenError(error, servicePort, config.port, config.host) ?? error;
   }
   const store = await services.store.get();
   logger.info(

@@ -47,6 +47,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly janitorRemoved = new Counter({
+    name: 'storefront_janitor_removed_rows_total',
+    help: 'Rows the janitor deleted after their retention, by table.',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
+  readonly auditDropped = new Counter({
+    name: 'storefront_audit_entries_dropped_total',
+    help: 'Audit entries lost: the in-memory queue was full, or their write failed.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly dependencyUp = new Gauge({
     name: 'storefront_dependency_up',
     help: 'Result of the last readiness check of each dependency (1 up, 0 down).',

@@ -1,27 +1,28 @@
-import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { AuditTrail, type AuditEntry } from './audit.js';
 import { BackgroundWork } from './background.js';
 import { systemClock, type Clock } from './clock.js';
-import type { Config } from './config.js';
+import { ConfigError, deliveryProblem, type Config } from './config.js';
 import { createArgon2Hasher, type PasswordHasher } from './auth/password.js';
 import { Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
 import type { Transports } from './delivery/message.js';
 import { createLogTransport } from './delivery/transports/log.js';
 import { createSmsWebhookTransport } from './delivery/transports/sms-webhook.js';
 import { createSmtpTransport } from './delivery/transports/smtp.js';
+import { Janitor } from './janitor.js';
+import { createUnconfiguredTransport } from './delivery/transports/unconfigured.js';
 import { deriveKeys, type Keys } from './keys.js';
 import { Metrics } from './metrics.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { createReadinessProbe, type Readiness } from './http/readiness.js';
-import { loadOrCreateSecret, lockDataFolder, type DataFolderLock } from './storage/data-folder.js';
+import { loadOrCreateSecret } from './storage/data-folder.js';
 import type { Database } from './storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from './storage/key-value.js';
 import { migrate } from './storage/migrations.js';
-import { openPglite } from './storage/pglite.js';
+import { startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
 import { openPostgres } from './storage/postgres.js';
 import { FallbackKeyValueStore, RedisKeyValueStore } from './storage/redis.js';
-import { ensureStore, StoreCache } from './store/store.js';
+import { ensureStore, loadStore, StoreCache } from './store/store.js';
 
 /** Everything the service is made of, built once from configuration and closed in reverse order. */
 export interface Services {
@@ -35,6 +36,7 @@ export interface Services {
   store: StoreCache;
   transports: Transports;
   dispatcher: Dispatcher;
+  janitor: Janitor;
   background: BackgroundWork;
   readiness: () => Promise<Readiness>;
   metrics: Metrics;
@@ -55,15 +57,23 @@ export interface ServiceOverrides {
   dispatcher?: Partial<DispatcherOptions>;
   /** Leave the dispatcher stopped; the caller drains it. */
   manualDispatch?: boolean;
+  /** Leave the janitor stopped; the caller prunes. */
+  manualJanitor?: boolean;
 }
 
 export function configuredTransports(config: Config, logger: FastifyBaseLogger): Transports {
-  const log = createLogTransport(logger);
+  // Where the log may not stand in, a missing transport refuses to send: a store switched to the
+  // other channel behind this instance's back gets retries and failures, never codes in the log.
+  // In development the code is also a plain line on stderr, where a person at the terminal spots it
+  // among the JSON lines on stdout; in production the JSON line alone goes to the log collector.
+  const highlight = config.development ? (line: string) => void process.stderr.write(line) : undefined;
+  const fallback = (variable: string) =>
+    config.deliveryLogAllowed ? createLogTransport(logger, highlight) : createUnconfiguredTransport(variable);
   return {
-    email: config.smtpUrl === undefined ? log : createSmtpTransport(config.smtpUrl, config.mailFrom),
+    email: config.smtpUrl === undefined ? fallback('SMTP_URL') : createSmtpTransport(config.smtpUrl, config.mailFrom),
     sms:
       config.smsWebhookUrl === undefined
-        ? log
+        ? fallback('SMS_WEBHOOK_URL')
         : createSmsWebhookTransport(config.smsWebhookUrl, config.smsWebhookSecret!),
   };
 }
@@ -71,7 +81,7 @@ export function configuredTransports(config: Config, logger: FastifyBaseLogger):
 /** Redis when configured, with this instance's memory standing in while Redis is unreachable. */
 export async function configuredKeyValueStore(config: Config, logger: FastifyBaseLogger): Promise<KeyValueStore> {
   if (config.redisUrl === undefined) return new MemoryKeyValueStore();
-  const redis = new RedisKeyValueStore(config.redisUrl);
+  const redis = new RedisKeyValueStore(config.redisUrl, { keyPrefix: config.redisKeyPrefix });
   if (!(await redis.connected())) logger.warn('Redis not reachable at start: counting in this instance until it is');
   let lastWarningMs = -Infinity;
   return new FallbackKeyValueStore(redis, new MemoryKeyValueStore(), (error) => {
@@ -88,34 +98,45 @@ export interface OpenedDatabase {
   release(): Promise<void>;
 }
 
+export interface OpenDatabaseOptions {
+  /** Where the embedded server's warnings go. */
+  log?: ServerLog;
+  /** Connections in the pool. */
+  max?: number;
+  /** Embedded mode: use the server a running service owns instead of refusing (the command line). */
+  shareRunning?: boolean;
+}
+
 /**
- * The database the configuration names, migrated. In embedded mode this takes the data folder's
- * lock first, so a second process gets a clear error instead of a damaged database.
+ * The database the configuration names. In embedded mode that is the PostgreSQL server of the data
+ * folder, started here as a child process and stopped on release.
  */
-export async function openDatabase(config: Config, logger?: FastifyBaseLogger): Promise<OpenedDatabase> {
+export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<OpenedDatabase> {
+  const pool = options.max === undefined ? {} : { max: options.max };
   if (config.databaseUrl !== undefined) {
-    const db = openPostgres(config.databaseUrl);
+    const db = openPostgres(config.databaseUrl, pool);
     return { db, secret: config.appSecret!, release: () => db.close() };
   }
-  const lock: DataFolderLock = lockDataFolder(config.dataDir);
+  const server = await startEmbeddedPostgres(config.dataDir, {
+    ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.shareRunning === undefined ? {} : { shareRunning: options.shareRunning }),
+  });
+  let secret: string;
   try {
-    const secret = config.appSecret ?? loadOrCreateSecret(config.dataDir);
-    const dataDir = path.join(config.dataDir, 'pgdata');
-    const db = await openPglite(dataDir, {
-      creating: () => logger?.info({ dataDir }, 'creating the embedded database (first start, a few seconds)'),
-    });
-    return {
-      db,
-      secret,
-      async release() {
-        await db.close();
-        lock.release();
-      },
-    };
+    secret = config.appSecret ?? loadOrCreateSecret(config.dataDir);
   } catch (error) {
-    lock.release();
+    await server.stop();
     throw error;
   }
+  const db = openPostgres(server.url, pool);
+  return {
+    db,
+    secret,
+    async release() {
+      await db.close();
+      await server.stop();
+    },
+  };
 }
 
 export async function openServices(
@@ -125,13 +146,17 @@ export async function openServices(
 ): Promise<Services> {
   const opened: OpenedDatabase =
     overrides.db === undefined
-      ? await openDatabase(config, logger)
+      ? await openDatabase(config, { log: logger })
       : { db: overrides.db, secret: overrides.secret ?? config.appSecret ?? 'x'.repeat(32), release: async () => {} };
   const { db } = opened;
   const clock = overrides.clock ?? systemClock;
   try {
     await migrate(db);
     await ensureStore(db, clock, config.initialStore);
+    // The store row, not STORE_IDENTITY_MODE, decides the channel: it may have been switched since.
+    const store = await loadStore(db);
+    const problem = store === null ? undefined : deliveryProblem(config, store.identityMode);
+    if (problem !== undefined) throw new ConfigError(problem.variable, problem.reason);
   } catch (error) {
     await opened.release();
     throw error;
@@ -157,8 +182,29 @@ export async function openServices(
     },
   );
   if (overrides.manualDispatch !== true) dispatcher.start();
+  const janitor = new Janitor(
+    {
+      db,
+      clock,
+      logger,
+      retention: config.retention,
+      removed: (table, rows) => metrics.janitorRemoved.inc({ table }, rows),
+    },
+    config.janitorIntervalSeconds,
+  );
+  if (overrides.manualJanitor !== true) janitor.start();
   const background = new BackgroundWork(logger);
-  const auditTrail = new AuditTrail(db, clock, (write) => background.run('audit', write));
+  let lastAuditWarningMs = -Infinity;
+  const auditTrail = new AuditTrail(db, clock, (write) => background.run('audit', write), {
+    dropped: (count, reason) => {
+      metrics.auditDropped.inc({ reason }, count);
+      // One line per ten seconds: while the database is away every request would log one.
+      const nowMs = performance.now();
+      if (nowMs - lastAuditWarningMs < 10_000) return;
+      lastAuditWarningMs = nowMs;
+      logger.error({ reason, count }, 'audit entries dropped (see storefront_audit_entries_dropped_total)');
+    },
+  });
 
   return {
     config,
@@ -171,6 +217,7 @@ export async function openServices(
     store: new StoreCache(db),
     transports,
     dispatcher,
+    janitor,
     background,
     readiness: createReadinessProbe({
       db,
@@ -184,11 +231,21 @@ export async function openServices(
     limiter: new RateLimiter(kv, clock, (rule) => metrics.rateLimited.inc({ limit: rule.name })),
     audit: (entry) => auditTrail.record(entry),
     async close() {
-      await background.drain();
-      await dispatcher.stop();
-      await Promise.all(Object.values(transports).map((transport) => transport.close?.()));
-      await kv.close();
-      await opened.release();
+      // A step that fails must not leave the pools or the embedded server behind it running.
+      try {
+        await background.drain();
+        // Entries whose flush was refused wait in the trail's queue; write them before the pool goes.
+        await auditTrail.flush().catch((error: unknown) => logger.error({ err: error }, 'audit flush failed'));
+        await dispatcher.stop();
+        await janitor.stop();
+        await Promise.all(Object.values(transports).map((transport) => transport.close?.()));
+      } finally {
+        try {
+          await kv.close();
+        } finally {
+          await opened.release();
+        }
+      }
     },
   };
 }

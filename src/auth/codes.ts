@@ -57,8 +57,8 @@ export async function issueChallenge(
  * Spends one attempt on the live code and consumes it when `code` is right. The attempt is
  * counted before the comparison and both steps are conditional updates, so parallel guesses can
  * neither exceed the attempt limit nor use one code twice. With no customer, the same attempt
- * query (matching nothing) and the same MAC work are done, so an unknown identity costs what a
- * wrong code costs.
+ * query (matching nothing), the same MAC work and the same commit are done, so an unknown
+ * identity costs what a wrong code costs.
  */
 export async function consumeChallenge(
   tx: Queryable,
@@ -82,10 +82,44 @@ export async function consumeChallenge(
   const expected = Buffer.from(attempt?.code_mac ?? codeMac(deps.keys.codes, challengeId, generateCode()));
   const given = Buffer.from(codeMac(deps.keys.codes, challengeId, code));
   const matches = expected.length === given.length && timingSafeEqual(expected, given);
-  if (attempt === undefined || !matches) return false;
+  if (attempt === undefined || !matches) {
+    // A counted wrong attempt wrote a row and an unknown identity wrote none; with a synchronous
+    // commit the first would wait for the WAL flush (about a millisecond) and tell the two apart.
+    // Both refusals commit without waiting. A database crash in the next few hundred
+    // milliseconds can lose that one attempt's count, never a consumed code.
+    await tx.query('SET LOCAL synchronous_commit = off');
+    return false;
+  }
   const consumed = await tx.query(
     'UPDATE challenges SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL RETURNING id',
     [challengeId, now],
   );
   return consumed.length === 1;
+}
+
+/**
+ * Deletes up to `limit` codes that ended (expired, used or replaced) at least `retentionSeconds`
+ * ago and returns how many; a code killed by too many tries ends at its expiry. A code stays
+ * while a message that still holds its sealed body points at it: the dispatcher looks at the
+ * code to drop such a message instead of sending a dead code.
+ */
+export async function deleteFinishedChallenges(
+  db: Queryable,
+  clock: Clock,
+  retentionSeconds: number,
+  limit: number,
+): Promise<number> {
+  const cutoff = new Date(clock.now().getTime() - retentionSeconds * 1000);
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM challenges WHERE id IN (
+         SELECT c.id FROM challenges c
+          WHERE LEAST(c.expires_at, c.consumed_at, c.voided_at) <= $1
+            AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.challenge_id = c.id AND o.sealed_body IS NOT NULL)
+          LIMIT $2 FOR UPDATE OF c SKIP LOCKED)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [cutoff, limit],
+  );
+  return row?.n ?? 0;
 }

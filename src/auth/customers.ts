@@ -8,6 +8,8 @@ export interface CustomerRow {
   identity_value: string;
   password_hash: string;
   verified_at: Date | null;
+  /** Raised by every change of password; sessions are only opened against the current one. */
+  credential_version: number;
 }
 
 /** The Customer resource as the API shows it. */
@@ -29,7 +31,7 @@ export function toCustomer(row: CustomerRow): Customer {
   };
 }
 
-const customerColumns = 'id, name, identity_type, identity_value, password_hash, verified_at';
+const customerColumns = 'id, name, identity_type, identity_value, password_hash, verified_at, credential_version';
 
 export async function findCustomerByIdentity(
   db: Queryable,

@@ -33,6 +33,7 @@ export async function login(
   }
 
   if (deps.hasher.needsRehash(customer.password_hash)) {
+    // The same password under new parameters: the credential version stays, and so do sessions.
     const upgraded = await deps.hasher.hash(password);
     await deps.db.query('UPDATE customers SET password_hash = $2 WHERE id = $1 AND password_hash = $3', [
       customer.id,
@@ -42,12 +43,16 @@ export async function login(
   }
   // A session the request already carried is replaced, never reused (session fixation); without
   // one, the new session is a single INSERT and needs no transaction.
+  const version = customer.credential_version;
   const session =
     previousSessionId === undefined
-      ? await createSession(deps.db, deps.clock, customer.id)
+      ? await createSession(deps.db, deps.clock, customer.id, version)
       : await deps.db.transaction(async (tx) => {
-          await deleteSession(tx, deps.clock, previousSessionId);
-          return createSession(tx, deps.clock, customer.id);
+          const created = await createSession(tx, deps.clock, customer.id, version);
+          if (created !== null) await deleteSession(tx, deps.clock, previousSessionId);
+          return created;
         });
+  // The password was changed while it was being checked: the one given is no longer the password.
+  if (session === null) return { ok: false, customerId: customer.id };
   return { ok: true, customer: toCustomer(customer), sessionId: session.sessionId, expiresAt: session.expiresAt };
 }

@@ -27,6 +27,13 @@ export type ResetPasswordResult =
   | { ok: false; reason: 'invalid'; errors: FieldErrors }
   | { ok: false; reason: 'invalid_challenge' };
 
+/** The new password's errors when other fields were refused already (see registrationErrors). */
+export function resetPasswordErrors(input: Partial<ResetPasswordInput>): FieldErrors {
+  const errors: FieldErrors = {};
+  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
+  return errors;
+}
+
 /**
  * Sets a new password with a reset code. The password is checked (and hashed) before the code is
  * spent; then code, password, sign-out of every session, verification and the notice are one
@@ -50,8 +57,13 @@ export async function resetPassword(
     if (!accepted || customer === null) return { ok: false, reason: 'invalid_challenge' };
     const now = deps.clock.now();
     // Proving control of the identity is what verification asks for, so it counts as verified.
+    // The new credential version stops logins that checked the old password from opening a
+    // session (see createSession); the row lock taken above makes them wait for this commit.
     await tx.query(
-      `UPDATE customers SET password_hash = $2, verified_at = COALESCE(verified_at, $3), updated_at = $3 WHERE id = $1`,
+      `UPDATE customers
+          SET password_hash = $2, credential_version = credential_version + 1,
+              verified_at = COALESCE(verified_at, $3), updated_at = $3
+        WHERE id = $1`,
       [customer.id, passwordHash, now],
     );
     await deleteCustomerSessions(tx, customer.id);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Algorithm } from '@node-rs/argon2';
 import { dictionary } from '@zxcvbn-ts/language-common';
-import { sharedHashPool } from './hash-pool.js';
+import { sharedHashPool, type HashPool } from './hash-pool.js';
 
 export const minPasswordLength = 8;
 export const maxPasswordLength = 255;
@@ -66,27 +66,50 @@ export function normalizePassword(password: string): string {
 }
 
 /**
+ * What argon2 is given. The native binding turns every lone surrogate into U+FFFD, which would
+ * make different passwords one; the API refuses such text, and the hasher refuses it as well.
+ */
+function hashInput(password: string): string {
+  if (/\p{Surrogate}/u.test(password)) throw new TypeError('a password must be well-formed Unicode text');
+  return normalizePassword(password);
+}
+
+/**
+ * A hash that no password matches, made without hashing: the current parameters, a random salt and
+ * a random digest of a real hash's sizes. Verifying against it costs one full argon2id computation,
+ * as an account's hash does. It is made without any work that can be refused, so a hasher that was
+ * full once can never leave unknown identities with an answer of their own.
+ */
+export function dummyPasswordHash(parameters: Argon2Parameters): string {
+  const encoded = (bytes: number) => randomBytes(bytes).toString('base64').replace(/=+$/, '');
+  const { memoryCost, timeCost, parallelism } = parameters;
+  return `$argon2id$v=19$m=${memoryCost},t=${timeCost},p=${parallelism}$${encoded(16)}$${encoded(32)}`;
+}
+
+/**
  * argon2id on the process's low-priority hashing threads, never on the event loop. With two cores,
  * two hashes at a time give full throughput; more would only add latency and memory.
  */
 export function createArgon2Hasher(
   parameters: Argon2Parameters = productionArgon2,
-  { concurrency = 2, maxWaiting = 256 } = {},
+  {
+    concurrency = 2,
+    maxWaiting = 256,
+    pool = sharedHashPool() as Pick<HashPool, 'hash' | 'verify'>,
+  }: { concurrency?: number; maxWaiting?: number; pool?: Pick<HashPool, 'hash' | 'verify'> } = {},
 ): PasswordHasher {
   const gate = new Semaphore(concurrency, maxWaiting);
   const options = { algorithm: Algorithm.Argon2id, ...parameters };
   const phcParameters = `m=${parameters.memoryCost},t=${parameters.timeCost},p=${parameters.parallelism}`;
-  const pool = sharedHashPool();
-  const hashPassword = (password: string) => gate.run(() => pool.hash(normalizePassword(password), options));
+  const hashPassword = (password: string) => gate.run(() => pool.hash(hashInput(password), options));
   const verifyPassword = (passwordHash: string, password: string) =>
-    gate.run(() => pool.verify(passwordHash, normalizePassword(password)).catch(() => false));
-  let dummyHash: Promise<string> | undefined;
+    gate.run(() => pool.verify(passwordHash, hashInput(password)).catch(() => false));
+  const dummyHash = dummyPasswordHash(parameters);
   return {
     hash: hashPassword,
     verify: verifyPassword,
     async verifyDummy(password) {
-      dummyHash ??= hashPassword(randomBytes(16).toString('hex'));
-      await verifyPassword(await dummyHash, password);
+      await verifyPassword(dummyHash, password);
     },
     needsRehash: (passwordHash) => !passwordHash.startsWith(`$argon2id$v=19$${phcParameters}$`),
   };
@@ -107,9 +130,9 @@ export function newPasswordProblems(password: string): string[] {
   const problems: string[] = [];
   if (length < minPasswordLength) problems.push(`Must be at least ${minPasswordLength} characters.`);
   if (length > maxPasswordLength) problems.push(`Must be at most ${maxPasswordLength} characters.`);
-  if (!/\p{L}/u.test(normalized) || !/\p{Nd}/u.test(normalized)) {
-    problems.push('Must contain at least one letter and one number.');
-  }
+  // Each missing kind is named on its own: "a letter and a number" misleads a password that has letters.
+  if (!/\p{L}/u.test(normalized)) problems.push('Must contain at least one letter.');
+  if (!/\p{Nd}/u.test(normalized)) problems.push('Must contain at least one number.');
   if (problems.length === 0 && isCommonPassword(normalized)) {
     problems.push('Is too common; choose a password that others do not use.');
   }

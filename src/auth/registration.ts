@@ -33,14 +33,17 @@ export function validateName(raw: string, errors: FieldErrors): string {
   return name;
 }
 
-export function validateNewPassword(password: string, confirmation: string, errors: FieldErrors): void {
+/** A confirmation left undefined was refused already (missing or not text), so it is not compared. */
+export function validateNewPassword(password: string, confirmation: string | undefined, errors: FieldErrors): void {
   for (const problem of newPasswordProblems(password)) addFieldError(errors, 'password', problem);
-  if (password !== confirmation) addFieldError(errors, 'password_confirmation', 'Must match the password.');
+  if (confirmation !== undefined && password !== confirmation) {
+    addFieldError(errors, 'password_confirmation', 'Must match the password.');
+  }
 }
 
 function validateIdentity(
   store: StoreContext,
-  input: RegisterInput,
+  input: Pick<RegisterInput, 'email' | 'phone'>,
   allowedCallingCodes: readonly string[],
   errors: FieldErrors,
 ): string {
@@ -69,6 +72,23 @@ function validateIdentity(
     return '';
   }
   return value;
+}
+
+/**
+ * The field errors of a registration whose other fields were refused already (missing or not
+ * text): those are left undefined and not checked again, so one answer can name every failing
+ * field. The identity field is the store's, so only this check can say it is missing.
+ */
+export function registrationErrors(
+  store: StoreContext,
+  input: Partial<RegisterInput>,
+  allowedCallingCodes: readonly string[],
+): FieldErrors {
+  const errors: FieldErrors = {};
+  if (input.name !== undefined) validateName(input.name, errors);
+  validateIdentity(store, input, allowedCallingCodes, errors);
+  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
+  return errors;
 }
 
 /** Creates an unverified customer and sends the first verification code. Never creates a session. */

@@ -19,15 +19,30 @@ export interface NewSession {
   expiresAt: Date;
 }
 
-export async function createSession(tx: Queryable, clock: Clock, customerId: string): Promise<NewSession> {
+/**
+ * Opens a session for the customer, but only while `credentialVersion` (the version the password
+ * was checked against) is still current: a login that checked a password a reset has since
+ * replaced gets no session (null). FOR SHARE makes the statement wait for a password change in
+ * progress and then look at the changed row. Without it, under READ COMMITTED a reset that has
+ * deleted the sessions but not yet committed still shows the old version, and this session would
+ * outlive the reset. The foreign key's own FOR KEY SHARE does not wait for a non-key update.
+ */
+export async function createSession(
+  tx: Queryable,
+  clock: Clock,
+  customerId: string,
+  credentialVersion: number,
+): Promise<NewSession | null> {
   const sessionId = randomBytes(32).toString('base64url');
   const now = clock.now();
   const expiresAt = new Date(now.getTime() + sessionAbsoluteLifetimeSeconds * 1000);
-  await tx.query(
-    'INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at) VALUES ($1, $2, $3, $3, $4)',
-    [hashSessionId(sessionId), customerId, now, expiresAt],
+  const rows = await tx.query(
+    `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at)
+     SELECT $1, id, $3, $3, $4 FROM customers WHERE id = $2 AND credential_version = $5 FOR SHARE
+     RETURNING 1`,
+    [hashSessionId(sessionId), customerId, now, expiresAt, credentialVersion],
   );
-  return { sessionId, expiresAt };
+  return rows.length === 1 ? { sessionId, expiresAt } : null;
 }
 
 /** The customer behind a live session, sliding its idle window; null for a dead or unknown one. */
@@ -65,4 +80,28 @@ export async function deleteSession(db: Queryable, clock: Clock, sessionId: stri
 
 export async function deleteCustomerSessions(tx: Queryable, customerId: string): Promise<void> {
   await tx.query('DELETE FROM sessions WHERE customer_id = $1', [customerId]);
+}
+
+/**
+ * Deletes up to `limit` sessions that ended (absolute lifetime or idle timeout) at least
+ * `retentionSeconds` ago and returns how many. Rows another instance is deleting are skipped,
+ * never waited for, so janitors in several instances share the work.
+ */
+export async function deleteExpiredSessions(
+  db: Queryable,
+  clock: Clock,
+  retentionSeconds: number,
+  limit: number,
+): Promise<number> {
+  const cutoff = clock.now().getTime() - retentionSeconds * 1000;
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM sessions WHERE id_hash IN (
+         SELECT id_hash FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2
+          LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [new Date(cutoff), new Date(cutoff - sessionIdleTimeoutSeconds * 1000), limit],
+  );
+  return row?.n ?? 0;
 }

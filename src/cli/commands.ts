@@ -1,14 +1,21 @@
 import { listAudit, type AuditEvent } from '../audit.js';
 import type { Clock } from '../clock.js';
-import type { IdentityMode } from '../config.js';
+import {
+  defaultRetention,
+  deliveryProblem,
+  type Config,
+  type IdentityMode,
+  type RetentionSettings,
+} from '../config.js';
 import { findCustomerByIdentity, toCustomer } from '../auth/customers.js';
 import { normalizeIdentity } from '../auth/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
+import { prune } from '../janitor.js';
 import type { Database } from '../storage/database.js';
 import { migrate } from '../storage/migrations.js';
 import { loadStore, updateStore, type StoreChanges } from '../store/store.js';
 
-/** What an operator can ask for. The same objects travel over the admin socket to a running service. */
+/** What an operator can ask for. */
 export type AdminCommand =
   | { name: 'migrate' }
   | { name: 'store.show' }
@@ -16,7 +23,8 @@ export type AdminCommand =
   | { name: 'customer.show'; identity: string }
   | { name: 'outbox.list'; status?: OutboxStatus }
   | { name: 'outbox.retry'; id: string }
-  | { name: 'audit.list'; identity?: string; event?: AuditEvent; limit?: number };
+  | { name: 'audit.list'; identity?: string; event?: AuditEvent; limit?: number }
+  | { name: 'prune' };
 
 export interface AdminResult {
   ok: boolean;
@@ -29,8 +37,13 @@ export interface AdminResult {
 export interface AdminDeps {
   db: Database;
   clock: Clock;
-  /** Called after the store row changed, so a running service applies it at once. */
-  storeChanged?: () => void;
+  /** What `prune` keeps; the defaults when not given. */
+  retention?: RetentionSettings;
+  /**
+   * The command's own configuration, taken to be the service's (the same environment, as with
+   * `docker exec`): the transport check of `store set` can only be as right as that.
+   */
+  config: Pick<Config, 'smtpUrl' | 'smsWebhookUrl' | 'deliveryLogAllowed'>;
 }
 
 function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>) {
@@ -58,6 +71,9 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
         : { ok: true, output: describeStore(store) };
     }
     case 'store.set': {
+      const mode = command.changes.identityMode;
+      const problem = mode === undefined ? undefined : deliveryProblem(deps.config, mode);
+      if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
       const result = await updateStore(db, clock, command.changes, { force: command.force });
       if (!result.ok) {
         return result.reason === 'identity_mode_in_use'
@@ -67,7 +83,6 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
             }
           : { ok: false, error: 'no store yet: start the service once' };
       }
-      deps.storeChanged?.();
       return { ok: true, output: describeStore(result.store) };
     }
     case 'customer.show': {
@@ -94,6 +109,10 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
         customerId = row.id;
       }
       return { ok: true, output: await listAudit(db, { customerId, event: command.event, limit: command.limit }) };
+    }
+    case 'prune': {
+      const removed = await prune({ db, clock, retention: deps.retention ?? defaultRetention });
+      return { ok: true, output: { removed } };
     }
     case 'outbox.list':
       return { ok: true, output: await listOutbox(db, command.status) };

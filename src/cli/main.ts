@@ -4,13 +4,13 @@ import { auditEvents, type AuditEvent } from '../audit.js';
 import { systemClock } from '../clock.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
-import { deriveKeys } from '../keys.js';
-import { serve } from '../main.js';
+import { serve, StartupError } from '../main.js';
 import { openDatabase } from '../services.js';
-import { adminSocketPath, DataFolderBusyError, lockHolder, readSecret } from '../storage/data-folder.js';
+import { DatabaseUnavailableError } from '../storage/database.js';
+import { pino } from 'pino';
+import { DataFolderBusyError, LegacyDataFolderError } from '../storage/embedded-postgres.js';
 import { migrate } from '../storage/migrations.js';
 import { ensureStore, storeStatuses, type StoreChanges, type StoreStatus } from '../store/store.js';
-import { sendAdminCommand } from './admin-socket.js';
 import { runAdminCommand, type AdminCommand, type AdminResult } from './commands.js';
 
 const usage = `Usage: storefront-auth <command>
@@ -25,10 +25,15 @@ const usage = `Usage: storefront-auth <command>
   outbox retry <id>                       send a failed message again
   audit [--customer <identity>] [--event <event>] [--limit N]
                                           security events, newest first (default 100)
+  prune                                   delete what has outlived its retention now
 
 Configuration comes from the environment (see the README).`;
 
 class UsageError extends Error {}
+
+function oneLine(text: string): string {
+  return text.trim().replace(/\s*\n\s*/g, ' | ');
+}
 
 function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
@@ -63,6 +68,8 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       return 'serve';
     case 'migrate':
       return { name: 'migrate' };
+    case 'prune':
+      return { name: 'prune' };
     case 'store show':
       return { name: 'store.show' };
     case 'store set': {
@@ -115,20 +122,20 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
 }
 
 /**
- * Runs an operator command. A running embedded service owns the data folder, so the command goes
- * to it over the admin socket; otherwise the command opens the database itself.
+ * Runs an operator command on the database. In embedded mode it connects to the server the running
+ * service owns through its socket, or starts the server for the length of the command when no
+ * service runs. A running service sees store changes through its short store cache.
  */
 async function execute(config: Config, command: AdminCommand): Promise<AdminResult> {
-  if (config.databaseUrl === undefined && lockHolder(config.dataDir) !== null) {
-    const secret = config.appSecret ?? readSecret(config.dataDir);
-    if (secret === null) return { ok: false, error: `cannot read the deployment secret in ${config.dataDir}` };
-    return sendAdminCommand(adminSocketPath(config.dataDir), deriveKeys(secret).admin.toString('hex'), command);
-  }
-  const opened = await openDatabase(config);
+  const opened = await openDatabase(config, {
+    shareRunning: true,
+    max: 2,
+    log: pino({ level: 'warn', base: { service: 'storefront-auth' } }, pino.destination(2)),
+  });
   try {
     await migrate(opened.db);
     await ensureStore(opened.db, systemClock, config.initialStore);
-    return await runAdminCommand({ db: opened.db, clock: systemClock }, command);
+    return await runAdminCommand({ db: opened.db, clock: systemClock, retention: config.retention, config }, command);
   } finally {
     await opened.release();
   }
@@ -169,8 +176,31 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`);
     return 0;
   } catch (error) {
+    // Some configuration can only be judged once the store row is read (the channel it needs).
+    if (error instanceof ConfigError) {
+      process.stderr.write(`storefront-auth: configuration error: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof StartupError) {
+      process.stderr.write(`storefront-auth: ${error.message}\n`);
+      return 1;
+    }
     if (error instanceof DataFolderBusyError) {
-      process.stderr.write(`storefront-auth: ${error.message}; stop it first, or run the command while it serves\n`);
+      process.stderr.write(`storefront-auth: ${error.message}; stop it first\n`);
+      return 1;
+    }
+    if (error instanceof LegacyDataFolderError) {
+      process.stderr.write(`storefront-auth: ${error.message}\n`);
+      return 1;
+    }
+    if (error instanceof DatabaseUnavailableError) {
+      // Say what the driver saw (refused, timed out, reset): the operator fixes the network, not the code.
+      const cause = oneLine(error.cause instanceof Error ? error.cause.message : String(error.cause));
+      const what =
+        config.databaseUrl === undefined
+          ? `the embedded PostgreSQL server of DATA_DIR=${config.dataDir} is not answering (${cause}); its warnings are in the service log, start it again`
+          : `the database is not answering (${cause}); check DATABASE_URL and the server`;
+      process.stderr.write(`storefront-auth: ${what}\n`);
       return 1;
     }
     throw error;
@@ -182,7 +212,8 @@ main(process.argv.slice(2)).then(
     if (code !== 0) process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`storefront-auth: ${error instanceof Error ? error.message : String(error)}\n`);
+    // An operator reads one line, not a stack trace; a failed initdb, say, brings its own output.
+    process.stderr.write(`storefront-auth: ${oneLine(error instanceof Error ? error.message : String(error))}\n`);
     process.exitCode = 1;
   },
 );

@@ -5,7 +5,7 @@
  * - In a browser the browser keeps the cookies. In Node the client keeps its own cookie jar (one
  *   per client, for the one service at `baseUrl`): it stores what `Set-Cookie` gives and sends it
  *   back in `Cookie`.
- * - Every POST follows the CSRF flow (CONTRACT §6): the client fetches an `XSRF-TOKEN` cookie when
+ * - Every POST follows the CSRF flow (docs/reference.md, CSRF): the client fetches an `XSRF-TOKEN` cookie when
  *   it has none, echoes it in `X-XSRF-TOKEN`, and on a `419 csrf_token_mismatch` fetches a fresh one
  *   and retries once.
  * - A success resolves with the typed body; any failure throws a `StorefrontAuthError`.
@@ -198,6 +198,9 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
         method,
         headers,
         credentials: 'include',
+        // Following a redirect would send the body (a password) on to wherever it points; an
+        // answer that redirects is not the API's, whatever baseUrl names.
+        redirect: 'manual',
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       text = await response.text();

@@ -92,3 +92,31 @@ export async function retryOutboxMessage(
   );
   return 'retried';
 }
+
+/**
+ * Deletes up to `limit` finished messages and returns how many: sent and dropped ones last
+ * changed at least `deliveredRetentionSeconds` ago, failed ones `failedRetentionSeconds` ago.
+ * Pending messages are never touched. Rows another instance is deleting are skipped.
+ */
+export async function deleteFinishedMessages(
+  db: Queryable,
+  clock: Clock,
+  {
+    deliveredRetentionSeconds,
+    failedRetentionSeconds,
+  }: { deliveredRetentionSeconds: number; failedRetentionSeconds: number },
+  limit: number,
+): Promise<number> {
+  const nowMs = clock.now().getTime();
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM outbox WHERE id IN (
+         SELECT id FROM outbox
+          WHERE (status IN ('sent', 'dropped') AND updated_at <= $1) OR (status = 'failed' AND updated_at <= $2)
+          LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [new Date(nowMs - deliveredRetentionSeconds * 1000), new Date(nowMs - failedRetentionSeconds * 1000), limit],
+  );
+  return row?.n ?? 0;
+}

@@ -36,19 +36,35 @@ export interface CsrfOptions {
   sessionCookieName: string;
 }
 
-function originIsTrusted(origin: string, host: string | undefined, allowed: ReadonlySet<string>): boolean {
-  if (allowed.has(origin)) return true;
+/**
+ * The origin the browser addressed: scheme, host and port. The scheme is the connection's own, or
+ * the one the trusted proxy forwarded (Fastify reads X-Forwarded-Proto only with TRUST_PROXY on).
+ */
+function ownOrigin(request: FastifyRequest): string | undefined {
+  const host = request.headers.host;
+  if (host === undefined) return undefined;
   try {
-    if (host === undefined) return false;
-    const originUrl = new URL(origin);
-    // Parsed with the origin's scheme so "shop.test:443" and "shop.test" compare equal over https.
-    return originUrl.host === new URL(`${originUrl.protocol}//${host}`).host;
+    return new URL(`${request.protocol}://${host}`).origin;
   } catch {
-    return false; // includes `Origin: null`
+    return undefined;
   }
 }
 
-/** CONTRACT §6: the origin check, then the token check, for browser requests with unsafe methods. */
+function originIsTrusted(origin: string, request: FastifyRequest, allowed: ReadonlySet<string>): boolean {
+  if (allowed.has(origin)) return true;
+  const own = ownOrigin(request);
+  if (own === undefined) return false;
+  try {
+    // The whole origin, scheme included: a page served over http must not act on an https
+    // service of the same host (an attacker on the network can write that page), nor the reverse.
+    // Parsed so "shop.test:443" and "shop.test" compare equal over https.
+    return new URL(origin).origin === own;
+  } catch {
+    return false; // unparseable
+  }
+}
+
+/** docs/reference.md, CSRF: the origin check, then the token check, for browser requests with unsafe methods. */
 export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
   if (!unsafeMethods.has(request.method)) return;
   const origin = request.headers.origin;
@@ -57,7 +73,7 @@ export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
   if (origin === undefined && fetchSite === undefined) return;
 
   const sameOrigin = fetchSite === 'same-origin' || fetchSite === 'none';
-  if (!sameOrigin && !(origin !== undefined && originIsTrusted(origin, request.headers.host, options.allowedOrigins))) {
+  if (!sameOrigin && !(origin !== undefined && originIsTrusted(origin, request, options.allowedOrigins))) {
     throw new ProblemError('untrusted_origin');
   }
 

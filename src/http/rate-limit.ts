@@ -11,7 +11,7 @@ export interface LimitRule {
 const minute = 60;
 const hour = 60 * minute;
 
-/** CONTRACT §7. Names become part of the counter keys. */
+/** docs/reference.md, Rate limits. Names become part of the counter keys. */
 export const limits = {
   anyCall: { name: 'any', limit: 300, windowSeconds: minute },
   loginAttempts: { name: 'login', limit: 20, windowSeconds: minute },

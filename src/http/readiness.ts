@@ -31,6 +31,9 @@ function within<T>(work: () => Promise<T>, fallback: T): Promise<T> {
 async function searchIsHealthy(searchUrl: string): Promise<boolean> {
   const response = await fetch(new URL('health', searchUrl.endsWith('/') ? searchUrl : `${searchUrl}/`), {
     signal: AbortSignal.timeout(checkTimeoutMs),
+    // A redirect means the health endpoint itself was not reached (a proxy's sign-in page, a
+    // moved host): whatever answers at the other end says nothing about the search engine.
+    redirect: 'manual',
   });
   await response.body?.cancel();
   return response.ok;

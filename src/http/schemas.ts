@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
 import { problemCatalogue, type ProblemCode } from './problems.js';
 
 const identityField = Type.String({
@@ -11,9 +11,17 @@ const codeField = Type.String({ pattern: '^[0-9]{6}$', description: 'The six-dig
 export const RegisterBody = Type.Object({
   // The 120 limit applies after trimming (in the domain); this bound only caps the raw input.
   name: Type.String({ maxLength: 255, description: 'Up to 120 characters once trimmed; no control characters.' }),
-  email: Type.Optional(Type.String({ maxLength: 254, description: 'Send on a store whose identity mode is email.' })),
+  email: Type.Optional(
+    Type.String({
+      maxLength: 254,
+      description: 'Required on a store whose identity mode is email; refused on a phone store.',
+    }),
+  ),
   phone: Type.Optional(
-    Type.String({ maxLength: 254, description: 'E.164; send on a store whose identity mode is phone.' }),
+    Type.String({
+      maxLength: 254,
+      description: 'E.164; required on a store whose identity mode is phone; refused on an email store.',
+    }),
   ),
   password: Type.String({
     maxLength: 255,
@@ -71,29 +79,67 @@ export const HealthReady = Type.Object({
   details: Type.Optional(Type.Object({ store_id: Type.String(), store_status: Type.String() })),
 });
 
-function problemSchema(codes: ProblemCode[]): TSchema {
+/** What an operation's documentation shows of its own: field errors, and details it words its own way. */
+export interface ProblemExamples {
+  fieldErrors?: Record<string, string[]>;
+  details?: Partial<Record<ProblemCode, string>>;
+}
+
+function requiredFieldsExample(body: TObject): Record<string, string[]> {
+  return Object.fromEntries((body.required ?? []).map((field) => [field, ['Is required.']]));
+}
+
+/**
+ * One status's problem document: only the members its codes can carry (`errors` for
+ * validation_failed, `checks` and `details` for readiness), and an example made of the first
+ * code, so a reader sees the operation's own fields rather than another operation's.
+ */
+function problemSchema(codes: ProblemCode[], own: ProblemExamples): TSchema {
+  const [first] = codes as [ProblemCode, ...ProblemCode[]];
+  const carriesErrors = codes.includes('validation_failed');
+  const carriesChecks = codes.includes('deployment_not_ready');
+  const example = {
+    type: 'about:blank',
+    title: problemCatalogue[first].title,
+    status: problemCatalogue[first].status,
+    code: first,
+    detail: own.details?.[first] ?? problemCatalogue[first].detail,
+    request_id: '5f0c6f5e-1f4b-4a59-9a1e-4b8f3c2d7e10',
+    ...(first === 'validation_failed' && own.fieldErrors !== undefined ? { errors: own.fieldErrors } : {}),
+    ...(first === 'deployment_not_ready'
+      ? { checks: { database: true, cache: false, search: true, store: true } }
+      : {}),
+  };
   return Type.Object(
     {
-      type: Type.String({ examples: ['about:blank'] }),
+      type: Type.String(),
       title: Type.String(),
       status: Type.Integer(),
       code: Type.Unsafe<ProblemCode>({ type: 'string', enum: codes }),
       detail: Type.String(),
       request_id: Type.String({ description: 'Equals the X-Request-ID header.' }),
-      errors: Type.Optional(
-        Type.Record(Type.String(), Type.Array(Type.String()), {
-          description: 'validation_failed only: each failing field (by its request name, or `body`) with its messages.',
-        }),
-      ),
-      checks: Type.Optional(ReadinessChecks),
-      details: Type.Optional(Type.Object({ store_id: Type.String(), store_status: Type.String() })),
+      ...(carriesErrors
+        ? {
+            errors: Type.Optional(
+              Type.Record(Type.String(), Type.Array(Type.String()), {
+                description:
+                  'Every failing field (by its request name, or `body`) with its messages, all in one answer.',
+              }),
+            ),
+          }
+        : {}),
+      ...(carriesChecks
+        ? {
+            checks: Type.Optional(ReadinessChecks),
+            details: Type.Optional(Type.Object({ store_id: Type.String(), store_status: Type.String() })),
+          }
+        : {}),
     },
-    { description: 'RFC 9457 problem document' },
+    { description: 'RFC 9457 problem document', examples: [example] },
   );
 }
 
-/** Response entries for the problem documents a route can answer with, grouped by status. */
-export function problemResponses(...codes: ProblemCode[]) {
+function responsesFor(codes: ProblemCode[], own: ProblemExamples) {
   const byStatus = new Map<number, ProblemCode[]>();
   for (const code of new Set(codes)) {
     const status = problemCatalogue[code].status;
@@ -103,11 +149,26 @@ export function problemResponses(...codes: ProblemCode[]) {
     [...byStatus].map(([status, list]) => [
       status,
       {
-        description: list.map((code) => `\`${code}\`: ${problemCatalogue[code].detail}`).join(' '),
-        content: { 'application/problem+json': { schema: problemSchema(list) } },
+        description: list
+          .map((code) => `\`${code}\`: ${own.details?.[code] ?? problemCatalogue[code].detail}`)
+          .join(' '),
+        content: { 'application/problem+json': { schema: problemSchema(list, own) } },
       },
     ]),
   );
+}
+
+/** Response entries for the problem documents a route without a body can answer with, grouped by status. */
+export function problemResponses(...codes: ProblemCode[]) {
+  return responsesFor(codes, {});
+}
+
+/**
+ * As problemResponses, for a route with a JSON body: everything a body can be refused for as well,
+ * with a validation example naming `body`'s own fields (or the given ones).
+ */
+export function bodyProblemResponses(body: TObject, codes: ProblemCode[] = [], own: ProblemExamples = {}) {
+  return responsesFor([...bodyProblems, ...codes], { fieldErrors: requiredFieldsExample(body), ...own });
 }
 
 /** What any customer route can answer before it runs: the gate, CSRF, limits, dependencies. */

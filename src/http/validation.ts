@@ -36,3 +36,64 @@ export function validationErrors(errors: FastifySchemaValidationError[]): Record
   }
   return result;
 }
+
+/**
+ * The text fields of a body that failed its schema, for the domain to check what the schema could
+ * not (such as which identity field the store needs); null when the body is not an object at all.
+ */
+export function textFields(body: unknown): Record<string, string> | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  return Object.fromEntries(
+    Object.entries(body).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+}
+
+// Outside a pair, a surrogate is no character. The hash, PostgreSQL and Redis would each turn it
+// into U+FFFD, so two different inputs would act as one (a password ending in \ud800 would also
+// accept \udbff and \ufffd).
+const loneSurrogate = /\p{Surrogate}/u;
+const wellFormedMessage = 'Must be valid Unicode text.';
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A JSON body's bytes as text, or null when they are not UTF-8: decoding them leniently would read
+ * each bad byte as U+FFFD, another way for two different inputs to become one.
+ */
+export function decodeUtf8(bytes: Uint8Array): string | null {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+function holdsLoneSurrogate(value: unknown): boolean {
+  // A loop, not recursion: a 16 KiB body can nest thousands of levels deep.
+  const pending = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'string') {
+      if (loneSurrogate.test(item)) return true;
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, inner] of Object.entries(item)) pending.push(key, inner);
+    }
+  }
+  return false;
+}
+
+/**
+ * Every field of a parsed body whose text (anywhere inside it) is not well-formed Unicode, for
+ * `errors`; checked for every body at parsing, so no route and no future field can miss it.
+ */
+export function illFormedTextErrors(body: unknown): Record<string, string[]> {
+  const errors: Record<string, string[]> = {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    if (holdsLoneSurrogate(body)) errors['body'] = [wellFormedMessage];
+    return errors;
+  }
+  for (const [field, value] of Object.entries(body)) {
+    if (holdsLoneSurrogate(field)) errors['body'] = [wellFormedMessage];
+    else if (holdsLoneSurrogate(value)) errors[field] = [wellFormedMessage];
+  }
+  return errors;
+}

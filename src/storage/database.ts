@@ -1,4 +1,4 @@
-/** The smallest surface the domain needs from PostgreSQL; PGlite and a server both provide it. */
+/** The smallest surface the domain needs from PostgreSQL, the embedded server or another one. */
 export interface Queryable {
   // JSON goes in as text cast in SQL (`$1::text::jsonb`): drivers disagree on encoding a string
   // bound straight to a jsonb parameter (postgres.js would store it as a JSON string).

@@ -101,6 +101,30 @@ const migrations: Migration[] = [
       CREATE INDEX audit_events_time ON audit_events (occurred_at);
     `,
   },
+  {
+    version: 3,
+    name: 'retention_indexes',
+    sql: `
+      -- The janitor selects each batch of dead rows through one of these, so a pass reads only
+      -- what it deletes. Audit events use audit_events_time.
+      CREATE INDEX sessions_expires ON sessions (expires_at);
+      CREATE INDEX sessions_last_seen ON sessions (last_seen_at);
+      -- A code ends at the first of its expiry, its use and its replacement.
+      CREATE INDEX challenges_finished ON challenges ((LEAST(expires_at, consumed_at, voided_at)));
+      -- Deleting a code sets outbox.challenge_id to NULL; without this each deleted code scans the outbox.
+      CREATE INDEX outbox_challenge ON outbox (challenge_id);
+      CREATE INDEX outbox_finished ON outbox (status, updated_at) WHERE status <> 'pending';
+    `,
+  },
+  {
+    version: 4,
+    name: 'credential_version',
+    sql: `
+      -- Raised by every change of password. A login opens its session only if the version it
+      -- checked the password against is still current, so no login racing a reset outlives it.
+      ALTER TABLE customers ADD COLUMN credential_version integer NOT NULL DEFAULT 1;
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

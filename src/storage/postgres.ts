@@ -1,25 +1,6 @@
 import pg from 'pg';
-import { DatabaseUnavailableError, type Database, type Queryable } from './database.js';
-
-// Server-reported states that mean "the server is going away or not accepting us".
-const unavailableStates = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
-
-/**
- * Connection trouble becomes DatabaseUnavailableError (answered 503); anything else is a real
- * error. Errors the server reported carry a `severity`; the others come from the socket or pool.
- */
-function translate(error: unknown): unknown {
-  if (!(error instanceof Error)) return error;
-  const { code, severity } = error as { code?: unknown; severity?: unknown };
-  if (severity !== undefined)
-    return typeof code === 'string' && unavailableStates.has(code) ? new DatabaseUnavailableError(error) : error;
-  const connectionTrouble =
-    (typeof code === 'string' && /^E(CONNREFUSED|CONNRESET|TIMEDOUT|HOSTUNREACH|NOTFOUND|PIPE)$/.test(code)) ||
-    /Connection terminated|timeout exceeded when trying to connect|connection error|Connection ended/i.test(
-      error.message,
-    );
-  return connectionTrouble ? new DatabaseUnavailableError(error) : error;
-}
+import type { Database, Queryable } from './database.js';
+import { isDatabaseUnavailable, translateDriverError as translate } from './postgres-errors.js';
 
 function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   return {
@@ -43,10 +24,17 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
 export interface PostgresOptions {
   /** Connections in the pool. */
   max?: number;
+  /** The server cancels a statement after this long (a stuck lock). */
+  statementTimeoutMs?: number;
+  /** The client gives up on an answer after this long (a server that stopped answering). */
+  queryTimeoutMs?: number;
 }
 
 /** A PostgreSQL server through node-postgres, with a pool whose waits are all bounded. */
-export function openPostgres(url: string, { max = 10 }: PostgresOptions = {}): Database {
+export function openPostgres(
+  url: string,
+  { max = 10, statementTimeoutMs = 10_000, queryTimeoutMs = 12_000 }: PostgresOptions = {},
+): Database {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -54,8 +42,8 @@ export function openPostgres(url: string, { max = 10 }: PostgresOptions = {}): D
     connectionTimeoutMillis: 1_500,
     idleTimeoutMillis: 30_000,
     // Bound any single statement, so a stuck lock or a silent server cannot hold a request forever.
-    statement_timeout: 10_000,
-    query_timeout: 12_000,
+    statement_timeout: statementTimeoutMs,
+    query_timeout: queryTimeoutMs,
     application_name: 'storefront-auth',
   });
   pool.on('error', () => {}); // an idle client lost its server; the next checkout reconnects
@@ -76,9 +64,15 @@ export function openPostgres(url: string, { max = 10 }: PostgresOptions = {}): D
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: Error) => {
-          broken = rollbackError; // the connection is unusable; the pool must not hand it out again
-        });
+        if (isDatabaseUnavailable(error)) {
+          // A ROLLBACK on a connection that stopped answering would only wait out another
+          // timeout; dropping the connection ends the transaction on the server just the same.
+          broken = error as Error;
+        } else {
+          await client.query('ROLLBACK').catch((rollbackError: Error) => {
+            broken = rollbackError; // the connection is unusable; the pool must not hand it out again
+          });
+        }
         throw translate(error);
       } finally {
         client.release(broken);

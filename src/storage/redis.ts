@@ -18,14 +18,14 @@ return {redis.call('HINCRBY', KEYS[1], 'c', 1), reset}
 
 export interface RedisKeyValueOptions {
   /** Prepended to every key, so deployments (or test runs) sharing a server never meet. */
-  keyPrefix?: string;
+  keyPrefix: string;
 }
 
 /** Counters in Redis (or Valkey): shared by every instance of the deployment. */
 export class RedisKeyValueStore implements KeyValueStore {
   readonly client: Redis;
 
-  constructor(url: string, { keyPrefix = 'sfa:' }: RedisKeyValueOptions = {}) {
+  constructor(url: string, { keyPrefix }: RedisKeyValueOptions) {
     this.client = new Redis(url, {
       keyPrefix,
       // Fail fast while disconnected instead of queueing: the caller falls back to memory.

@@ -10,6 +10,8 @@ const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..
 const assets = {
   '/app.js': 'text/javascript; charset=utf-8',
   '/app.css': 'text/css; charset=utf-8',
+  // Linked from the page, so browsers ask for it rather than for a missing /favicon.ico.
+  '/favicon.svg': 'image/svg+xml',
 } as const;
 
 // The page loads only its own script and style; nothing inline, no framing, no foreign origins.

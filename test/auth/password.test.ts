@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sharedHashPool } from '../../src/auth/hash-pool.js';
 import {
   createArgon2Hasher,
+  dummyPasswordHash,
   HasherBusyError,
   isCommonPassword,
   newPasswordProblems,
@@ -60,18 +62,23 @@ describe('newPasswordProblems', () => {
     assert.ok(newPasswordProblems('😀😀😀a1bc').length > 0, 'seven code points are too short');
   });
 
-  const missingClass: Array<[string, string]> = [
-    ['letters only', 'onlyletterswithoutdigits'],
-    ['digits only', '98127364501'],
-    ['punctuation and digits', '!!--1234--!!'],
-    ['letters and punctuation', 'letters-and-punctuation!'],
+  const noNumber = 'Must contain at least one number.';
+  const noLetter = 'Must contain at least one letter.';
+  const missingClass: Array<[string, string, string]> = [
+    ['letters only', 'onlyletterswithoutdigits', noNumber],
+    ['digits only', '98127364501', noLetter],
+    ['punctuation and digits', '!!--1234--!!', noLetter],
+    ['letters and punctuation', 'letters-and-punctuation!', noNumber],
   ];
-  for (const [label, password] of missingClass) {
-    test(`refuses ${label} for lacking a letter or a digit`, () => {
-      const problems = newPasswordProblems(password);
-      assert.equal(problems.length, 1, problems.join(' | '));
+  for (const [label, password, missing] of missingClass) {
+    test(`refuses ${label}, naming exactly what is missing`, () => {
+      assert.deepEqual(newPasswordProblems(password), [missing]);
     });
   }
+
+  test('names both a missing letter and a missing number', () => {
+    assert.deepEqual(newPasswordProblems('!!--!!--!!'), [noLetter, noNumber]);
+  });
 
   test('counts a fullwidth digit as a digit', () => {
     assert.deepEqual(newPasswordProblems('lettersonly１'), []);
@@ -102,7 +109,7 @@ describe('newPasswordProblems', () => {
   test('gives one problem per rule broken and an empty list only for a good password', () => {
     assert.equal(newPasswordProblems('abc').length, 2, 'too short and no digit');
     assert.equal(newPasswordProblems('123').length, 2, 'too short and no letter');
-    assert.equal(newPasswordProblems('!!!!').length, 2);
+    assert.equal(newPasswordProblems('!!!!').length, 3, 'too short, no letter and no digit');
   });
 });
 
@@ -161,13 +168,26 @@ describe('createArgon2Hasher', () => {
     assert.equal(await hasher.verify(composed, 'cafe\u0301 latte 42'), true);
   });
 
+  test('refuses a password that is not well-formed Unicode instead of hashing it as if it held U+FFFD', async () => {
+    const hasher = createArgon2Hasher(testArgon2);
+    const base = 'analytical engine 1843';
+    const replacement = await hasher.hash(`${base}\ufffd`);
+    for (const surrogate of ['\ud800', '\udbff', '\udc00', '\udfff']) {
+      await assert.rejects(hasher.hash(`${base}${surrogate}`), TypeError);
+      await assert.rejects(hasher.verify(replacement, `${base}${surrogate}`), TypeError);
+      await assert.rejects(hasher.verifyDummy(`${base}${surrogate}`), TypeError);
+    }
+    assert.equal(await hasher.verify(replacement, `${base}\ufffd`), true);
+    assert.equal(await hasher.verify(await hasher.hash(`${base} \u{1F527}`), `${base} \u{1F527}`), true);
+  });
+
   test('verify answers false for a malformed stored hash instead of throwing', async () => {
     const hasher = createArgon2Hasher(testArgon2);
     assert.equal(await hasher.verify('not a hash', 'anything 1'), false);
     assert.equal(await hasher.verify('$2b$10$abcdefghijklmnopqrstuv', 'anything 1'), false);
   });
 
-  test('verifyDummy resolves after doing real hashing work through the same gate', async () => {
+  test('verifyDummy holds a hashing slot of the same gate until it resolves', async () => {
     const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 0 });
     const dummy = hasher.verifyDummy('whatever 1');
     const competing = hasher.hash('zq7vbnmk');
@@ -175,6 +195,26 @@ describe('createArgon2Hasher', () => {
     assert.equal(await dummy, undefined);
     const afterwards = await hasher.hash('zq7vbnmk');
     assert.match(afterwards, /^\$argon2id\$/);
+  });
+
+  test('the dummy hash has the shape of a real one, parses, and matches no password', async () => {
+    for (const parameters of [testArgon2, productionArgon2]) {
+      const real = await createArgon2Hasher(parameters).hash('zq7vbnmk');
+      const dummy = dummyPasswordHash(parameters);
+      const fields = (hash: string) => hash.split('$').map((field, i) => (i < 4 ? field : field.length));
+      assert.deepEqual(fields(dummy), fields(real));
+      // The threads reject a hash they cannot parse; a false answer means the full work was done.
+      assert.equal(await sharedHashPool().verify(dummy, 'zq7vbnmk'), false);
+    }
+  });
+
+  test('a dummy verification refused while the hasher is full leaves later ones working', async () => {
+    const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 0 });
+    const occupying = hasher.hash('zq7vbnmk');
+    await assert.rejects(hasher.verifyDummy('whatever 1'), HasherBusyError, 'the only slot is taken');
+    await occupying;
+    assert.equal(await hasher.verifyDummy('whatever 1'), undefined, 'a refusal is never remembered');
+    assert.equal(await hasher.verifyDummy('whatever 2'), undefined);
   });
 
   test('needsRehash is true for hashes made with other parameters or another algorithm', async () => {

@@ -4,12 +4,13 @@
 // .test-artifacts/screenshots (or SCREENSHOT_DIR).
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createStorefrontAuthClient } from '../../src/client/index.js';
-import { repoRoot, startService, type ServiceProcess } from '../helpers/service-process.js';
+import { repoRoot, runCli, startService, type ServiceProcess } from '../helpers/service-process.js';
 import { waitForCode } from '../client/service-codes.js';
 
 const screenshotDir = process.env['SCREENSHOT_DIR']
@@ -19,6 +20,14 @@ const screenshotName = /^\d{2}-[a-z0-9-]+\.png$/;
 let shots = 0;
 
 let browser: Browser;
+
+// The accessibility checker's own script, evaluated in the page through the DevTools protocol, which
+// the page's strict CSP (script-src 'self') does not govern.
+const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** The widths the page must read well at: a small phone and a desktop window. */
+const phone = { width: 375, height: 812 };
+const desktop = { width: 1280, height: 900 };
 
 before(async () => {
   await fs.mkdir(screenshotDir, { recursive: true });
@@ -53,9 +62,17 @@ interface Session {
   status(text: string | RegExp, kind?: 'success' | 'error'): Promise<string>;
 }
 
-/** A fresh browser context on the service's page; fails the test on script errors or CSP violations. */
-async function openPage(t: TestContext, service: ServiceProcess, run: (session: Session) => Promise<void>) {
-  const context = await browser.newContext({ viewport: { width: 720, height: 900 } });
+/**
+ * A fresh browser context on the service's page; fails the test on script errors, CSP violations or
+ * any request answered 404.
+ */
+async function openPage(
+  t: TestContext,
+  service: ServiceProcess,
+  run: (session: Session) => Promise<void>,
+  viewport = { width: 720, height: 900 },
+) {
+  const context = await browser.newContext({ viewport });
   const problems: string[] = [];
   const api: string[] = [];
   try {
@@ -67,6 +84,7 @@ async function openPage(t: TestContext, service: ServiceProcess, run: (session: 
     });
     page.on('response', (response) => {
       const url = new URL(response.url());
+      if (response.status() === 404) problems.push(`404 for ${url.pathname}`);
       if (url.pathname.startsWith('/api/'))
         api.push(`${response.request().method()} ${url.pathname} ${response.status()}`);
     });
@@ -87,10 +105,46 @@ async function openPage(t: TestContext, service: ServiceProcess, run: (session: 
         return (await status.textContent()) ?? '';
       },
     });
-    assert.deepEqual(problems, [], 'no script errors and no CSP violations');
+    assert.deepEqual(problems, [], 'no script errors, no CSP violations and no 404s');
   } finally {
     await context.close();
   }
+}
+
+/** Runs axe-core on the page as it is shown now; fails with each rule broken and where. */
+async function assertAccessible(page: Page, where: string) {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: Document): Promise<AxeResults> } }).axe;
+    const results = await axe.run(document);
+    // No rule passing at all would mean the checker looked at nothing.
+    if (results.passes.length === 0) return ['axe-core checked nothing'];
+    return results.violations.map(
+      (rule) => `${rule.id}: ${rule.help} (${rule.nodes.map((node) => node.target.join(' ')).join(', ')})`,
+    );
+  });
+  assert.deepEqual(violations, [], `no accessibility violations on ${where}`);
+}
+
+interface AxeResults {
+  passes: unknown[];
+  violations: Array<{ id: string; help: string; nodes: Array<{ target: string[] }> }>;
+}
+
+/** Rows of the visible view buttons, by their top edge, each with its buttons' names. */
+async function tabRows(page: Page) {
+  const boxes = await page.locator('#views button').evaluateAll((buttons) =>
+    buttons.map((button) => {
+      // The line boxes of the label: more than one distinct top means the label wrapped.
+      const range = document.createRange();
+      range.selectNodeContents(button);
+      const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+      return { name: button.textContent?.trim() ?? '', top: Math.round(button.getBoundingClientRect().top), lines };
+    }),
+  );
+  const rows = new Map<number, string[]>();
+  for (const box of boxes) rows.set(box.top, [...(rows.get(box.top) ?? []), box.name]);
+  return { rows: [...rows.values()], wrapped: boxes.filter((box) => box.lines > 1).map((box) => box.name) };
 }
 
 async function register(page: Page, name: string, identity: string, password: string, confirmation = password) {
@@ -129,6 +183,26 @@ describe('the sign-in page of an email store', () => {
   async function existingCustomer(email: string, password: string) {
     const client = createStorefrontAuthClient({ baseUrl: service.url });
     await client.register({ name: 'Existing Customer', email, password, password_confirmation: password });
+  }
+
+  /** Pauses or opens the store with the command line, as an operator would, and waits until the service sees it. */
+  async function setStoreStatus(status: 'paused' | 'active') {
+    const child = runCli(['store', 'set', '--status', status], { DATA_DIR: dataDir });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    assert.equal(code, 0, stderr);
+    // The store gate reads the store row through a short cache of its own (readiness reads it
+    // afresh, so it can report the change earlier): ask a customer-facing call until it agrees.
+    const expected = status === 'active' ? 204 : 503;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const reply = await fetch(`${service.url}/api/v1/csrf-cookie`);
+      await reply.arrayBuffer();
+      if (reply.status === expected) return;
+      assert.ok(Date.now() < deadline, `the service did not see the store ${status} in time`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   test('a shopper registers, verifies with the emailed code, logs in, is recognised after a reload and logs out', async (t) => {
@@ -263,6 +337,139 @@ describe('the sign-in page of an email store', () => {
       );
       assert.equal(await form.getByLabel('Name').getAttribute('aria-invalid'), null, 'a valid field is not marked');
       await shot('field-errors');
+    });
+  });
+
+  for (const [label, viewport] of [
+    ['375 px', phone],
+    ['desktop', desktop],
+  ] as const) {
+    test(`at ${label} the view buttons sit in two full rows, no label wrapped and none orphaned`, async (t) => {
+      await openPage(
+        t,
+        service,
+        async ({ page, shot }) => {
+          await page.locator('#login').waitFor();
+          const { rows, wrapped } = await tabRows(page);
+          assert.deepEqual(wrapped, [], 'every label fits on one line');
+          assert.deepEqual(rows, [
+            ['Log in', 'Create an account'],
+            ['Forgot your password?', 'Verify an account'],
+          ]);
+          assert.equal(
+            await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+            true,
+            'nothing scrolls sideways',
+          );
+          await shot(`layout-${viewport.width}`);
+        },
+        viewport,
+      );
+    });
+
+    test(`at ${label} axe-core finds no accessibility violation on any view`, async (t) => {
+      await existingCustomer(`axe-${viewport.width}@example.com`, 'accessible page 2024');
+      await openPage(
+        t,
+        service,
+        async ({ page, shot, status }) => {
+          const nav = page.getByRole('navigation');
+          await page.locator('#login').waitFor();
+          await assertAccessible(page, `sign-in at ${label}`);
+          for (const [button, view] of [
+            ['Create an account', 'register'],
+            ['Verify an account', 'verify'],
+            ['Forgot your password?', 'forgot'],
+          ] as const) {
+            await nav.getByRole('button', { name: button }).click();
+            await page.locator(`#${view}`).waitFor();
+            await assertAccessible(page, `${view} at ${label}`);
+          }
+          await page.locator('#forgot').getByRole('button', { name: 'I already have a reset code' }).click();
+          await page.locator('#reset').waitFor();
+          await assertAccessible(page, `reset at ${label}`);
+
+          await nav.getByRole('button', { name: 'Log in' }).click();
+          await logIn(page, `axe-${viewport.width}@example.com`, 'wrong password 1');
+          await status('is not right', 'error');
+          await assertAccessible(page, `a failed sign-in at ${label}`);
+          await logIn(page, `axe-${viewport.width}@example.com`, 'accessible page 2024');
+          await status('You are signed in.', 'success');
+          await assertAccessible(page, `signed in at ${label}`);
+          await shot(`signed-in-${viewport.width}`);
+        },
+        viewport,
+      );
+    });
+  }
+
+  test('the page has an SVG favicon, served as an image the CSP allows', async (t) => {
+    await openPage(t, service, async ({ page }) => {
+      const href = await page.locator('link[rel="icon"]').getAttribute('href');
+      assert.equal(href, '/favicon.svg');
+      const answer = await page.evaluate(async (url) => {
+        const response = await fetch(url);
+        // Drawn as an image, so the page's CSP (img-src) is what decides; a refusal logs a violation.
+        const image = new Image();
+        image.src = url;
+        await image.decode();
+        return { status: response.status, type: response.headers.get('content-type'), width: image.naturalWidth };
+      }, href);
+      assert.equal(answer.status, 200);
+      assert.match(answer.type ?? '', /^image\/svg\+xml\b/);
+      assert.ok(answer.width > 0, 'the icon draws');
+    });
+  });
+
+  test('while the store is paused the forms are disabled with a sentence saying why, and a new check opens them again', async (t) => {
+    const notice = 'Lovelace Books is not taking sign-ins right now.';
+    await setStoreStatus('paused');
+    try {
+      await openPage(t, service, async ({ page, shot, status }) => {
+        const closed = page.getByRole('alert').filter({ hasText: notice });
+        await closed.waitFor();
+        for (const form of ['login', 'register', 'verify', 'forgot', 'reset']) {
+          const controls = page.locator(`#${form}-form`).locator('input, button');
+          assert.ok((await controls.count()) > 0);
+          for (const control of await controls.all()) {
+            assert.equal(await control.isDisabled(), true, `#${form}-form controls are disabled`);
+          }
+        }
+        await assertAccessible(page, 'the paused page');
+        await shot('store-paused');
+
+        // Still paused: checking again keeps the forms shut.
+        await closed.getByRole('button', { name: 'Check again' }).click();
+        await closed.waitFor();
+        await page.locator('#login-form button[type="submit"]:disabled').waitFor();
+
+        await setStoreStatus('active');
+        await closed.getByRole('button', { name: 'Check again' }).click();
+        await closed.waitFor({ state: 'hidden' });
+        await status('Lovelace Books is taking sign-ins again.', 'success');
+        const login = page.locator('#login');
+        assert.equal(await login.getByLabel('Email address').isEnabled(), true);
+        assert.equal(await login.getByRole('button', { name: 'Log in' }).isEnabled(), true);
+        await shot('store-open-again');
+      });
+    } finally {
+      await setStoreStatus('active');
+    }
+  });
+
+  test('a store paused while the page is open shuts the form that met it', async (t) => {
+    await existingCustomer('paused@example.com', 'closed for lunch 12');
+    await openPage(t, service, async ({ page }) => {
+      await page.locator('#login').waitFor();
+      await setStoreStatus('paused');
+      try {
+        await logIn(page, 'paused@example.com', 'closed for lunch 12');
+        await page.getByRole('alert').filter({ hasText: 'Lovelace Books is not taking sign-ins right now.' }).waitFor();
+        assert.equal(await page.locator('#login').getByRole('button', { name: 'Log in' }).isDisabled(), true);
+        assert.equal(await page.locator('#status').textContent(), '', 'one message, not two');
+      } finally {
+        await setStoreStatus('active');
+      }
     });
   });
 

@@ -1,56 +1,18 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { ChildProcessByStdio } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { cliEnv, isAlive, runCommand, spawnCli, tempFolders, type Finished } from '../helpers/cli.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const slow = { timeout: 60_000 };
-const folders: string[] = [];
-
-function freshFolder(): string {
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-cli-'));
-  folders.push(folder);
-  return folder;
-}
-
-/** A clean environment: nothing from the test runner leaks into the child. */
-function cliEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', DATA_DIR: dataDir, PORT: '0', ...extra };
-}
-
-interface Finished {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcessByStdio<null, Readable, Readable> {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** Runs one command to its end. */
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<Finished> {
-  const child = spawnCli(args, env);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+const folders = tempFolders('sfa-cli-');
+const freshFolder = () => folders.fresh();
+const run = runCommand;
 
 type LogLine = Record<string, unknown>;
 
@@ -110,6 +72,11 @@ class ServiceProcess {
     return new Promise((resolve, reject) => this.waiters.add({ match, resolve, reject }));
   }
 
+  /** What the service wrote to stderr so far. */
+  get errorOutput(): string {
+    return this.stderr;
+  }
+
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
@@ -144,12 +111,35 @@ function call(method: 'GET' | 'POST', url: string, body?: unknown): Promise<Http
   });
 }
 
+/** The process that runs the embedded server of a data folder, from its postmaster.pid. */
+function serverPid(dataDir: string): number | undefined {
+  try {
+    return Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function parentOf(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** Asks until `check` holds: the service applies a store change through its short cache. */
+async function eventually(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('the condition did not come true in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 function json(output: string): Record<string, unknown> {
   return JSON.parse(output) as Record<string, unknown>;
 }
 
 after(() => {
-  for (const folder of folders) fs.rmSync(folder, { recursive: true, force: true });
+  folders.removeAll();
 });
 
 describe('the command line on its own', () => {
@@ -186,6 +176,76 @@ describe('the command line on its own', () => {
     assert.equal(fs.existsSync(dataDir), false, 'nothing was created');
   });
 
+  test('serve on a port in use exits 1 with one line naming PORT and HOST, before creating anything in DATA_DIR', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    try {
+      const dataDir = path.join(freshFolder(), 'never-made');
+      const result = await run(['serve'], cliEnv(dataDir, { PORT: String(port), HOST: '127.0.0.1' }));
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        new RegExp(`^storefront-auth: PORT=${port} HOST=127\\.0\\.0\\.1: the port is in use; [^\\n]*PORT[^\\n]*\\n$`),
+      );
+      assert.equal(fs.existsSync(dataDir), false, 'no database was created first');
+    } finally {
+      taken.close();
+    }
+  });
+
+  test('serve with METRICS_PORT in use exits 1 with one line naming METRICS_PORT, before creating anything', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    try {
+      const dataDir = path.join(freshFolder(), 'never-made');
+      const result = await run(['serve'], cliEnv(dataDir, { METRICS_PORT: String(port) }));
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        new RegExp(`^storefront-auth: METRICS_PORT=${port} METRICS_HOST=127\\.0\\.0\\.1: [^\\n]*\\n$`),
+      );
+      assert.equal(fs.existsSync(dataDir), false, 'no database was created first');
+    } finally {
+      taken.close();
+    }
+  });
+
+  test('a shutdown delay not shorter than the shutdown timeout stops the start with exit 2 naming the variable', async () => {
+    const result = await run(
+      ['serve'],
+      cliEnv(freshFolder(), { SHUTDOWN_DELAY_SECONDS: '30', SHUTDOWN_TIMEOUT_SECONDS: '25' }),
+    );
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /SHUTDOWN_DELAY_SECONDS: must be less than SHUTDOWN_TIMEOUT_SECONDS/);
+  });
+
+  test(
+    'a command against a database server that never answers exits 1 saying the database is not answering',
+    slow,
+    async () => {
+      const sockets = new Set<net.Socket>();
+      const silent = net.createServer((socket) => sockets.add(socket));
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      try {
+        const port = (silent.address() as net.AddressInfo).port;
+        const result = await run(
+          ['store', 'show'],
+          cliEnv(freshFolder(), {
+            DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x`,
+            APP_SECRET: 'c'.repeat(40),
+          }),
+        );
+        assert.equal(result.code, 1);
+        assert.match(result.stderr, /^storefront-auth: the database is not answering \(.*timeout.*\)/);
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        await new Promise<void>((resolve) => silent.close(() => resolve()));
+      }
+    },
+  );
+
   test('store set without any flag exits 2', async () => {
     const result = await run(['store', 'set'], cliEnv(freshFolder()));
     assert.equal(result.code, 2);
@@ -199,7 +259,7 @@ describe('the command line on its own', () => {
   });
 
   test(
-    'store show on a fresh data folder prints the active store made from configuration and releases the folder',
+    'store show on a fresh data folder prints the active store made from configuration and stops the server it started',
     slow,
     async () => {
       const dataDir = freshFolder();
@@ -210,8 +270,9 @@ describe('the command line on its own', () => {
       assert.equal(store['name'], 'Corner Shop');
       assert.equal(store['identity_mode'], 'email');
       assert.deepEqual(store['settings'], { 'auth.customer_verification_required': false });
-      assert.equal(fs.existsSync(path.join(dataDir, 'lock')), false, 'the command let go of the folder');
+      assert.equal(serverPid(dataDir), undefined, 'the command stopped the server it started');
       assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');
+      assert.equal(fs.statSync(path.join(dataDir, 'secret')).mode & 0o777, 0o600, 'only the owner reads the secret');
     },
   );
 
@@ -226,6 +287,41 @@ describe('the command line on its own', () => {
     assert.equal(json(shown.stdout)['status'], 'paused');
     assert.equal(json(shown.stdout)['name'], 'Night Shop');
   });
+});
+
+describe('the command line in production without a transport for the store’s channel', () => {
+  test(
+    'serve refuses with one line naming the variable, store set --identity-mode phone refuses naming SMS_WEBHOOK_URL, and the opt-in lets both through',
+    { timeout: 120_000 },
+    async () => {
+      const dataDir = freshFolder();
+      const production = { NODE_ENV: 'production' };
+
+      const email = await run(['serve'], cliEnv(dataDir, production));
+      assert.equal(email.code, 2, email.stderr);
+      assert.match(
+        email.stderr,
+        /^storefront-auth: configuration error: SMTP_URL: .*DELIVERY_LOG_IN_PRODUCTION=true.*\n$/,
+      );
+      assert.equal(email.stderr.trim().split('\n').length, 1, 'one line');
+      assert.equal(fs.existsSync(path.join(dataDir, 'lock')), false, 'the folder is given back');
+
+      const withSmtp = { ...production, SMTP_URL: 'smtp://127.0.0.1:2525' };
+      const refused = await run(['store', 'set', '--identity-mode', 'phone'], cliEnv(dataDir, withSmtp));
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(refused.stderr, /SMS_WEBHOOK_URL .*DELIVERY_LOG_IN_PRODUCTION=true/);
+      assert.equal(refused.stdout, '');
+
+      const optedIn = { ...withSmtp, DELIVERY_LOG_IN_PRODUCTION: 'true' };
+      const switched = await run(['store', 'set', '--identity-mode', 'phone'], cliEnv(dataDir, optedIn));
+      assert.equal(switched.code, 0, switched.stderr);
+      assert.equal(json(switched.stdout)['identity_mode'], 'phone');
+
+      const phone = await run(['serve'], cliEnv(dataDir, withSmtp));
+      assert.equal(phone.code, 2, phone.stderr);
+      assert.match(phone.stderr, /configuration error: SMS_WEBHOOK_URL: /, 'the store row decides the channel');
+    },
+  );
 });
 
 describe('the command line beside a running service', { timeout: 180_000 }, () => {
@@ -255,13 +351,15 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
     }
   });
 
-  test('the running service answers and holds the data folder', async () => {
+  test('the running service answers and runs the server of the data folder as its child', async () => {
     assert.deepEqual((await call('GET', `${base}/api/v1/health/live`)).body, { status: 'ok' });
-    assert.equal(fs.readFileSync(path.join(dataDir, 'lock'), 'utf8').trim(), String(service.child.pid));
+    const pid = serverPid(dataDir);
+    assert.ok(pid !== undefined);
+    assert.equal(parentOf(pid), service.child.pid);
   });
 
   test(
-    'store set --status paused goes through the service and the very next login answers 503 store_unavailable; active restores it',
+    'store set --status paused reaches the running service through the database; logins then answer 503 store_unavailable, and active restores them',
     slow,
     async () => {
       const paused = await run(['store', 'set', '--status', 'paused'], env);
@@ -269,6 +367,8 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
       assert.equal(json(paused.stdout)['status'], 'paused');
 
       const login = { identity: 'nobody@example.com', password: 'whatever 123' };
+      const storeStatus = async () => (await call('GET', `${base}/api/v1/health/ready`)).body.details?.store_status;
+      await eventually(async () => (await storeStatus()) === 'paused');
       const shut = await call('POST', `${base}/api/v1/customer/auth/login`, login);
       assert.equal(shut.status, 503);
       assert.equal(shut.body.code, 'store_unavailable');
@@ -278,6 +378,7 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
       const active = await run(['store', 'set', '--status', 'active'], env);
       assert.equal(active.code, 0, active.stderr);
       assert.equal(json(active.stdout)['status'], 'active');
+      await eventually(async () => (await storeStatus()) === 'active');
       const open = await call('POST', `${base}/api/v1/customer/auth/login`, login);
       assert.equal(open.status, 401, 'an unknown account is refused as usual once the store is open');
       assert.equal(open.body.code, 'unauthenticated');
@@ -315,19 +416,34 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
     'in development the code goes to the service log, verifies the customer, and outbox list shows the message',
     slow,
     async () => {
+      const registered = await call('POST', `${base}/api/v1/customer/auth/register`, {
+        name: 'Grace Hopper',
+        email: 'grace@example.com',
+        password: 'compiler engine 1952',
+        password_confirmation: 'compiler engine 1952',
+      });
+      assert.equal(registered.status, 201);
       const logged = await service.waitFor(
-        (line) => line['to'] === 'ada@example.com' && line['purpose'] === 'verification',
+        (line) => line['to'] === 'grace@example.com' && line['purpose'] === 'verification',
       );
       const code = /(?<!\d)(\d{6})(?!\d)/.exec(String(logged['text']))?.[1];
       assert.ok(code !== undefined, 'the log line holds the code');
-      const verified = await call('POST', `${base}/api/v1/customer/auth/verify`, { identity: 'ada@example.com', code });
+      // A person reading the terminal finds the code on a plain line of its own, outside the JSON.
+      await eventually(async () =>
+        service.errorOutput.includes(`\n  >>> grace@example.com: ${code} is your My Store verification code\n`),
+      );
+      const verified = await call('POST', `${base}/api/v1/customer/auth/verify`, {
+        identity: 'grace@example.com',
+        code,
+      });
       assert.equal(verified.status, 200);
 
       const listed = await run(['outbox', 'list', '--status', 'sent'], env);
       assert.equal(listed.code, 0, listed.stderr);
-      const entries = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
+      const entries = (JSON.parse(listed.stdout) as Array<Record<string, unknown>>).filter(
+        (entry) => entry['recipient'] === 'grace@example.com',
+      );
       assert.equal(entries.length, 1);
-      assert.equal(entries[0]!['recipient'], 'ada@example.com');
       assert.equal(entries[0]!['purpose'], 'verification');
       const retry = await run(['outbox', 'retry', String(entries[0]!['id'])], env);
       assert.equal(retry.code, 1, 'a sent message is not sent again');
@@ -335,24 +451,29 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
   );
 
   test(
-    'a second serve on the same data folder exits non-zero saying the folder is in use, and the first keeps serving',
+    'a second serve on the same data folder exits 1 with one line naming the serving process and what to do, and the first keeps serving',
     slow,
     async () => {
       const second = await run(['serve'], env);
-      assert.notEqual(second.code, 0);
-      assert.match(second.stderr, /in use/);
+      assert.equal(second.code, 1, second.stderr);
+      assert.match(
+        second.stderr,
+        /^storefront-auth: another storefront-auth is already serving DATA_DIR=\S+ \(process \d+\): stop it, or give this one another DATA_DIR\n$/,
+      );
       assert.ok(service.running);
-      assert.equal(fs.readFileSync(path.join(dataDir, 'lock'), 'utf8').trim(), String(service.child.pid));
+      assert.equal(parentOf(serverPid(dataDir)!), service.child.pid, 'the first service still runs its server');
       assert.equal((await call('GET', `${base}/api/v1/health/live`)).status, 200);
     },
   );
 
-  test('on SIGTERM the service exits 0 and gives the data folder back', slow, async () => {
+  test('on SIGTERM the service exits 0 and stops its server', slow, async () => {
+    const pid = serverPid(dataDir)!;
     service.child.kill('SIGTERM');
     const finished = await service.finished;
     assert.equal(finished.signal, null, finished.stderr);
     assert.equal(finished.code, 0, finished.stderr);
-    assert.equal(fs.existsSync(path.join(dataDir, 'lock')), false, 'the lock file is gone');
+    assert.equal(isAlive(pid), false, 'the server has stopped');
+    assert.equal(serverPid(dataDir), undefined, 'and removed its postmaster.pid');
     assert.ok(
       service.lines.some((line) => line['msg'] === 'stopped'),
       'it logged its stop',

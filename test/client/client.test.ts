@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -228,5 +230,33 @@ describe('the typed client against a running service', () => {
     const client = createStorefrontAuthClient({ baseUrl: 'http://127.0.0.1:1' });
     const error = await assertFails(client.live(), 0, 'network_error');
     assert.ok(error.cause instanceof Error);
+  });
+
+  test('a base URL that redirects is an invalid_response, and the password never reaches the redirect target', async () => {
+    const received: string[] = [];
+    const target = http.createServer((request, reply) => {
+      received.push(`${request.method} ${request.url}`);
+      reply.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
+    const redirecting = http.createServer((request, reply) => {
+      reply.writeHead(307, { location: `${targetUrl}${request.url}` }).end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = createStorefrontAuthClient({
+        baseUrl: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/api/v1`,
+      });
+      await assertFails(
+        client.login({ identity: 'ada@example.com', password: 'secret 42 x' }),
+        307,
+        'invalid_response',
+      );
+      assert.deepEqual(received, []);
+    } finally {
+      redirecting.close();
+      target.close();
+    }
   });
 });

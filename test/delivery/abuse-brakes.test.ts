@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registration } from '../helpers/harness.js';
+import { auth, createHarness, registration, toReply, type Reply } from '../helpers/harness.js';
+
+/** What a client sees of a registration, with the parts that name the customer blanked out. */
+function answerShape(reply: Reply) {
+  const headers = Object.entries(reply.headers)
+    .filter(([name]) => !['date', 'x-request-id'].includes(name))
+    .sort(([a], [b]) => a.localeCompare(b));
+  const body = { ...reply.body, id: typeof reply.body.id, identity: { ...reply.body.identity, value: '…' } };
+  return { status: reply.status, headers, body };
+}
 
 describe('brakes on paid channels', () => {
   let harness: Awaited<ReturnType<typeof createHarness>>;
@@ -11,14 +20,29 @@ describe('brakes on paid channels', () => {
 
   test('past the hourly budget messages wait in the outbox, answers stay the same, and they go out when the hour has passed', async () => {
     const t = await harness.start({ env: { DELIVERY_BUDGET_PER_HOUR: '2' } });
-    const register = async (name: string) =>
-      assert.equal((await t.post(`${auth}/register`, registration({ email: `${name}@example.com` }))).status, 201);
+    // Each from its own address, so the per-address limit headers start alike.
+    let address = 0;
+    const register = async (name: string) => {
+      address += 1;
+      const reply = toReply(
+        await t.app.inject({
+          method: 'POST',
+          url: `${auth}/register`,
+          remoteAddress: `10.60.0.${address}`,
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify(registration({ email: `${name}@example.com` })),
+        }),
+      );
+      assert.equal(reply.status, 201, JSON.stringify(reply.body));
+      return reply;
+    };
     await register('a');
-    await register('b');
+    const withinBudget = await register('b');
     assert.equal((await t.deliver()).length, 2, 'two messages fit the budget');
     t.clock.advance(55 * 60);
-    await register('c');
+    const pastBudget = await register('c');
     assert.equal((await t.deliver()).length, 0, 'the third waits');
+    assert.deepEqual(answerShape(pastBudget), answerShape(withinBudget), 'status, headers and body alike');
     const waiting = await t.db.query<{ status: string }>("SELECT status FROM outbox WHERE status = 'pending'");
     assert.equal(waiting.length, 1);
     assert.ok(

@@ -128,7 +128,13 @@ export interface HookRequest {
   rawBody: string;
 }
 
-export type HookBehaviour = 'ok' | 'error' | 'destroy';
+/** A redirect answers with this status and `Location`, and carries nothing further itself. */
+export interface HookRedirect {
+  redirect: 301 | 302 | 303 | 307 | 308;
+  location: string;
+}
+
+export type HookBehaviour = 'ok' | 'error' | 'destroy' | HookRedirect;
 
 export interface TestHookServer {
   url: string;
@@ -141,7 +147,7 @@ export interface TestHookServer {
   close(): Promise<void>;
 }
 
-/** A stand-in SMS provider: records each request whole, then answers 200, 500 or drops the connection. */
+/** A stand-in SMS provider: records each request whole, then answers 200, 500, a redirect, or drops the connection. */
 export async function startHookServer(): Promise<TestHookServer> {
   const hook: Omit<TestHookServer, 'url' | 'close'> = { requests: [], script: [], fallback: 'ok', dropped: 0 };
   const server = http.createServer((request, response) => {
@@ -160,6 +166,10 @@ export async function startHookServer(): Promise<TestHookServer> {
         headers: request.headers,
         rawBody: Buffer.concat(chunks).toString('utf8'),
       });
+      if (typeof behaviour === 'object') {
+        response.writeHead(behaviour.redirect, { location: behaviour.location }).end();
+        return;
+      }
       const status = behaviour === 'ok' ? 200 : 500;
       response
         .writeHead(status, { 'content-type': 'application/json' })

@@ -153,6 +153,35 @@ describe('SMS delivery through the provider hook', () => {
     assert.equal(hook.requests.length, 2, 'a delivered message is not sent again');
   });
 
+  for (const status of [307, 302] as const) {
+    test(`a hook that answers ${status} is a failed attempt: the redirect is not followed, the message is retried, and the log names the Location`, async () => {
+      const { t, hook } = await startPhoneStore();
+      const elsewhere = await startHookServer();
+      hooks.push(elsewhere);
+      const location = `${elsewhere.url}?from=redirect`;
+      hook.script.push({ redirect: status, location });
+      assert.equal((await t.post(`${auth}/register`, phoneRegistration())).status, 201);
+      await t.deliver();
+
+      assert.equal(hook.requests.length, 1);
+      assert.equal(elsewhere.requests.length, 0, 'the target of the redirect receives nothing');
+      const waiting = await onlyOutboxRow(t.db);
+      assert.equal(waiting.status, 'pending', 'a redirect does not mark the message sent');
+      assert.equal(waiting.attempts, 1);
+      assert.ok(waiting.sealed_body !== null, 'the body is kept for the retry');
+      assert.ok(waiting.last_error?.includes(String(status)), `last_error: ${waiting.last_error}`);
+      assert.ok(waiting.last_error?.includes(location), `last_error names the Location: ${waiting.last_error}`);
+      const warning = t.logs.find((line) => line['msg'] === 'message not delivered; will retry');
+      assert.ok(String(warning?.['reason']).includes(location), 'the log line names the Location');
+
+      t.clock.advance((waiting.next_attempt_at.getTime() - t.clock.now().getTime()) / 1000);
+      await t.deliver();
+      assert.equal(hook.requests.length, 2, 'the hook itself is tried again');
+      assert.equal(elsewhere.requests.length, 0);
+      assert.equal((await onlyOutboxRow(t.db)).status, 'sent');
+    });
+  }
+
   test('a hook that drops the connection leaves the message pending with its error, and after the delivery window it is failed with the error kept', async () => {
     const { t, hook } = await startPhoneStore();
     hook.fallback = 'destroy';

@@ -2,33 +2,56 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
-import { openPglite } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { RedisKeyValueStore } from '../../src/storage/redis.js';
+import { startTestServer, testServerUrlVariable, type TestServer } from './embedded-server.js';
 
-/** Which backends this run uses: `npm test` alone is embedded; with DATABASE_URL/REDIS_URL it is the servers. */
+/**
+ * Which backends this run uses: `npm test` alone runs on one embedded PostgreSQL server; with
+ * DATABASE_URL/REDIS_URL it is those servers.
+ */
 export const testBackends = {
-  database: process.env['DATABASE_URL'] === undefined ? 'pglite' : 'postgres',
+  database: process.env['DATABASE_URL'] === undefined ? 'embedded' : 'postgres',
   cache: process.env['REDIS_URL'] === undefined ? 'memory' : 'redis',
 } as const;
 
 export interface TestDatabase {
   db: Database;
-  /** For child processes: the URL of this file's own database, when it is a server. */
-  url: string | undefined;
+  /** For child processes: the URL of this file's own database. */
+  url: string;
   drop(): Promise<void>;
 }
 
+let ownServer: Promise<TestServer> | undefined;
+let ownServerUsers = 0;
+
 /**
- * The database a test file runs against. Embedded: an in-memory PGlite. With DATABASE_URL: a
- * fresh database on that server, made for this file and dropped at the end, so parallel files
- * and runs never see each other's rows.
+ * The server test databases are made on: DATABASE_URL, else the embedded server `npm test` started
+ * for the run. A file run on its own starts an embedded server for as long as it has databases.
+ */
+async function testServer(): Promise<{ url: string; release(): Promise<void> }> {
+  const url = process.env['DATABASE_URL'] ?? process.env[testServerUrlVariable];
+  if (url !== undefined) return { url, release: async () => {} };
+  ownServerUsers += 1;
+  ownServer ??= startTestServer();
+  const started = ownServer;
+  const { server } = await started;
+  return {
+    url: server.adminUrl,
+    async release() {
+      ownServerUsers -= 1;
+      if (ownServerUsers > 0) return;
+      ownServer = undefined;
+      await (await started).remove();
+    },
+  };
+}
+
+/**
+ * The database a test file runs against: a fresh database on the test server, made for this file
+ * and dropped at the end, so parallel files and runs never see each other's rows.
  */
 export async function openTestDatabase(): Promise<TestDatabase> {
-  if (process.env['DATABASE_URL'] === undefined) {
-    const db = await openPglite();
-    return { db, url: undefined, drop: () => db.close() };
-  }
   const scratch = await createScratchDatabase('sfa_test');
   const db = openPostgres(scratch.url, { max: 5 });
   return {
@@ -41,12 +64,12 @@ export async function openTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-/** A fresh, empty database on the DATABASE_URL server, and how to drop it. */
+/** A fresh, empty database on the test server, and how to drop it. */
 export async function createScratchDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const serverUrl = process.env['DATABASE_URL']!;
+  const server = await testServer();
   const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: serverUrl });
+    const client = new pg.Client({ connectionString: server.url });
     await client.connect();
     try {
       await client.query(sql);
@@ -54,10 +77,24 @@ export async function createScratchDatabase(prefix: string): Promise<{ url: stri
       await client.end();
     }
   };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
+  try {
+    await admin(`CREATE DATABASE ${name}`);
+  } catch (error) {
+    await server.release();
+    throw error;
+  }
+  const url = new URL(server.url);
   url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return {
+    url: url.toString(),
+    async drop() {
+      try {
+        await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await server.release();
+      }
+    },
+  };
 }
 
 export async function truncateAll(db: Database): Promise<void> {

@@ -106,6 +106,7 @@ export async function createHarness() {
       kv: options.overrides?.kv ?? (await openTestKeyValueStore()),
       transports,
       manualDispatch: true,
+      manualJanitor: true,
       ...options.overrides,
     });
     const app = await buildApp(services);
@@ -157,7 +158,7 @@ export async function createHarness() {
 
   return {
     db,
-    /** The URL of this file's database when it is a PostgreSQL server (for child processes). */
+    /** The URL of this file's database (for child processes). */
     databaseUrl: database.url,
     start,
     async close() {

@@ -15,18 +15,36 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
+export interface SpawnOptions {
+  /** Leads a process group of its own (to be killed as a group). */
+  detached?: boolean;
+  /** A command the service runs under, such as `unshare …`. */
+  wrapper?: string[];
+}
+
 /** Runs `storefront-auth` from source in a child process, with only the given environment. */
-export function runCli(args: string[], env: Record<string, string>) {
-  return spawn(process.execPath, ['--import', 'tsx', cliEntry, ...args], {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  { detached = false, wrapper = [] }: SpawnOptions = {},
+) {
+  const command = [...wrapper, process.execPath, '--import', 'tsx', cliEntry, ...args];
+  return spawn(command[0]!, command.slice(1), {
     cwd: repoRoot,
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
   });
 }
 
 /** Starts `storefront-auth serve` on a free port and resolves once it listens. */
-export function startService(env: Record<string, string>, timeoutMs = 60_000): Promise<ServiceProcess> {
-  const child = runCli(['serve'], { PORT: '0', ...env });
+export function startService(
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  options: SpawnOptions = {},
+): Promise<ServiceProcess> {
+  // No load balancer to wait for unless a test asks for one.
+  const child = runCli(['serve'], { PORT: '0', SHUTDOWN_DELAY_SECONDS: '0', ...env }, options);
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

@@ -1,15 +1,18 @@
 import net from 'node:net';
 
-export type ProxyMode = 'pass' | 'refuse' | 'hang';
+export type ProxyMode = 'pass' | 'refuse' | 'hang' | 'freeze';
 
 /**
  * A TCP proxy in front of a real server (PostgreSQL, Redis) that a test can cut: `refuse` drops
- * every connection, `hang` accepts and never answers. The shared servers themselves never stop,
- * so other test files running at the same time are not disturbed.
+ * every connection, `hang` accepts and never answers, `freeze` keeps the open connections open
+ * but forwards nothing more either way (a partition, or a server stuck mid-answer) and lets new
+ * ones hang. The shared servers themselves never stop, so other test files running at the same
+ * time are not disturbed.
  */
 export class TcpProxy {
   private readonly server = net.createServer((socket) => this.accept(socket));
   private readonly sockets = new Set<net.Socket>();
+  private readonly pairs = new Set<[net.Socket, net.Socket]>();
   mode: ProxyMode = 'pass';
   port = 0;
 
@@ -24,12 +27,24 @@ export class TcpProxy {
     return this;
   }
 
-  /** Switches mode; existing connections are dropped unless the new mode is `pass`. */
+  /**
+   * Switches mode. `freeze` stops forwarding on the open connections; any other change drops
+   * them (after a freeze, what they carry is stale).
+   */
   set(mode: ProxyMode): void {
+    const previous = this.mode;
     this.mode = mode;
-    if (mode !== 'pass') {
+    if (mode === 'freeze') {
+      for (const [client, upstream] of this.pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    } else if (mode !== 'pass' || previous === 'freeze') {
       for (const socket of this.sockets) socket.destroy();
       this.sockets.clear();
+      this.pairs.clear();
     }
   }
 
@@ -46,11 +61,14 @@ export class TcpProxy {
       client.destroy();
       return;
     }
-    if (this.mode === 'hang') return;
+    if (this.mode === 'hang' || this.mode === 'freeze') return;
     const upstream = net.connect(this.targetPort, this.targetHost);
     this.sockets.add(upstream);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    this.pairs.add(pair);
     upstream.on('close', () => {
       this.sockets.delete(upstream);
+      this.pairs.delete(pair);
       client.destroy();
     });
     upstream.on('error', () => client.destroy());

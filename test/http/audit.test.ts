@@ -90,10 +90,10 @@ describe('the audit trail', () => {
     await registeredCustomer(t, { email: 'other@example.com' });
     await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
     await t.services.background.drain();
-    const all = await runAdminCommand({ db: t.db, clock: t.clock }, { name: 'audit.list' });
+    const all = await runAdminCommand({ db: t.db, clock: t.clock, config: t.services.config }, { name: 'audit.list' });
     assert.equal((all.output as unknown[]).length, 3);
     const logins = await runAdminCommand(
-      { db: t.db, clock: t.clock },
+      { db: t.db, clock: t.clock, config: t.services.config },
       { name: 'audit.list', identity: customer.identity, event: 'login.succeeded' },
     );
     assert.deepEqual(
@@ -101,7 +101,7 @@ describe('the audit trail', () => {
       ['login.succeeded'],
     );
     const unknown = await runAdminCommand(
-      { db: t.db, clock: t.clock },
+      { db: t.db, clock: t.clock, config: t.services.config },
       { name: 'audit.list', identity: 'ghost@example.com' },
     );
     assert.equal(unknown.ok, false);

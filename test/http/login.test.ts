@@ -169,6 +169,8 @@ describe('login', () => {
       });
       assert.equal(shapes[0]?.status, 401);
       assert.equal(shapes[0]?.body.code, 'unauthenticated');
+      // Says what happened, never which of the two was wrong.
+      assert.equal(shapes[0]?.body.detail, 'The identity or password is not correct.');
       assert.deepEqual(shapes[1], shapes[0]);
       assert.deepEqual(shapes[2], shapes[0]);
       for (const reply of replies) assert.equal(reply.headers['set-cookie'], undefined);

@@ -68,6 +68,40 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  test("shows each problem response's example with the operation's own fields, and readiness checks only on readiness", () => {
+    for (const [url, methods] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const bodyFields = Object.keys(operation.requestBody?.content['application/json'].schema.properties ?? {});
+        for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+          const media = response.content?.['application/problem+json'];
+          if (media === undefined) continue;
+          const where = `${method.toUpperCase()} ${url} ${status}`;
+          // OpenAPI 3.1 keeps JSON Schema's `examples`; Swagger UI shows the first.
+          const example = media.schema.examples?.[0];
+          assert.equal(example?.status, Number(status), `${where} has an example of its own status`);
+          assert.ok(media.schema.properties.code.enum.includes(example.code), `${where} example code`);
+          const ownsChecks = url === '/api/v1/health/ready' && status === '503';
+          assert.equal('checks' in media.schema.properties, ownsChecks, `${where} documents checks`);
+          assert.equal('checks' in example, ownsChecks, `${where} example shows checks`);
+          if (example.code === 'validation_failed') {
+            const fields = Object.keys(example.errors);
+            assert.ok(fields.length > 0, `${where} example names fields`);
+            for (const field of fields) assert.ok(bodyFields.includes(field), `${where} example field ${field}`);
+          } else {
+            assert.equal('errors' in example, false, `${where} example shows no errors`);
+          }
+        }
+      }
+    }
+    const register = document.paths['/api/v1/customer/auth/register'].post.responses['422'];
+    assert.deepEqual(Object.keys(register.content['application/problem+json'].schema.examples[0].errors).sort(), [
+      'email',
+      'name',
+      'password',
+      'password_confirmation',
+    ]);
+  });
+
   test('passes the Redocly linter without errors', async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-')), 'openapi.json');
     fs.writeFileSync(file, JSON.stringify(document));

@@ -34,7 +34,7 @@ function seconds(value: unknown, header: string): number {
   return Number(value);
 }
 
-/** 429 rate_limited with the headers of CONTRACT §7 (for `limit`, or any of several); returns Retry-After. */
+/** 429 rate_limited with the headers of docs/reference.md, Rate limits (for `limit`, or any of several); returns Retry-After. */
 function assertRateLimited(reply: Answer, limit: number | number[], windowSeconds: number): number {
   assert.equal(reply.status, 429, JSON.stringify(reply.body));
   assert.equal(reply.body.code, 'rate_limited');

@@ -11,7 +11,7 @@ import {
   type TestApp,
 } from '../helpers/harness.js';
 
-/** CONTRACT §3: the store-wide gate answers before anything else, so a shut store leaks nothing. */
+/** The store context (docs/reference.md): the store-wide gate answers before anything else, so a shut store leaks nothing. */
 function assertStoreUnavailable(reply: Reply, where: string): void {
   assert.equal(reply.status, 503, `${where}: got ${reply.status} ${JSON.stringify(reply.body)}`);
   assert.match(String(reply.headers['content-type']), /^application\/problem\+json/, where);

@@ -39,7 +39,7 @@ describe(
       assert.equal(await a?.stop(), 0, 'instance A shuts down cleanly on SIGTERM');
       assert.equal(await b?.stop(), 0, 'instance B shuts down cleanly on SIGTERM');
       const redis = new Redis(process.env['REDIS_URL']!, { db: redisDb });
-      const keys = await redis.keys('sfa:*');
+      const keys = await redis.keys('storefront-auth:*');
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
       await scratch.drop();

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
+import { sharedHashPool } from '../../src/auth/hash-pool.js';
 import { problemCatalogue, type ProblemCode } from '../../src/http/problems.js';
+import { loginRefusedDetail } from '../../src/http/routes/auth.js';
 import { auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
 
 /**
@@ -50,8 +53,10 @@ const commonHeaders = {
 };
 
 /** What a problem document answer must look like, exactly (request ids are 36-character UUIDs). */
-function expectedProblem(code: ProblemCode, extraHeaders: Record<string, string> = {}): Snapshot {
-  const { status, title, detail } = problemCatalogue[code];
+/** `detail` is the catalogue's unless the operation words its own (`ownDetail`). */
+function expectedProblem(code: ProblemCode, extraHeaders: Record<string, string> = {}, ownDetail?: string): Snapshot {
+  const { status, title } = problemCatalogue[code];
+  const detail = ownDetail ?? problemCatalogue[code].detail;
   const body = { type: 'about:blank', title, status, code, detail };
   const length = Buffer.byteLength(JSON.stringify({ ...body, request_id: '0'.repeat(36) }));
   const headers: Record<string, string> = {
@@ -174,7 +179,7 @@ describe('account enumeration', () => {
           snapshots.push(snapshot(await post(t, '/login', { identity, password: secret })));
         assertAllEqual(
           snapshots,
-          expectedProblem('unauthenticated'),
+          expectedProblem('unauthenticated', {}, loginRefusedDetail),
           cases.map(([label]) => label),
         );
         const headerNames = snapshots.map((snap) => Object.keys(snap.headers).join(','));
@@ -280,4 +285,56 @@ describe('account enumeration', () => {
       }
     });
   }
+
+  describe('with the password hasher full', () => {
+    /** The process's hashing threads, which the test can stop from taking on new work. */
+    function holdablePool() {
+      const pool = sharedHashPool();
+      let held: Promise<void> = Promise.resolve();
+      let release = () => {};
+      let taken = () => {};
+      return {
+        hash: async (...args: Parameters<typeof pool.hash>) => (taken(), await held, pool.hash(...args)),
+        verify: async (...args: Parameters<typeof pool.verify>) => (taken(), await held, pool.verify(...args)),
+        /** Holds the threads; resolves once a job is waiting on them. */
+        hold(): { busy: Promise<void>; release(): void } {
+          held = new Promise((resolve) => (release = resolve));
+          const busy = new Promise<void>((resolve) => (taken = resolve));
+          return { busy, release: () => release() };
+        },
+      };
+    }
+
+    test('an unknown identity and a wrong password both answer 503 service_unavailable with Retry-After, and 401 alike once it has room', async () => {
+      const pool = holdablePool();
+      const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 0, pool });
+      const store = stores[0]!;
+      const t = await harness.start({ env: store.env, overrides: { hasher } });
+      await seed(t, store);
+
+      // One login takes the hasher's only slot and waits on the threads: the hasher is full.
+      const held = pool.hold();
+      const occupying = post(t, '/login', { identity: store.verified, password: 'analytical engine 1844' });
+      await held.busy;
+      const full = [
+        snapshot(await post(t, '/login', { identity: store.unknown, password })),
+        snapshot(await post(t, '/login', { identity: store.verified, password: 'analytical engine 1844' })),
+      ];
+      assertAllEqual(full, expectedProblem('service_unavailable', { 'retry-after': '2' }), [
+        'unknown identity while full',
+        'wrong password while full',
+      ]);
+      held.release();
+      assert.equal((await occupying).status, 401);
+
+      const later = [
+        snapshot(await post(t, '/login', { identity: store.unknown, password })),
+        snapshot(await post(t, '/login', { identity: store.verified, password: 'analytical engine 1844' })),
+      ];
+      assertAllEqual(later, expectedProblem('unauthenticated', {}, loginRefusedDetail), [
+        'unknown identity later',
+        'wrong password later',
+      ]);
+    });
+  });
 });

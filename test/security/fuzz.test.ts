@@ -10,7 +10,10 @@ import { api, auth, createHarness, registration, type TestApp } from '../helpers
  *   1. the answer is never a 5xx;
  *   2. it is a documented success status of that endpoint, or a problem document whose `code`
  *      is in the catalogue with that very status;
- *   3. a 4xx answer leaves the customers, challenges, sessions and outbox tables as they were.
+ *   3. a 4xx answer leaves every row of every table as it was, but for the bookkeeping of the
+ *      refusal itself: a wrong code's counted attempt (`challenges.attempts` + 1 on one row, for a
+ *      422 invalid_identity_challenge), and a new `login.failed` (401) or `rate_limited` (429)
+ *      audit event.
  * The store runs with the harness's fast hasher, a fake clock moved 7 seconds per case (so the
  * per-minute limits do not turn every case into a 429, while a code stays live for ~85 cases) and
  * a fresh client address per case.
@@ -515,18 +518,77 @@ function assertDocumentedAnswer(
   }
 }
 
-async function rowCounts(t: TestApp): Promise<Record<string, number>> {
-  const [row] = await t.db.query<Record<string, number>>(
-    `SELECT (SELECT count(*) FROM customers)::int AS customers, (SELECT count(*) FROM challenges)::int AS challenges,
-            (SELECT count(*) FROM sessions)::int AS sessions, (SELECT count(*) FROM outbox)::int AS outbox`,
+/** Every row of every table, each as its JSON text, by table. */
+type Snapshot = Map<string, string[]>;
+
+/** One statement that reads every table of the schema, found when the fuzzer starts. */
+async function snapshotReader(t: TestApp): Promise<() => Promise<Snapshot>> {
+  const tables = await t.db.query<{ name: string }>(
+    `SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`,
   );
-  assert.ok(row);
-  return row;
+  assert.ok(tables.length >= 6, `tables: ${tables.map((table) => table.name).join(', ')}`);
+  const sql = tables
+    .map(({ name }) => `SELECT '${name}' AS name, to_jsonb(x)::text AS row FROM "${name}" x`)
+    .join(' UNION ALL ');
+  return async () => {
+    const snapshot: Snapshot = new Map(tables.map(({ name }) => [name, []]));
+    for (const { name, row } of await t.db.query<{ name: string; row: string }>(sql)) snapshot.get(name)!.push(row);
+    return snapshot;
+  };
+}
+
+/** The rows each table lost and gained, as parsed objects. */
+function changes(before: Snapshot, after: Snapshot) {
+  const result: Array<{
+    table: string;
+    removed: Array<Record<string, unknown>>;
+    added: Array<Record<string, unknown>>;
+  }> = [];
+  for (const [table, rows] of after) {
+    const left = new Map<string, number>();
+    for (const row of before.get(table) ?? []) left.set(row, (left.get(row) ?? 0) + 1);
+    const added: string[] = [];
+    for (const row of rows) {
+      const n = left.get(row) ?? 0;
+      if (n > 0) left.set(row, n - 1);
+      else added.push(row);
+    }
+    const removed = [...left].flatMap(([row, n]) => Array<string>(n).fill(row));
+    if (removed.length > 0 || added.length > 0) {
+      const parse = (row: string) => JSON.parse(row) as Record<string, unknown>;
+      result.push({ table, removed: removed.map(parse), added: added.map(parse) });
+    }
+  }
+  return result;
+}
+
+/**
+ * Fails when a refused request wrote anything beyond the bookkeeping of its refusal: one code's
+ * attempt counted (a 422 invalid_identity_challenge), or a `login.failed` (401) or `rate_limited`
+ * (429) audit event added.
+ */
+function assertRefusalWroteNothing(before: Snapshot, after: Snapshot, status: number, code: string, where: string) {
+  for (const { table, removed, added } of changes(before, after)) {
+    const detail = `${where}: a ${status} ${code} changed ${table}: removed ${JSON.stringify(removed)}, added ${JSON.stringify(added)}`;
+    if (table === 'challenges' && code === 'invalid_identity_challenge' && removed.length === 1 && added.length === 1) {
+      const [was] = removed;
+      const now = added[0]!;
+      assert.deepEqual(now, { ...was, attempts: Number(was!['attempts']) + 1 }, detail);
+      continue;
+    }
+    const allowedEvent = status === 401 ? 'login.failed' : status === 429 ? 'rate_limited' : undefined;
+    if (table === 'audit_events' && removed.length === 0 && added.every((row) => row['event'] === allowedEvent)) {
+      continue;
+    }
+    assert.fail(detail);
+  }
 }
 
 /** A fuzzer that sends one case, waits for any work behind the answer, and checks the properties. */
 async function fuzzer(t: TestApp) {
-  let counts = await rowCounts(t);
+  const snapshot = await snapshotReader(t);
+  let rows = await snapshot();
   let addressCounter = 0;
   const statuses = new Map<string, number>();
   const send = async (fuzz: FuzzCase, success: number[]): Promise<void> => {
@@ -544,12 +606,15 @@ async function fuzzer(t: TestApp) {
     const where = describeCase(fuzz);
     const problem =
       String(response.headers['content-type']).startsWith('application/problem+json') && response.body !== '';
-    const code = problem ? ` ${String(response.json().code)}` : '';
-    statuses.set(`${response.statusCode}${code}`, (statuses.get(`${response.statusCode}${code}`) ?? 0) + 1);
+    const code = problem ? String(response.json().code) : '';
+    statuses.set(
+      `${response.statusCode} ${code}`.trim(),
+      (statuses.get(`${response.statusCode} ${code}`.trim()) ?? 0) + 1,
+    );
     assertDocumentedAnswer(response, success, where, fuzz.method);
-    const now = await rowCounts(t);
-    if (response.statusCode >= 400) assert.deepEqual(now, counts, `${where}: a ${response.statusCode} wrote rows`);
-    counts = now;
+    const now = await snapshot();
+    if (response.statusCode >= 400) assertRefusalWroteNothing(rows, now, response.statusCode, code, where);
+    rows = now;
   };
   /** How often each status (and problem code) was answered, for the test's diagnostics. */
   const tally = () =>

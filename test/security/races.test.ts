@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { after, before, describe, test } from 'node:test';
 import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
+import type { Database, Queryable } from '../../src/storage/database.js';
 import { auth, createHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 
 /**
@@ -63,6 +65,39 @@ function countingHasher(): PasswordHasher & { verifications: number } {
     needsRehash: (passwordHash: string) => inner.needsRehash(passwordHash),
   };
   return hasher;
+}
+
+/** Which guess the request being served carries, so the database can tell whose attempt it counts. */
+const currentGuess = new AsyncLocalStorage<string>();
+
+interface Evaluation {
+  guess: string;
+  /** The attempt was counted (the conditional UPDATE returned the code's row): the code was compared. */
+  counted: boolean;
+}
+
+/**
+ * The database, recording every attempt `consumeChallenge` makes, in the order the database
+ * answered them, with the guess of the request that made it. Only a counted attempt goes on to
+ * compare the code, so the counted ones are the guesses that were evaluated.
+ */
+function attemptRecordingDatabase(db: Database, evaluations: Evaluation[]): Database {
+  const recording = (inner: Queryable): Queryable => ({
+    exec: (sql) => inner.exec(sql),
+    async query<Row>(sql: string, params?: readonly unknown[]): Promise<Row[]> {
+      const rows = await inner.query<Row>(sql, params);
+      const guess = currentGuess.getStore();
+      if (guess !== undefined && /SET attempts = attempts \+ 1/.test(sql)) {
+        evaluations.push({ guess, counted: rows.length === 1 });
+      }
+      return rows;
+    },
+  });
+  return {
+    ...recording(db),
+    transaction: (work) => db.transaction((tx) => work(recording(tx))),
+    close: () => db.close(),
+  };
 }
 
 const newPassword = (i: number) => `parallel engine ${i}x`;
@@ -190,26 +225,39 @@ describe('races', () => {
     });
 
     test('a right code racing 49 wrong ones at a fresh code is accepted only if it was among the first five evaluated', async () => {
-      const t = await harness.start();
+      const evaluations: Evaluation[] = [];
+      const t = await harness.start({ overrides: { db: attemptRecordingDatabase(harness.db, evaluations) } });
       const customer = await registeredCustomer(t);
       const code = await t.codeFor(customer.identity, 'verification');
       const guesses = Array.from({ length: 50 }, (_, i) => (i === 25 ? code : otherThan(code, i + 1)));
       const replies = await Promise.all(
         guesses.map((guess, i) =>
-          from(t, `10.52.${i}.1`, `${auth}/verify`, { identity: customer.identity, code: guess }),
+          currentGuess.run(guess, () =>
+            from(t, `10.52.${i}.1`, `${auth}/verify`, { identity: customer.identity, code: guess }),
+          ),
         ),
       );
-      const accepted = replies.filter((reply) => reply.status === 200).length;
-      assert.ok(accepted <= 1, statuses(replies));
+      const accepted = replies.flatMap((reply, i) => (reply.status === 200 ? [guesses[i]] : []));
+      for (const reply of replies.filter((r) => r.status !== 200)) {
+        assert.equal(reply.status, 422, statuses(replies));
+        assert.equal(reply.body.code, 'invalid_identity_challenge');
+      }
+
+      assert.equal(evaluations.length, 50, 'every guess made its attempt');
+      const evaluated = evaluations.filter((e) => e.counted).map((e) => e.guess);
       const [challenge] = await t.db.query<{ attempts: number; consumed_at: Date | null }>(
         `SELECT attempts, consumed_at FROM challenges WHERE customer_id = $1 AND purpose = 'verification'`,
         [customer.id],
       );
       assert.ok(challenge);
-      assert.ok(challenge.attempts <= 5, `attempts recorded: ${challenge.attempts}`);
-      assert.equal(challenge.consumed_at !== null, accepted === 1, 'consumed exactly when one answer was 200');
+      assert.equal(challenge.attempts, evaluated.length, 'the counted attempts are the ones recorded');
+      assert.ok(evaluated.length <= 5, `evaluated: ${evaluated.length}`);
+      // The right code answers 200 exactly when its attempt was one of the (at most five) counted;
+      // a guess past the fifth is refused whatever it is.
+      assert.deepEqual(accepted, evaluated.includes(code) ? [code] : [], `evaluated ${evaluated.join(',')}`);
+      assert.equal(challenge.consumed_at !== null, accepted.length === 1, 'consumed exactly when one answer was 200');
       const verified = await count(t, 'SELECT count(*)::int AS n FROM customers WHERE verified_at IS NOT NULL');
-      assert.equal(verified, accepted);
+      assert.equal(verified, accepted.length);
     });
   });
 

@@ -206,7 +206,7 @@ describe('secrets at rest and in logs', () => {
     const recorder: Queryable = {
       async query<Row>(_sql: string, params: readonly unknown[] = []) {
         inserted.push([...params]);
-        return [] as Row[];
+        return [{}] as Row[];
       },
       async exec() {},
     };
@@ -215,7 +215,7 @@ describe('secrets at rest and in logs', () => {
     const ids = new Set<string>();
     const ones = new Array<number>(256).fill(0);
     for (let i = 0; i < count; i += 1) {
-      const { sessionId } = await createSession(recorder, clock, '00000000-0000-4000-8000-000000000001');
+      const { sessionId } = (await createSession(recorder, clock, '00000000-0000-4000-8000-000000000001', 1))!;
       ids.add(sessionId);
       const bytes = Buffer.from(sessionId, 'base64url');
       for (let bit = 0; bit < 256; bit += 1) ones[bit]! += (bytes[bit >> 3]! >> (bit & 7)) & 1;

@@ -4,7 +4,7 @@ import { DatabaseUnavailableError, type Database } from '../../src/storage/datab
 import { openPostgres } from '../../src/storage/postgres.js';
 import { openTestDatabase, testBackends, type TestDatabase } from '../helpers/database.js';
 
-/** What the domain relies on from any Database: run on PGlite, and on PostgreSQL with DATABASE_URL. */
+/** What the domain relies on from any Database: run on the embedded server, and on PostgreSQL with DATABASE_URL. */
 describe(`the database layer (${testBackends.database})`, () => {
   let test_db: TestDatabase;
   let db: Database;

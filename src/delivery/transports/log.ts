@@ -1,8 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Transport } from '../message.js';
 
-/** Development transport: the whole message, code included, goes to the service log. */
-export function createLogTransport(logger: FastifyBaseLogger): Transport {
+/**
+ * Development transport: the whole message, code included, goes to the service log. With
+ * `highlight` (development), a person also gets the subject, which carries the code, as a plain
+ * line set apart from the JSON lines; the JSON line stays for machines.
+ */
+export function createLogTransport(logger: FastifyBaseLogger, highlight?: (line: string) => void): Transport {
   return {
     name: 'log',
     async send(message) {
@@ -17,6 +21,7 @@ export function createLogTransport(logger: FastifyBaseLogger): Transport {
         },
         `message to ${message.to}: ${message.content.subject}`,
       );
+      highlight?.(`\n  >>> ${message.to}: ${message.content.subject}\n\n`);
     },
   };
 }

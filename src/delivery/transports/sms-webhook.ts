@@ -23,8 +23,15 @@ export function createSmsWebhookTransport(url: string, secret: string): Transpor
         headers: { 'content-type': 'application/json', 'x-signature': signSmsBody(secret, body) },
         body,
         signal: AbortSignal.timeout(smsWebhookTimeoutMs),
+        // Following would re-send the signed body, code included, to wherever the answer points
+        // (past the https-or-loopback rule), or turn it into a GET whose 2xx proves nothing.
+        redirect: 'manual',
       });
       await response.body?.cancel();
+      if (response.status >= 300 && response.status < 400) {
+        const location = response.headers.get('location') ?? '(none)';
+        throw new Error(`SMS hook answered ${response.status} redirecting to ${location}; redirects are not followed`);
+      }
       if (!response.ok) throw new Error(`SMS hook answered ${response.status}`);
     },
   };

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
-import type { AuthDeps } from '../../auth/deps.js';
+import type { AuthDeps, FieldErrors } from '../../auth/deps.js';
 import { normalizeIdentity } from '../../auth/identity.js';
 import { login } from '../../auth/login.js';
-import { requestPasswordReset, resetPassword } from '../../auth/password-reset.js';
-import { register } from '../../auth/registration.js';
+import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../auth/password-reset.js';
+import { register, registrationErrors } from '../../auth/registration.js';
 import { toCustomer } from '../../auth/customers.js';
 import { deleteSession, findSessionCustomer, sessionAbsoluteLifetimeSeconds } from '../../auth/sessions.js';
 import { resendVerification, verifyIdentity } from '../../auth/verification.js';
@@ -13,10 +13,11 @@ import type { Services } from '../../services.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
+import { textFields, validationErrors } from '../validation.js';
 import {
   AcceptedStatus,
   AuthSession,
-  bodyProblems,
+  bodyProblemResponses,
   customerProblems,
   problemResponses,
   Customer,
@@ -29,6 +30,8 @@ import {
   VerifyBody,
 } from '../schemas.js';
 
+export const loginRefusedDetail = 'The identity or password is not correct.';
+
 function describe(operationId: string, summary: string, description: string) {
   // Public unless a route says otherwise: these are used before a session exists.
   return { tags: ['auth'], operationId, summary, description, security: [] as Array<Record<string, string[]>> };
@@ -40,6 +43,22 @@ const config = { customer: true };
 /** The counting key for an identity: normalized when it can be, so "A@x.com" and "a@x.com" are one. */
 function identitySubject(request: FastifyRequest, raw: string): string {
   return normalizeIdentity(request.store.identityMode, raw) ?? raw.trim().toLowerCase();
+}
+
+/**
+ * Throws when the body failed its schema, naming every failing field: the schema's own errors,
+ * plus what the domain finds in the text fields the schema let through. Without this, a body
+ * missing the store's identity field and another required field would be told only of the other.
+ */
+function refuseInvalidBody(request: FastifyRequest, domainErrors: (fields: Record<string, string>) => FieldErrors) {
+  const failure = request.validationError;
+  if (failure === undefined || failure === null) return;
+  const fields = textFields(request.body);
+  const schemaErrors = validationErrors(failure.validation);
+  throw new ProblemError('validation_failed', {
+    // A field the schema refused keeps the schema's words; the domain speaks for the rest.
+    errors: fields === null ? schemaErrors : { ...domainErrors(fields), ...schemaErrors },
+  });
 }
 
 export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
@@ -71,17 +90,30 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
       '/register',
       {
         config,
+        attachValidation: true,
         schema: {
           ...describe(
             'register',
             'Register a customer',
-            'Creates an unverified customer and sends a verification code through the store channel. Never creates a session.',
+            "Creates an unverified customer and sends a verification code through the store channel. Never creates a session. Send `email` on an email store and `phone` on a phone store; a 422 names every failing field at once, the store's identity field included.",
           ),
           body: RegisterBody,
-          response: { 201: Customer, ...problemResponses(...bodyProblems, 'identity_unavailable') },
+          response: {
+            201: Customer,
+            ...bodyProblemResponses(RegisterBody, ['identity_unavailable'], {
+              // The identity field is the store's (email or phone), so the schema alone cannot show it.
+              fieldErrors: {
+                name: ['Is required.'],
+                email: ['Must be a valid email address.'],
+                password: ['Must contain at least one number.'],
+                password_confirmation: ['Must match the password.'],
+              },
+            }),
+          },
         },
       },
       async (request, reply) => {
+        refuseInvalidBody(request, (fields) => registrationErrors(request.store, fields, deps.allowedCallingCodes));
         await limiter.consume([[limits.registrations, request.clientKey]]);
         const result = await register(deps, request.store, request.body);
         if (!result.ok) {
@@ -106,7 +138,7 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
             'Sets verified_at when the code is the live verification code. Never creates a session.',
           ),
           body: VerifyBody,
-          response: { 200: Customer, ...problemResponses(...bodyProblems, 'invalid_identity_challenge') },
+          response: { 200: Customer, ...bodyProblemResponses(VerifyBody, ['invalid_identity_challenge']) },
         },
       },
       async (request) => {
@@ -133,7 +165,7 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
               'Answers 202 whether or not an eligible account exists, so identities cannot be probed.',
             ),
             body: IdentityBody,
-            response: { 202: AcceptedStatus, ...problemResponses(...bodyProblems) },
+            response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody) },
           },
         },
         async (request, reply) => {
@@ -157,10 +189,15 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
           ...describe(
             'login',
             'Log in',
-            'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s.',
+            'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct."',
           ),
           body: LoginBody,
-          response: { 200: AuthSession, ...problemResponses(...bodyProblems, 'unauthenticated') },
+          response: {
+            200: AuthSession,
+            ...bodyProblemResponses(LoginBody, ['unauthenticated'], {
+              details: { unauthenticated: loginRefusedDetail },
+            }),
+          },
         },
       },
       async (request, reply) => {
@@ -180,7 +217,8 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
         metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
           audit(request, 'login.failed', result.customerId);
-          throw new ProblemError('unauthenticated');
+          // One text for all three refusals: it must not tell which part was wrong.
+          throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
         }
         audit(request, 'login.succeeded', result.customer.id);
         await limiter.forget(limits.failedLogins, identity);
@@ -200,6 +238,7 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
       '/password/reset',
       {
         config,
+        attachValidation: true,
         schema: {
           ...describe(
             'resetPassword',
@@ -207,10 +246,14 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
             'Signs the customer out of every session and sends a notice. Never signs anyone in.',
           ),
           body: ResetPasswordBody,
-          response: { 200: PasswordResetStatus, ...problemResponses(...bodyProblems, 'invalid_identity_challenge') },
+          response: {
+            200: PasswordResetStatus,
+            ...bodyProblemResponses(ResetPasswordBody, ['invalid_identity_challenge']),
+          },
         },
       },
       async (request) => {
+        refuseInvalidBody(request, resetPasswordErrors);
         await limiter.consume([[limits.codeAttempts, request.clientKey]]);
         const result = await resetPassword(deps, request.store, request.body);
         if (!result.ok) {

@@ -1,0 +1,128 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { deleteOldAuditEvents } from './audit.js';
+import { deleteFinishedChallenges } from './auth/codes.js';
+import { deleteExpiredSessions } from './auth/sessions.js';
+import type { Clock } from './clock.js';
+import type { RetentionSettings } from './config.js';
+import { deleteFinishedMessages } from './delivery/outbox.js';
+import type { Queryable } from './storage/database.js';
+
+export const janitorTables = ['sessions', 'challenges', 'outbox', 'audit_events'] as const;
+export type JanitorTable = (typeof janitorTables)[number];
+export type RemovedRows = Record<JanitorTable, number>;
+
+export interface PruneLimits {
+  /** Rows per DELETE: small, so no statement holds its row locks for long. */
+  batchSize: number;
+  /** Batches per table in one pass; a bigger backlog is left for the next pass. */
+  maxBatchesPerTable: number;
+}
+
+export const defaultPruneLimits: PruneLimits = { batchSize: 500, maxBatchesPerTable: 100 };
+
+export interface PruneDeps {
+  db: Queryable;
+  clock: Clock;
+  retention: RetentionSettings;
+  /** Told each batch's count (for metrics). */
+  removed?: (table: JanitorTable, rows: number) => void;
+}
+
+const secondsPerDay = 24 * 60 * 60;
+
+/**
+ * One pass over every table: deletes what has outlived its retention, batch after batch, until a
+ * table is clean, the per-pass bound is hit or `stopping()` says to give up. Each batch is one
+ * statement of its own that skips rows locked by another janitor, so instances never wait for
+ * each other or delete a row twice, and nothing here needs a session-level lock (PgBouncer in
+ * transaction mode is fine).
+ */
+export async function prune(
+  deps: PruneDeps,
+  limits: PruneLimits = defaultPruneLimits,
+  stopping: () => boolean = () => false,
+): Promise<RemovedRows> {
+  const { db, clock, retention } = deps;
+  const days = (value: number) => value * secondsPerDay;
+  const deleters: Record<JanitorTable, (limit: number) => Promise<number>> = {
+    sessions: (limit) => deleteExpiredSessions(db, clock, days(retention.sessionDays), limit),
+    challenges: (limit) => deleteFinishedChallenges(db, clock, days(retention.codeDays), limit),
+    outbox: (limit) =>
+      deleteFinishedMessages(
+        db,
+        clock,
+        {
+          deliveredRetentionSeconds: days(retention.messageDays),
+          failedRetentionSeconds: days(retention.failedMessageDays),
+        },
+        limit,
+      ),
+    audit_events: (limit) => deleteOldAuditEvents(db, clock, days(retention.auditDays), limit),
+  };
+  const removed: RemovedRows = { sessions: 0, challenges: 0, outbox: 0, audit_events: 0 };
+  // Outbox rows go before codes: a failed message past its retention frees the code it held.
+  for (const table of ['sessions', 'outbox', 'challenges', 'audit_events'] as const) {
+    for (let batch = 0; batch < limits.maxBatchesPerTable && !stopping(); batch += 1) {
+      const rows = await deleters[table](limits.batchSize);
+      removed[table] += rows;
+      if (rows > 0) deps.removed?.(table, rows);
+      if (rows < limits.batchSize) break;
+    }
+  }
+  return removed;
+}
+
+export interface JanitorDeps extends PruneDeps {
+  logger: FastifyBaseLogger;
+}
+
+/** Runs `prune` in the background every `intervalSeconds`, the first time right after start. */
+export class Janitor {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private waiters: Array<() => void> = [];
+
+  constructor(
+    private readonly deps: JanitorDeps,
+    private readonly intervalSeconds: number,
+    private readonly limits: PruneLimits = defaultPruneLimits,
+  ) {}
+
+  start(): void {
+    if (this.intervalSeconds === 0) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Cancels the next pass and ends the current one after its batch in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Resolves when the pass in progress, or else the next one, has ended. For tests. */
+  nextPass(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => this.tick(), delayMs);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    const { logger } = this.deps;
+    this.running = prune(this.deps, this.limits, () => this.stopped)
+      .then((removed) => {
+        if (Object.values(removed).some((rows) => rows > 0)) logger.info({ removed }, 'janitor removed expired rows');
+      })
+      .catch((error: unknown) => logger.warn({ err: error }, 'janitor pass failed; will try again'))
+      .finally(() => {
+        this.running = undefined;
+        for (const resolve of this.waiters.splice(0)) resolve();
+        if (!this.stopped) this.schedule(this.intervalSeconds * 1000);
+      });
+  }
+}

@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+function refusal(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, String(error));
+    return error;
+  }
+  assert.fail(`accepted ${JSON.stringify(env)}`);
+}
+
+describe('configuration', () => {
+  test('REDIS_KEY_PREFIX defaults to storefront-auth: and takes a prefix ending in a colon', () => {
+    assert.equal(loadConfig({}).redisKeyPrefix, 'storefront-auth:');
+    assert.equal(loadConfig({ REDIS_KEY_PREFIX: 'shop-eu:{auth}:' }).redisKeyPrefix, 'shop-eu:{auth}:');
+  });
+
+  test('a REDIS_KEY_PREFIX without a closing colon, with spaces or too long stops the start naming the variable', () => {
+    for (const value of ['shop', 'shop a:', ':', `${'a'.repeat(64)}:`, 'shop*:']) {
+      assert.equal(refusal({ REDIS_KEY_PREFIX: value }).variable, 'REDIS_KEY_PREFIX', value);
+    }
+  });
+
+  test('codes are printed as plain lines only outside production, even with the log allowed in production', () => {
+    assert.equal(loadConfig({}).development, true);
+    assert.equal(loadConfig({ NODE_ENV: 'development' }).development, true);
+    const production = loadConfig({
+      NODE_ENV: 'production',
+      DELIVERY_LOG_IN_PRODUCTION: 'true',
+      APP_SECRET: 'x'.repeat(32),
+    });
+    assert.equal(production.deliveryLogAllowed, true);
+    assert.equal(production.development, false);
+  });
+
+  test('a setting that becomes a timer is refused past a day, since Node would fire a longer timer at once', () => {
+    assert.equal(refusal({ SHUTDOWN_TIMEOUT_SECONDS: '2147484' }).variable, 'SHUTDOWN_TIMEOUT_SECONDS');
+    assert.equal(refusal({ JANITOR_INTERVAL_SECONDS: '2147484' }).variable, 'JANITOR_INTERVAL_SECONDS');
+    assert.equal(loadConfig({ SHUTDOWN_TIMEOUT_SECONDS: '86400' }).shutdown.timeoutSeconds, 86400);
+  });
+
+  test('MESSAGE_RETENTION_DAYS keeps sent messages at least the hour the delivery budget counts', () => {
+    assert.equal(refusal({ MESSAGE_RETENTION_DAYS: '0.01' }).variable, 'MESSAGE_RETENTION_DAYS');
+    assert.equal(loadConfig({ MESSAGE_RETENTION_DAYS: String(1 / 24) }).retention.messageDays, 1 / 24);
+  });
+});

@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import { setTimeout as delay } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
+import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+
+/**
+ * A password reset signs the customer out everywhere, including of logins that checked the old
+ * password while the reset ran. The interleavings are forced, not hoped for: the hasher holds
+ * every login between reading the stored hash and opening its session, and (on PostgreSQL) a lock
+ * on the outbox holds the reset's transaction open after it has deleted the sessions.
+ */
+
+const newPassword = 'difference engine 1822';
+
+/** The test hasher, whose password verifications wait while held: logins stop after reading the hash. */
+function heldHasher() {
+  const inner = createArgon2Hasher(testArgon2);
+  let held: Promise<void> | undefined;
+  let release = () => {};
+  let arrived = 0;
+  const arrivals: Array<{ count: number; resolve: () => void }> = [];
+  const hasher: PasswordHasher & { hold(): void; release(): void; arrived(count: number): Promise<void> } = {
+    hash: (password) => inner.hash(password),
+    async verify(passwordHash, password) {
+      arrived += 1;
+      for (const waiter of arrivals.filter((w) => w.count <= arrived)) waiter.resolve();
+      await held;
+      return inner.verify(passwordHash, password);
+    },
+    verifyDummy: (password) => inner.verifyDummy(password),
+    needsRehash: (passwordHash) => inner.needsRehash(passwordHash),
+    hold() {
+      arrived = 0;
+      held = new Promise((resolve) => (release = resolve));
+    },
+    release: () => release(),
+    arrived: (count) =>
+      count <= arrived ? Promise.resolve() : new Promise((resolve) => arrivals.push({ count, resolve })),
+  };
+  return hasher;
+}
+
+interface Login {
+  status: number;
+  code: string;
+  cookie: string | undefined;
+}
+
+async function login(t: TestApp, address: string, identity: string, password: string): Promise<Login> {
+  const response = await t.app.inject({
+    method: 'POST',
+    url: `${auth}/login`,
+    remoteAddress: address,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ identity, password }),
+  });
+  const name = t.services.config.sessionCookieName;
+  const cookie = response.cookies.find((c) => c.name === name)?.value;
+  return { status: response.statusCode, code: response.json().code ?? '', cookie };
+}
+
+/** Whether a session cookie still opens `/session`. */
+async function works(t: TestApp, cookie: string): Promise<boolean> {
+  const reply = await t.get(`${auth}/session`, { cookie: `${t.services.config.sessionCookieName}=${cookie}` });
+  return reply.status === 200;
+}
+
+async function reset(t: TestApp, identity: string, code: string) {
+  return t.post(`${auth}/password/reset`, {
+    identity,
+    code,
+    password: newPassword,
+    password_confirmation: newPassword,
+  });
+}
+
+async function auditCount(t: TestApp, event: string): Promise<number> {
+  await t.services.background.drain();
+  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events WHERE event = $1', [
+    event,
+  ]);
+  return row?.n ?? -1;
+}
+
+/** Polls a condition on the database (never a fixed wait), failing after ten seconds. */
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await delay(5);
+  }
+}
+
+describe('a password reset and logins racing it', () => {
+  let harness: Awaited<ReturnType<typeof createHarness>>;
+  before(async () => {
+    harness = await createHarness();
+  });
+  after(async () => harness.close());
+
+  test('logins sent around a reset keep no working session once the reset has answered', async () => {
+    const t = await harness.start();
+    const customer = await registeredCustomer(t);
+    assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 202);
+    const code = await t.codeFor(customer.identity, 'password_reset');
+
+    // Eight, as refused logins count toward the identity's limit of ten failures.
+    const logins = Array.from({ length: 8 }, (_, i) =>
+      login(t, `10.70.0.${i + 1}`, customer.identity, customer.password),
+    );
+    assert.equal((await reset(t, customer.identity, code)).status, 200);
+    for (const reply of await Promise.all(logins)) {
+      if (reply.cookie !== undefined)
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
+    }
+    assert.equal((await login(t, '10.70.1.1', customer.identity, newPassword)).status, 200);
+  });
+
+  test('a login that checked the old password before the reset committed answers 401 and opens no session', async () => {
+    const hasher = heldHasher();
+    const t = await harness.start({ overrides: { hasher } });
+    const customer = await registeredCustomer(t);
+    assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 202);
+    const code = await t.codeFor(customer.identity, 'password_reset');
+
+    hasher.hold();
+    const logins = Array.from({ length: 8 }, (_, i) =>
+      login(t, `10.71.0.${i + 1}`, customer.identity, customer.password),
+    );
+    await hasher.arrived(8);
+    assert.equal((await reset(t, customer.identity, code)).status, 200);
+    hasher.release();
+
+    const replies = await Promise.all(logins);
+    for (const reply of replies) {
+      if (reply.cookie !== undefined)
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
+      assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+    }
+    const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
+    assert.equal(sessions?.n, 0);
+    assert.equal(await auditCount(t, 'login.succeeded'), 0, 'no login succeeded with the replaced password');
+    assert.equal(await auditCount(t, 'login.failed'), 8);
+  });
+
+  test('a login that opens its session while the reset transaction is still open answers 401 and opens no session', async () => {
+    const hasher = heldHasher();
+    const t = await harness.start({ overrides: { hasher } });
+    const customer = await registeredCustomer(t);
+    assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 202);
+    const code = await t.codeFor(customer.identity, 'password_reset');
+
+    const locker = new pg.Client({ connectionString: harness.databaseUrl });
+    await locker.connect();
+    const waitingOnLocks = async () => {
+      const [row] = (
+        await locker.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+      ).rows;
+      return row?.n ?? 0;
+    };
+    try {
+      // Three logins and the reset each hold one of the test pool's five connections.
+      hasher.hold();
+      let finished = 0;
+      const logins = Array.from({ length: 3 }, (_, i) =>
+        login(t, `10.72.0.${i + 1}`, customer.identity, customer.password).finally(() => (finished += 1)),
+      );
+      await hasher.arrived(3);
+
+      // The reset's last statement queues the notice: it waits there with the sessions deleted
+      // and the new password written, neither committed.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE outbox IN EXCLUSIVE MODE');
+      const resetting = reset(t, customer.identity, code);
+      await until(async () => (await waitingOnLocks()) === 1, 'the reset waits on the outbox');
+
+      hasher.release();
+      await until(
+        async () => finished + (await waitingOnLocks()) - 1 === 3,
+        'every login has answered or waits on the reset',
+      );
+      await locker.query('COMMIT');
+      assert.equal((await resetting).status, 200);
+
+      for (const reply of await Promise.all(logins)) {
+        if (reply.cookie !== undefined) {
+          assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
+        }
+        assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+      }
+      assert.equal(await auditCount(t, 'login.succeeded'), 0);
+    } finally {
+      await locker.end();
+    }
+  });
+
+  test('parallel logins that upgrade an old-parameter hash all keep working sessions', async () => {
+    const t = await harness.start();
+    const customer = await registeredCustomer(t);
+    const olderHash = await createArgon2Hasher({ memoryCost: 2048, timeCost: 1, parallelism: 1 }).hash(
+      customer.password,
+    );
+    await t.db.query('UPDATE customers SET password_hash = $2 WHERE id = $1', [customer.id, olderHash]);
+
+    const replies = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => login(t, `10.73.0.${i + 1}`, customer.identity, customer.password)),
+    );
+    for (const reply of replies) {
+      assert.equal(reply.status, 200);
+      assert.ok(reply.cookie !== undefined);
+      assert.equal(await works(t, reply.cookie), true, 'a session of an upgrading login was ended');
+    }
+    const [row] = await t.db.query<{ password_hash: string }>('SELECT password_hash FROM customers WHERE id = $1', [
+      customer.id,
+    ]);
+    assert.equal(t.services.hasher.needsRehash(row?.password_hash ?? ''), false, 'the hash was upgraded');
+  });
+});
