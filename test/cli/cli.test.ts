@@ -367,8 +367,11 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
       assert.equal(json(paused.stdout)['status'], 'paused');
 
       const login = { identity: 'nobody@example.com', password: 'whatever 123' };
-      const storeStatus = async () => (await call('GET', `${base}/api/v1/health/ready`)).body.details?.store_status;
-      await eventually(async () => (await storeStatus()) === 'paused');
+      // Readiness reads the store afresh, while the store gate in front of customer calls reads it
+      // through a short cache of its own: wait until a customer-facing call sees the change.
+      const gateAnswers = async (status: number) =>
+        eventually(async () => (await call('GET', `${base}/api/v1/csrf-cookie`)).status === status);
+      await gateAnswers(503);
       const shut = await call('POST', `${base}/api/v1/customer/auth/login`, login);
       assert.equal(shut.status, 503);
       assert.equal(shut.body.code, 'store_unavailable');
@@ -378,7 +381,7 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
       const active = await run(['store', 'set', '--status', 'active'], env);
       assert.equal(active.code, 0, active.stderr);
       assert.equal(json(active.stdout)['status'], 'active');
-      await eventually(async () => (await storeStatus()) === 'active');
+      await gateAnswers(204);
       const open = await call('POST', `${base}/api/v1/customer/auth/login`, login);
       assert.equal(open.status, 401, 'an unknown account is refused as usual once the store is open');
       assert.equal(open.body.code, 'unauthenticated');
