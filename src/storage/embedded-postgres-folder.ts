@@ -120,11 +120,14 @@ export function readPidFile(folder: string): string[] | undefined {
  * may belong to another process: in a fresh pid namespace (a restarted container) small pids come
  * back at once, often as threads of this very service, and PostgreSQL would then refuse to start
  * ("lock file already exists"). A PostgreSQL process works in its data folder, so a pid whose
- * working folder is elsewhere marks the file stale, and it is removed.
+ * working folder is elsewhere marks the file stale, and it is removed, with the socket's lock.
  */
 export function runningServer(folder: string): number | undefined {
   const pid = Number(readPidFile(folder)?.[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) {
+    removeStaleLocks(folder);
+    return undefined;
+  }
   let cwd: string;
   try {
     cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
@@ -135,8 +138,19 @@ export function runningServer(folder: string): number | undefined {
     return undefined;
   }
   if (cwd === fs.realpathSync(folder)) return pid;
-  fs.rmSync(path.join(folder, 'postmaster.pid'), { force: true });
+  removeStaleLocks(folder);
   return undefined;
+}
+
+/**
+ * With no server on the folder, its lock files are leftovers of one that died. The socket's lock
+ * (beside the socket, in this folder) names the dead postmaster's pid too,
+ * and PostgreSQL refuses to start while that pid is alive, whoever has it now. A server writes
+ * postmaster.pid before it makes its socket, so no starting server can lose its lock here.
+ */
+function removeStaleLocks(folder: string): void {
+  fs.rmSync(path.join(folder, 'postmaster.pid'), { force: true });
+  fs.rmSync(path.join(folder, `${socketFileName}.lock`), { force: true });
 }
 
 /** The parent of a process, or undefined when it cannot be told. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -141,6 +141,44 @@ describe('the embedded service after a kill -9', { concurrency: false }, () => {
         await assertAllThere(second);
       } finally {
         assert.equal(await second.stop(), 0);
+      }
+    },
+  );
+
+  test(
+    'kill -9 of both, and the dead server\'s pid now belongs to another process: neither lock blocks the next start',
+    slow,
+    async () => {
+      const first = await start({ detached: true });
+      await write(first, 'reused-pid');
+      const server = serverPid();
+      process.kill(-first.child.pid!, 'SIGKILL');
+      process.kill(-server, 'SIGKILL');
+      await gone([first.child.pid!, server]);
+      // After a container restart the dead postmaster's pid comes back as some other process. Both
+      // lock files (postmaster.pid and the socket's) name it: point them at a live stranger of the
+      // server's own account (PostgreSQL takes a pid it may not signal for someone else's: no clash).
+      const folder = path.join(dataDir, 'postgres');
+      const { uid, gid } = fs.statSync(folder);
+      const stranger = spawn('sleep', ['300'], { cwd: os.tmpdir(), stdio: 'ignore', uid, gid });
+      try {
+        const locks = ['postmaster.pid', '.s.PGSQL.5432.lock'].map((name) => path.join(folder, name));
+        for (const lock of locks) {
+          assert.ok(fs.existsSync(lock), `the dead server left ${path.basename(lock)}`);
+          const lines = fs.readFileSync(lock, 'utf8').split('\n');
+          lines[0] = String(stranger.pid);
+          fs.writeFileSync(lock, lines.join('\n'));
+        }
+
+        const second = await start();
+        try {
+          await assertAllThere(second);
+        } finally {
+          assert.equal(await second.stop(), 0);
+        }
+        assert.ok(isAlive(stranger.pid!), 'the process that got the pid was left alone');
+      } finally {
+        stranger.kill('SIGKILL');
       }
     },
   );
