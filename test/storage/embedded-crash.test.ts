@@ -146,7 +146,7 @@ describe('the embedded service after a kill -9', { concurrency: false }, () => {
   );
 
   test(
-    'kill -9 of both, and the dead server\'s pid now belongs to another process: neither lock blocks the next start',
+    "kill -9 of both, and the dead server's pid now belongs to another process: neither lock blocks the next start",
     slow,
     async () => {
       const first = await start({ detached: true });
