@@ -29,6 +29,8 @@ export interface LoadOptions {
   seconds: number;
   /** The JSON body of each request; called once per request. */
   body?: () => unknown;
+  /** Sent with every request (a session cookie, say). */
+  headers?: Record<string, string>;
   /** Requests per second over all connections; unset means as fast as answers come. */
   overallRate?: number;
   onResponse?: (status: number, body: string) => void;
@@ -71,7 +73,7 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
     method: options.method,
     path: options.path,
     setupRequest(request) {
-      request.headers = { ...request.headers, 'x-forwarded-for': nextClientAddress() };
+      request.headers = { ...request.headers, ...options.headers, 'x-forwarded-for': nextClientAddress() };
       if (makeBody !== undefined) {
         request.headers['content-type'] = 'application/json';
         request.body = JSON.stringify(makeBody());

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { embeddedBackend, productionBackend, type Backend, type Mode } from './backends.js';
 import { applyServiceErrors, progress, type BenchContext, type Row } from './context.js';
 import { figureLivenessUnderLogin, figureLogin, figureRegister } from './figures-hashing.js';
-import { figureFrameworkOverhead, figureMessageRequests } from './figures-http.js';
+import { figureFrameworkOverhead, figureMessageRequests, figureSessionCheck } from './figures-http.js';
 import { loadAverageText, measureHost } from './host.js';
 import { summarizeProfileFolder } from './profile.js';
 import { repoRoot } from './servers.js';
@@ -41,13 +41,14 @@ const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
 if (!(rounds >= 3) || !(seconds > 0)) throw new Error('--rounds must be at least 3 and --seconds positive');
 
-const figureOrder = ['1', '4', '3', '2', '5'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '5'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
   '4': figureMessageRequests,
   '3': figureRegister,
   '2': figureLogin,
+  '8': figureSessionCheck,
   '5': figureLivenessUnderLogin,
 };
 const selected = new Set<string>(
@@ -55,7 +56,7 @@ const selected = new Set<string>(
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5; 6 is measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
