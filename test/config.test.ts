@@ -52,7 +52,10 @@ describe('configuration', () => {
     const current = 'c'.repeat(40);
     const [a, b] = ['a'.repeat(32), 'b'.repeat(48)];
     assert.deepEqual(loadConfig({}).appSecretPrevious, []);
-    assert.deepEqual(loadConfig({ APP_SECRET: current, APP_SECRET_PREVIOUS: ` ${a} , ${b},` }).appSecretPrevious, [a, b]);
+    assert.deepEqual(loadConfig({ APP_SECRET: current, APP_SECRET_PREVIOUS: ` ${a} , ${b},` }).appSecretPrevious, [
+      a,
+      b,
+    ]);
     const six = Array.from({ length: 6 }, (_, i) => String(i).repeat(32)).join(',');
     assert.equal(
       refusal({ APP_SECRET: current, APP_SECRET_PREVIOUS: six }).message,
@@ -65,7 +68,10 @@ describe('configuration', () => {
     const short = refusal({ APP_SECRET: current, APP_SECRET_PREVIOUS: `${'a'.repeat(32)},too-short-to-be-a-secret` });
     assert.equal(short.message, 'APP_SECRET_PREVIOUS: secret 2 of 2 must be at least 32 characters, like APP_SECRET');
     const same = refusal({ APP_SECRET: current, APP_SECRET_PREVIOUS: current });
-    assert.equal(same.message, 'APP_SECRET_PREVIOUS: secret 1 of 1 is APP_SECRET itself; list only the secrets it replaces');
+    assert.equal(
+      same.message,
+      'APP_SECRET_PREVIOUS: secret 1 of 1 is APP_SECRET itself; list only the secrets it replaces',
+    );
     assert.ok(!same.message.includes(current), 'the secret is not in the message');
   });
 

@@ -100,7 +100,12 @@ describe('four instances behind one round-robin proxy behave as one service', ()
    * One request on a connection of its own (so the proxy hands each request to the next
    * instance), through the proxy or, with `instance`, straight to that instance.
    */
-  function call(method: 'GET' | 'POST', route: string, body?: unknown, options: { cookie?: string; instance?: number } = {}) {
+  function call(
+    method: 'GET' | 'POST',
+    route: string,
+    body?: unknown,
+    options: { cookie?: string; instance?: number } = {},
+  ) {
     const direct = options.instance;
     const port = direct === undefined ? proxy.port : Number(new URL(instances[direct]!.url).port);
     const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -258,7 +263,8 @@ describe('four instances behind one round-robin proxy behave as one service', ()
     assert.deepEqual(instancesIn(answers), everyInstance);
     const statuses = answers.map((answer) => answer.status).sort();
     assert.deepEqual(statuses, [201, ...Array(11).fill(422)]);
-    for (const answer of answers.filter((a) => a.status === 422)) assert.equal(answer.body.code, 'identity_unavailable');
+    for (const answer of answers.filter((a) => a.status === 422))
+      assert.equal(answer.body.code, 'identity_unavailable');
     const { rows } = await database.query(
       `SELECT (SELECT count(*)::int FROM customers WHERE identity_value = $1) AS customers,
               (SELECT count(*)::int FROM outbox WHERE recipient = $1) AS messages`,

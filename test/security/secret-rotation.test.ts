@@ -126,7 +126,10 @@ describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
   }
 
   async function csrfToken(p: Phase, session?: string): Promise<string> {
-    const reply = await p.get(`${api}/csrf-cookie`, session === undefined ? {} : { cookie: `${sessionCookie}=${session}` });
+    const reply = await p.get(
+      `${api}/csrf-cookie`,
+      session === undefined ? {} : { cookie: `${sessionCookie}=${session}` },
+    );
     assert.equal(reply.status, 204);
     return cookieValue(reply, 'XSRF-TOKEN');
   }
@@ -322,7 +325,10 @@ describe('rotating the generated secret of an embedded data folder', () => {
     const generated = fs.readFileSync(path.join(dataDir, 'secret'), 'utf8').trim();
     assert.equal((await call(first, '/register', registration({ email: 'embedded@example.com' }))).status, 201);
     const code = await loggedCode(first, 'embedded@example.com');
-    const loggedIn = await call(first, '/login', { identity: 'embedded@example.com', password: registration().password });
+    const loggedIn = await call(first, '/login', {
+      identity: 'embedded@example.com',
+      password: registration().password,
+    });
     assert.equal(loggedIn.status, 200);
     await stop(first);
 
