@@ -13,6 +13,7 @@ import Fastify, {
 } from 'fastify';
 import { HasherBusyError } from './auth/password.js';
 import { checkCsrf, csrfHeaderName } from './http/csrf.js';
+import { acceptedKeys } from './keys.js';
 import { clientKey } from './http/client-address.js';
 import { ProblemError, problemDocument, type ProblemCode, type ProblemExtras } from './http/problems.js';
 import { limits, RateLimitedError } from './http/rate-limit.js';
@@ -165,7 +166,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   const { limiter } = services;
   const csrf = {
-    key: services.keys.csrf,
+    keys: acceptedKeys(services.keys, 'csrf'),
     allowedOrigins: new Set(config.corsAllowedOrigins),
     sessionCookieName: config.sessionCookieName,
   };

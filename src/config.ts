@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-folder.js';
 
@@ -15,6 +16,13 @@ export interface Config {
   searchUrl: string | undefined;
   /** Undefined means: generate one into DATA_DIR on first start (embedded mode only). */
   appSecret: string | undefined;
+  /**
+   * Secrets accepted when checking a code MAC, a CSRF token or a sealed body, but never used to
+   * make one: APP_SECRET's predecessors during a rotation (or its successor just before one).
+   */
+  appSecretPrevious: string[];
+  /** argon2 hashing threads, and hashes run at once. */
+  hashThreads: number;
   platformName: string;
   initialStore: { name: string; identityMode: IdentityMode; verificationRequired: boolean };
   smtpUrl: string | undefined;
@@ -134,6 +142,35 @@ function readNumber(
   return value;
 }
 
+/** Enough for a rotation in progress and the ones before it; more means old secrets are never dropped. */
+export const maxPreviousSecrets = 5;
+export const minSecretLength = 32;
+/** Each thread holds 19 MiB while it hashes; past this many, hashes only wait longer for a core. */
+export const maxHashThreads = 64;
+
+function readPreviousSecrets(env: Env, name: string, current: string | undefined): string[] {
+  const text = read(env, name);
+  if (text === undefined) return [];
+  const secrets = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (secrets.length > maxPreviousSecrets) {
+    throw new ConfigError(name, `at most ${maxPreviousSecrets} comma-separated secrets, got ${secrets.length}`);
+  }
+  // Errors name an entry by its place, never by its value: it is a secret.
+  secrets.forEach((secret, index) => {
+    const which = `secret ${index + 1} of ${secrets.length}`;
+    if (secret.length < minSecretLength) {
+      throw new ConfigError(name, `${which} must be at least ${minSecretLength} characters, like APP_SECRET`);
+    }
+    if (secret === current) {
+      throw new ConfigError(name, `${which} is APP_SECRET itself; list only the secrets it replaces`);
+    }
+  });
+  return secrets;
+}
+
 // Node fires a timer of more than 2^31 - 1 ms at once, so settings that become timers stay well below.
 const maxTimerSeconds = 24 * 60 * 60;
 
@@ -206,9 +243,10 @@ export function loadConfig(env: Env = process.env): Config {
 
   const databaseUrl = readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const appSecret = read(env, 'APP_SECRET');
-  if (appSecret !== undefined && appSecret.length < 32) {
-    throw new ConfigError('APP_SECRET', 'must be at least 32 characters');
+  if (appSecret !== undefined && appSecret.length < minSecretLength) {
+    throw new ConfigError('APP_SECRET', `must be at least ${minSecretLength} characters`);
   }
+  const appSecretPrevious = readPreviousSecrets(env, 'APP_SECRET_PREVIOUS', appSecret);
   if (databaseUrl !== undefined && appSecret === undefined) {
     throw new ConfigError('APP_SECRET', 'is required when DATABASE_URL is set');
   }
@@ -268,6 +306,12 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX'),
     searchUrl: readUrl(env, 'SEARCH_URL', ['http:', 'https:']),
     appSecret,
+    appSecretPrevious,
+    hashThreads: readNumber(env, 'HASH_THREADS', os.availableParallelism(), {
+      min: 1,
+      max: maxHashThreads,
+      integer: true,
+    }),
     platformName: read(env, 'PLATFORM_NAME') ?? 'Storefront',
     initialStore: {
       name: storeName,

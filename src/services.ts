@@ -3,7 +3,8 @@ import { AuditTrail, type AuditEntry } from './audit.js';
 import { BackgroundWork } from './background.js';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, deliveryProblem, type Config } from './config.js';
-import { createArgon2Hasher, type PasswordHasher } from './auth/password.js';
+import { sharedHashPool } from './auth/hash-pool.js';
+import { createArgon2Hasher, productionArgon2, type PasswordHasher } from './auth/password.js';
 import { Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
 import type { Transports } from './delivery/message.js';
 import { createLogTransport } from './delivery/transports/log.js';
@@ -76,6 +77,14 @@ export function configuredTransports(config: Config, logger: FastifyBaseLogger):
         ? fallback('SMS_WEBHOOK_URL')
         : createSmsWebhookTransport(config.smsWebhookUrl, config.smsWebhookSecret!),
   };
+}
+
+/** argon2id with the production parameters on HASH_THREADS threads, that many hashes at a time. */
+export function configuredHasher(config: Pick<Config, 'hashThreads'>): PasswordHasher {
+  return createArgon2Hasher(productionArgon2, {
+    concurrency: config.hashThreads,
+    pool: sharedHashPool(config.hashThreads),
+  });
 }
 
 /** Redis when configured, with this instance's memory standing in while Redis is unreachable. */
@@ -161,7 +170,7 @@ export async function openServices(
     await opened.release();
     throw error;
   }
-  const keys = deriveKeys(opened.secret);
+  const keys = deriveKeys(opened.secret, config.appSecretPrevious);
   const kv = overrides.kv ?? (await configuredKeyValueStore(config, logger));
   const transports = { ...configuredTransports(config, logger), ...overrides.transports };
   const metrics = new Metrics(db);
@@ -212,7 +221,7 @@ export async function openServices(
     db,
     kv,
     clock,
-    hasher: overrides.hasher ?? createArgon2Hasher(),
+    hasher: overrides.hasher ?? configuredHasher(config),
     keys,
     store: new StoreCache(db),
     transports,

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 
@@ -45,5 +46,42 @@ describe('configuration', () => {
   test('MESSAGE_RETENTION_DAYS keeps sent messages at least the hour the delivery budget counts', () => {
     assert.equal(refusal({ MESSAGE_RETENTION_DAYS: '0.01' }).variable, 'MESSAGE_RETENTION_DAYS');
     assert.equal(loadConfig({ MESSAGE_RETENTION_DAYS: String(1 / 24) }).retention.messageDays, 1 / 24);
+  });
+
+  test('APP_SECRET_PREVIOUS takes up to five comma-separated secrets of APP_SECRET’s length', () => {
+    const current = 'c'.repeat(40);
+    const [a, b] = ['a'.repeat(32), 'b'.repeat(48)];
+    assert.deepEqual(loadConfig({}).appSecretPrevious, []);
+    assert.deepEqual(loadConfig({ APP_SECRET: current, APP_SECRET_PREVIOUS: ` ${a} , ${b},` }).appSecretPrevious, [
+      a,
+      b,
+    ]);
+    const six = Array.from({ length: 6 }, (_, i) => String(i).repeat(32)).join(',');
+    assert.equal(
+      refusal({ APP_SECRET: current, APP_SECRET_PREVIOUS: six }).message,
+      'APP_SECRET_PREVIOUS: at most 5 comma-separated secrets, got 6',
+    );
+  });
+
+  test('a short APP_SECRET_PREVIOUS entry, or one equal to APP_SECRET, is refused by its place, never by its value', () => {
+    const current = 'c'.repeat(40);
+    const short = refusal({ APP_SECRET: current, APP_SECRET_PREVIOUS: `${'a'.repeat(32)},too-short-to-be-a-secret` });
+    assert.equal(short.message, 'APP_SECRET_PREVIOUS: secret 2 of 2 must be at least 32 characters, like APP_SECRET');
+    const same = refusal({ APP_SECRET: current, APP_SECRET_PREVIOUS: current });
+    assert.equal(
+      same.message,
+      'APP_SECRET_PREVIOUS: secret 1 of 1 is APP_SECRET itself; list only the secrets it replaces',
+    );
+    assert.ok(!same.message.includes(current), 'the secret is not in the message');
+  });
+
+  test('HASH_THREADS defaults to the cores the process may use and takes a whole number from 1 to 64', () => {
+    assert.equal(loadConfig({}).hashThreads, os.availableParallelism());
+    assert.equal(loadConfig({ HASH_THREADS: '3' }).hashThreads, 3);
+    assert.equal(loadConfig({ HASH_THREADS: '64' }).hashThreads, 64);
+    for (const value of ['0', '-1', '1.5', 'two', '65']) {
+      const error = refusal({ HASH_THREADS: value });
+      assert.equal(error.message, `HASH_THREADS: expected a whole number from 1 to 64, got "${value}"`);
+    }
   });
 });

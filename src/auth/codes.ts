@@ -1,6 +1,6 @@
 import { createHmac, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { Keys } from '../keys.js';
+import { acceptedKeys, type Keys } from '../keys.js';
 import type { Queryable } from '../storage/database.js';
 
 export type ChallengePurpose = 'verification' | 'password_reset';
@@ -10,7 +10,8 @@ export const maxCodeAttempts = 5;
 
 export interface CodeDeps {
   clock: Clock;
-  keys: Pick<Keys, 'codes'>;
+  /** `codes` makes new MACs; the previous secrets' keys are accepted when checking. */
+  keys: Pick<Keys, 'codes' | 'previous'>;
 }
 
 /** Uniform over 000000–999999 from the operating system's CSPRNG. */
@@ -80,8 +81,13 @@ export async function consumeChallenge(
   );
   const challengeId = attempt?.id ?? randomUUID();
   const expected = Buffer.from(attempt?.code_mac ?? codeMac(deps.keys.codes, challengeId, generateCode()));
-  const given = Buffer.from(codeMac(deps.keys.codes, challengeId, code));
-  const matches = expected.length === given.length && timingSafeEqual(expected, given);
+  // A code made before APP_SECRET was rotated carries the MAC of a previous key. Every accepted
+  // key is tried, with no early exit, so the work does not depend on which key (if any) matches.
+  let matches = false;
+  for (const key of acceptedKeys(deps.keys, 'codes')) {
+    const given = Buffer.from(codeMac(key, challengeId, code));
+    matches = (expected.length === given.length && timingSafeEqual(expected, given)) || matches;
+  }
   if (attempt === undefined || !matches) {
     // A counted wrong attempt wrote a row and an unknown identity wrote none; with a synchronous
     // commit the first would wait for the WAL flush (about a millisecond) and tell the two apart.

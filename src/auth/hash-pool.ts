@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Options } from '@node-rs/argon2';
 
@@ -136,9 +137,19 @@ export class HashPool {
   }
 }
 
-let shared: HashPool | undefined;
+const shared = new Map<number, HashPool>();
 
-/** The process's hashing threads: two, one per core of the machine this is sized for. */
-export function sharedHashPool(): HashPool {
-  return (shared ??= new HashPool(2));
+/**
+ * The process's hashing threads (HASH_THREADS; by default one per core the process may use). Made
+ * once per size, so services opened again in one process reuse the threads instead of adding more.
+ */
+export function sharedHashPool(size = defaultHashThreads()): HashPool {
+  let pool = shared.get(size);
+  if (pool === undefined) shared.set(size, (pool = new HashPool(size)));
+  return pool;
+}
+
+/** One per core this process may use: more would only queue hashes on the same cores. */
+export function defaultHashThreads(): number {
+  return os.availableParallelism();
 }

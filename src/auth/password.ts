@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Algorithm } from '@node-rs/argon2';
 import { dictionary } from '@zxcvbn-ts/language-common';
-import { sharedHashPool, type HashPool } from './hash-pool.js';
+import { defaultHashThreads, sharedHashPool, type HashPool } from './hash-pool.js';
 
 export const minPasswordLength = 8;
 export const maxPasswordLength = 255;
@@ -87,13 +87,14 @@ export function dummyPasswordHash(parameters: Argon2Parameters): string {
 }
 
 /**
- * argon2id on the process's low-priority hashing threads, never on the event loop. With two cores,
- * two hashes at a time give full throughput; more would only add latency and memory.
+ * argon2id on the process's low-priority hashing threads, never on the event loop. As many hashes
+ * at a time as there are threads (HASH_THREADS, by default one per core) give full throughput;
+ * more would only add latency and memory.
  */
 export function createArgon2Hasher(
   parameters: Argon2Parameters = productionArgon2,
   {
-    concurrency = 2,
+    concurrency = defaultHashThreads(),
     maxWaiting = 256,
     pool = sharedHashPool() as Pick<HashPool, 'hash' | 'verify'>,
   }: { concurrency?: number; maxWaiting?: number; pool?: Pick<HashPool, 'hash' | 'verify'> } = {},

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import type { Keys } from '../keys.js';
+import { acceptedKeys, type Keys } from '../keys.js';
 import type { DeliveryOutcome } from '../metrics.js';
 import type { Database } from '../storage/database.js';
 import type { Channel, MessagePurpose, Transports } from './message.js';
@@ -37,7 +37,7 @@ export const defaultDispatcherOptions: DispatcherOptions = {
 export interface DispatcherDeps {
   db: Database;
   clock: Clock;
-  keys: Pick<Keys, 'outbox'>;
+  keys: Pick<Keys, 'outbox' | 'previous'>;
   transports: Transports;
   logger: FastifyBaseLogger;
   /** Told the outcome of every delivery attempt (for metrics). */
@@ -177,7 +177,7 @@ export class Dispatcher {
     }
     const transport = this.deps.transports[row.channel];
     try {
-      const content = unsealContent(this.deps.keys.outbox, row.sealed_body);
+      const content = unsealContent(acceptedKeys(this.deps.keys, 'outbox'), row.sealed_body);
       await transport.send({ id: row.id, channel: row.channel, purpose: row.purpose, to: row.recipient, content });
     } catch (error) {
       await this.scheduleRetry(row, error);

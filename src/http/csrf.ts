@@ -22,16 +22,25 @@ export function issueCsrfToken(key: Buffer, sessionId: string | undefined): stri
   return `${nonce}.${tokenMac(key, nonce, sessionId)}`;
 }
 
-export function isGenuineCsrfToken(key: Buffer, token: string, sessionId: string | undefined): boolean {
+/**
+ * Whether the token was signed by one of `keys` (the current key first, then those of
+ * APP_SECRET_PREVIOUS, so tokens issued before a rotation keep working). Every key is tried.
+ */
+export function isGenuineCsrfToken(keys: readonly Buffer[], token: string, sessionId: string | undefined): boolean {
   const [nonce, mac, extra] = token.split('.');
   if (nonce === undefined || mac === undefined || extra !== undefined) return false;
-  const expected = Buffer.from(tokenMac(key, nonce, sessionId));
   const given = Buffer.from(mac);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  let genuine = false;
+  for (const key of keys) {
+    const expected = Buffer.from(tokenMac(key, nonce, sessionId));
+    genuine = (expected.length === given.length && timingSafeEqual(expected, given)) || genuine;
+  }
+  return genuine;
 }
 
 export interface CsrfOptions {
-  key: Buffer;
+  /** Accepted keys, the current one first; new tokens are signed with the current one only. */
+  keys: readonly Buffer[];
   allowedOrigins: ReadonlySet<string>;
   sessionCookieName: string;
 }
@@ -84,7 +93,7 @@ export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
     typeof header !== 'string' ||
     cookie === undefined ||
     header !== cookie ||
-    !isGenuineCsrfToken(options.key, header, sessionId)
+    !isGenuineCsrfToken(options.keys, header, sessionId)
   ) {
     throw new ProblemError('csrf_token_mismatch');
   }

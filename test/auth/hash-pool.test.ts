@@ -5,6 +5,8 @@ import { describe, test } from 'node:test';
 import { Algorithm } from '@node-rs/argon2';
 import { HashPool } from '../../src/auth/hash-pool.js';
 import { testArgon2 } from '../../src/auth/password.js';
+import { loadConfig } from '../../src/config.js';
+import { configuredHasher } from '../../src/services.js';
 
 const options = { algorithm: Algorithm.Argon2id, ...testArgon2 };
 
@@ -89,4 +91,22 @@ describe('HashPool', () => {
     });
     assert.equal(output.trim(), 'true');
   });
+
+  test(
+    'HASH_THREADS sets how many hashing threads the service starts and how many hashes run at once',
+    { skip: process.platform !== 'linux' },
+    async () => {
+      for (const threads of [1, 3]) {
+        const before = threadNiceness();
+        const hasher = configuredHasher(loadConfig({ HASH_THREADS: String(threads) }));
+        // Twice as many hashes as threads, all at once: a smaller gate or pool would start fewer threads.
+        const hashes = await Promise.all(
+          Array.from({ length: threads * 2 }, (_, i) => hasher.hash(`threads ${threads} hash ${i}`)),
+        );
+        assert.equal(new Set(hashes).size, threads * 2);
+        const started = [...threadNiceness()].filter(([tid, nice]) => !before.has(tid) && nice === 10);
+        assert.equal(started.length, threads, `HASH_THREADS=${threads}: ${started.length} new hashing threads`);
+      }
+    },
+  );
 });

@@ -76,3 +76,56 @@ export class TcpProxy {
     client.pipe(upstream).pipe(client);
   }
 }
+
+/**
+ * A TCP load balancer for tests: each new connection goes to the next target in turn. A client
+ * that opens one connection per request spreads its requests evenly, and learns which target
+ * served a request from its own port (`targetOf`).
+ */
+export class RoundRobinProxy {
+  private readonly server = net.createServer((socket) => this.accept(socket));
+  private readonly sockets = new Set<net.Socket>();
+  private readonly targetByClientPort = new Map<number, number>();
+  private turn = 0;
+  /** Connections handed to each target so far. */
+  readonly connections: number[];
+  port = 0;
+
+  constructor(private readonly targets: ReadonlyArray<{ host: string; port: number }>) {
+    this.connections = targets.map(() => 0);
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+    return this;
+  }
+
+  /** The index of the target the connection from this client port was handed to. */
+  targetOf(clientPort: number): number | undefined {
+    return this.targetByClientPort.get(clientPort);
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: net.Socket): void {
+    const index = this.turn;
+    this.turn = (this.turn + 1) % this.targets.length;
+    this.connections[index]! += 1;
+    this.targetByClientPort.set(client.remotePort!, index);
+    const target = this.targets[index]!;
+    const upstream = net.connect(target.port, target.host);
+    for (const socket of [client, upstream]) {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    }
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+    client.pipe(upstream).pipe(client);
+  }
+}
