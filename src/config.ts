@@ -247,7 +247,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const databaseCa = readCaFile(env, 'DATABASE_CA_FILE');
   if (databaseCa !== undefined && databaseUrl === undefined) {
-    throw new ConfigError('DATABASE_CA_FILE', 'is set without DATABASE_URL: the embedded server is reached through its socket');
+    throw new ConfigError(
+      'DATABASE_CA_FILE',
+      'is set without DATABASE_URL: the embedded server is reached through its socket',
+    );
   }
   // A CA bundle that nothing uses would only look like protection.
   if (databaseCa !== undefined && sslMode === 'disable') {

@@ -116,8 +116,14 @@ describe('configuration', () => {
     });
 
     test('REDIS_CA_FILE needs a rediss:// URL, SMTP_CA_FILE an SMTP_URL, and SMTP_URL takes no query', () => {
-      assert.equal(loadConfig({ REDIS_URL: 'rediss://c:6380', REDIS_CA_FILE: certificates.caFile }).redisCa !== undefined, true);
-      assert.match(refusal({ REDIS_URL: 'redis://c:6379', REDIS_CA_FILE: certificates.caFile }).message, /not a rediss:\/\//);
+      assert.equal(
+        loadConfig({ REDIS_URL: 'rediss://c:6380', REDIS_CA_FILE: certificates.caFile }).redisCa !== undefined,
+        true,
+      );
+      assert.match(
+        refusal({ REDIS_URL: 'redis://c:6379', REDIS_CA_FILE: certificates.caFile }).message,
+        /not a rediss:\/\//,
+      );
       assert.equal(refusal({ REDIS_CA_FILE: certificates.caFile }).variable, 'REDIS_CA_FILE');
       assert.equal(refusal({ SMTP_CA_FILE: certificates.caFile }).variable, 'SMTP_CA_FILE');
       const query = refusal({ SMTP_URL: 'smtp://u:p@mail.example:587?tls.rejectUnauthorized=false' });

@@ -43,7 +43,8 @@ export function sslModeOf(url: string): SslMode {
     throw new Error(
       `sslmode=${mode} would fall back to an unencrypted connection: use verify-full (or require, verify-ca), or disable`,
     );
-  if (mode === 'no-verify') throw new Error('sslmode=no-verify accepts any certificate: use verify-full with DATABASE_CA_FILE');
+  if (mode === 'no-verify')
+    throw new Error('sslmode=no-verify accepts any certificate: use verify-full with DATABASE_CA_FILE');
   if (!(sslModes as readonly string[]).includes(mode))
     throw new Error(`sslmode must be one of ${sslModes.join(', ')}, got "${mode}"`);
   return mode as SslMode;
@@ -53,7 +54,10 @@ export function sslModeOf(url: string): SslMode {
  * node-postgres settings for a DATABASE_URL and its CA bundle: the URL without `sslmode` (which
  * node-postgres would otherwise read over the `ssl` option) and the `ssl` option itself.
  */
-export function postgresTls(url: string, ca: string | undefined): { connectionString: string; ssl: false | ConnectionOptions } {
+export function postgresTls(
+  url: string,
+  ca: string | undefined,
+): { connectionString: string; ssl: false | ConnectionOptions } {
   const mode = sslModeOf(url);
   const parsed = new URL(url);
   parsed.searchParams.delete('sslmode');

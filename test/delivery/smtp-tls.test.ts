@@ -140,7 +140,11 @@ describe('SMTP over TLS: smtps://, STARTTLS, verified certificates, credentials 
     server.received.length = 0;
 
     const t = await start({ SMTP_URL: url });
-    await assertRefused(t, server, /did not start TLS \(STARTTLS\), which is required when SMTP_URL carries credentials/);
+    await assertRefused(
+      t,
+      server,
+      /did not start TLS \(STARTTLS\), which is required when SMTP_URL carries credentials/,
+    );
   });
 
   test('SMTP_CA_FILE also requires STARTTLS: a server that offers none gets nothing', async () => {

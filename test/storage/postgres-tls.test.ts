@@ -61,7 +61,10 @@ describe('PostgreSQL over TLS: sslmode and DATABASE_CA_FILE against a server tha
   test('a connection without sslmode is refused by the server: it admits TLS only', async () => {
     const db = openPostgres(postgres.url('127.0.0.1'), { max: 1 });
     try {
-      await assert.rejects(db.query('SELECT 1'), /pg_hba\.conf rejects connection for host "127\.0\.0\.1".*no encryption/);
+      await assert.rejects(
+        db.query('SELECT 1'),
+        /pg_hba\.conf rejects connection for host "127\.0\.0\.1".*no encryption/,
+      );
     } finally {
       await db.close();
     }
@@ -82,7 +85,11 @@ describe('PostgreSQL over TLS: sslmode and DATABASE_CA_FILE against a server tha
     assert.equal((await connect({ DATABASE_URL: postgres.url('127.0.0.1', '?sslmode=require'), ...ca })).ssl, true);
     for (const mode of ['verify-full', 'require']) {
       const reason = await refusal({ DATABASE_URL: postgres.url('127.0.0.2', `?sslmode=${mode}`), ...ca });
-      assert.match(reason, /^certificate verification failed: Hostname\/IP does not match certificate's altnames/, mode);
+      assert.match(
+        reason,
+        /^certificate verification failed: Hostname\/IP does not match certificate's altnames/,
+        mode,
+      );
     }
     assert.equal((await connect({ DATABASE_URL: postgres.url('127.0.0.2', '?sslmode=verify-ca'), ...ca })).ssl, true);
   });
@@ -93,7 +100,11 @@ describe('PostgreSQL over TLS: sslmode and DATABASE_CA_FILE against a server tha
         DATABASE_URL: postgres.url('127.0.0.1', `?sslmode=${mode}`),
         DATABASE_CA_FILE: certificates.otherCaFile,
       });
-      assert.match(reason, /^certificate verification failed: unable to (verify the first certificate|get local issuer certificate)/, mode);
+      assert.match(
+        reason,
+        /^certificate verification failed: unable to (verify the first certificate|get local issuer certificate)/,
+        mode,
+      );
     }
   });
 
@@ -164,7 +175,10 @@ describe('every hop over TLS: the service on PostgreSQL, Redis and SMTP, each wi
       SMTP_CA_FILE: certificates.caFile,
       MAIL_FROM: 'Shop <shop@example.com>',
     });
-    const client = createStorefrontAuthClient({ baseUrl: service.url, headers: { origin: new URL(service.url).origin } });
+    const client = createStorefrontAuthClient({
+      baseUrl: service.url,
+      headers: { origin: new URL(service.url).origin },
+    });
     // Redis answers only on its TLS port, so cache: true means the counters go over TLS.
     assert.deepEqual((await client.ready()).checks, { database: true, cache: true, search: true, store: true });
 
