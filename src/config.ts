@@ -1,6 +1,9 @@
+import { X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-folder.js';
+import { sslModeOf } from './storage/postgres-tls.js';
 
 export type IdentityMode = 'email' | 'phone';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -10,9 +13,13 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** PEM CA bundle (DATABASE_CA_FILE, read at start) that verifies the PostgreSQL server's certificate. */
+  databaseCa: string | undefined;
   redisUrl: string | undefined;
   /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
   redisKeyPrefix: string;
+  /** PEM CA bundle (REDIS_CA_FILE) for a rediss:// server. */
+  redisCa: string | undefined;
   searchUrl: string | undefined;
   /** Undefined means: generate one into DATA_DIR on first start (embedded mode only). */
   appSecret: string | undefined;
@@ -26,6 +33,8 @@ export interface Config {
   platformName: string;
   initialStore: { name: string; identityMode: IdentityMode; verificationRequired: boolean };
   smtpUrl: string | undefined;
+  /** PEM CA bundle (SMTP_CA_FILE) for the SMTP server's certificate, implicit TLS or STARTTLS. */
+  smtpCa: string | undefined;
   mailFrom: string;
   smsWebhookUrl: string | undefined;
   smsWebhookSecret: string | undefined;
@@ -124,6 +133,31 @@ function readUrl(env: Env, name: string, protocols: readonly string[]): string |
     throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL`);
   }
   return value;
+}
+
+/**
+ * A PEM CA bundle named by a variable, read once here so a missing or mistaken file stops the start
+ * instead of failing every connection later. Only its certificates are kept.
+ */
+function readCaFile(env: Env, name: string): string | undefined {
+  const file = read(env, name);
+  if (file === undefined) return undefined;
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(name, `cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  const certificates = text.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
+  if (certificates.length === 0) throw new ConfigError(name, `${file} holds no PEM certificate`);
+  certificates.forEach((pem, index) => {
+    try {
+      new X509Certificate(pem);
+    } catch {
+      throw new ConfigError(name, `certificate ${index + 1} in ${file} is not a valid X.509 certificate`);
+    }
+  });
+  return certificates.join('\n');
 }
 
 function readNumber(
@@ -242,6 +276,45 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const databaseUrl = readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  let sslMode = 'disable';
+  try {
+    if (databaseUrl !== undefined) sslMode = sslModeOf(databaseUrl);
+  } catch (error) {
+    throw new ConfigError('DATABASE_URL', (error as Error).message);
+  }
+  const databaseCa = readCaFile(env, 'DATABASE_CA_FILE');
+  if (databaseCa !== undefined && databaseUrl === undefined) {
+    throw new ConfigError(
+      'DATABASE_CA_FILE',
+      'is set without DATABASE_URL: the embedded server is reached through its socket',
+    );
+  }
+  // A CA bundle that nothing uses would only look like protection.
+  if (databaseCa !== undefined && sslMode === 'disable') {
+    throw new ConfigError('DATABASE_CA_FILE', 'is set but DATABASE_URL asks for no TLS: add sslmode=verify-full to it');
+  }
+  if (sslMode === 'verify-ca' && databaseCa === undefined) {
+    // Without the host name check, any certificate a public CA signed for anyone would pass.
+    throw new ConfigError('DATABASE_CA_FILE', 'is required with sslmode=verify-ca (or use sslmode=verify-full)');
+  }
+
+  const redisCa = readCaFile(env, 'REDIS_CA_FILE');
+  if (redisCa !== undefined && !/^rediss/i.test(read(env, 'REDIS_URL') ?? '')) {
+    throw new ConfigError('REDIS_CA_FILE', 'is set but REDIS_URL is not a rediss:// (TLS) URL');
+  }
+
+  const smtpUrl = readUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']);
+  // nodemailer would read options from the query (tls.rejectUnauthorized=false among them); the
+  // transport takes none, so one given would be silently ignored.
+  if (smtpUrl !== undefined && new URL(smtpUrl).search !== '') {
+    throw new ConfigError(
+      'SMTP_URL',
+      'takes no query parameters: TLS follows the scheme (smtps:// or smtp:// with STARTTLS) and SMTP_CA_FILE',
+    );
+  }
+  const smtpCa = readCaFile(env, 'SMTP_CA_FILE');
+  if (smtpCa !== undefined && smtpUrl === undefined) throw new ConfigError('SMTP_CA_FILE', 'is set without SMTP_URL');
+
   const appSecret = read(env, 'APP_SECRET');
   if (appSecret !== undefined && appSecret.length < minSecretLength) {
     throw new ConfigError('APP_SECRET', `must be at least ${minSecretLength} characters`);
@@ -302,8 +375,10 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, 'HOST') ?? '127.0.0.1',
     dataDir,
     databaseUrl,
+    databaseCa,
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX'),
+    redisCa,
     searchUrl: readUrl(env, 'SEARCH_URL', ['http:', 'https:']),
     appSecret,
     appSecretPrevious,
@@ -318,7 +393,8 @@ export function loadConfig(env: Env = process.env): Config {
       identityMode: readChoice(env, 'STORE_IDENTITY_MODE', ['email', 'phone'] as const, 'email'),
       verificationRequired: readBoolean(env, 'STORE_VERIFICATION_REQUIRED', false),
     },
-    smtpUrl: readUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    smtpUrl,
+    smtpCa,
     mailFrom: read(env, 'MAIL_FROM') ?? 'Storefront <no-reply@localhost>',
     smsWebhookUrl,
     smsWebhookSecret,

@@ -24,6 +24,7 @@ import { startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgr
 import { openPostgres } from './storage/postgres.js';
 import { FallbackKeyValueStore, RedisKeyValueStore } from './storage/redis.js';
 import { ensureStore, loadStore, StoreCache } from './store/store.js';
+import { certificateFailure } from './tls.js';
 
 /** Everything the service is made of, built once from configuration and closed in reverse order. */
 export interface Services {
@@ -71,7 +72,10 @@ export function configuredTransports(config: Config, logger: FastifyBaseLogger):
   const fallback = (variable: string) =>
     config.deliveryLogAllowed ? createLogTransport(logger, highlight) : createUnconfiguredTransport(variable);
   return {
-    email: config.smtpUrl === undefined ? fallback('SMTP_URL') : createSmtpTransport(config.smtpUrl, config.mailFrom),
+    email:
+      config.smtpUrl === undefined
+        ? fallback('SMTP_URL')
+        : createSmtpTransport(config.smtpUrl, config.mailFrom, { ca: config.smtpCa }),
     sms:
       config.smsWebhookUrl === undefined
         ? fallback('SMS_WEBHOOK_URL')
@@ -90,8 +94,22 @@ export function configuredHasher(config: Pick<Config, 'hashThreads'>): PasswordH
 /** Redis when configured, with this instance's memory standing in while Redis is unreachable. */
 export async function configuredKeyValueStore(config: Config, logger: FastifyBaseLogger): Promise<KeyValueStore> {
   if (config.redisUrl === undefined) return new MemoryKeyValueStore();
-  const redis = new RedisKeyValueStore(config.redisUrl, { keyPrefix: config.redisKeyPrefix });
-  if (!(await redis.connected())) logger.warn('Redis not reachable at start: counting in this instance until it is');
+  const redis = new RedisKeyValueStore(config.redisUrl, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
+  // The client retries by itself and its errors are otherwise swallowed; the start says why it failed.
+  let connectError: unknown;
+  const recordError = (error: unknown) => (connectError = error);
+  redis.client.on('error', recordError);
+  const connected = await redis.connected();
+  redis.client.off('error', recordError);
+  if (!connected) {
+    const refused = certificateFailure(connectError);
+    logger.warn(
+      { err: connectError },
+      refused === undefined
+        ? 'Redis not reachable at start: counting in this instance until it is'
+        : `Redis not reachable at start: its TLS ${refused} (check REDIS_CA_FILE and the host name in REDIS_URL); counting in this instance until it is`,
+    );
+  }
   let lastWarningMs = -Infinity;
   return new FallbackKeyValueStore(redis, new MemoryKeyValueStore(), (error) => {
     const nowMs = performance.now();
@@ -123,7 +141,7 @@ export interface OpenDatabaseOptions {
 export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<OpenedDatabase> {
   const pool = options.max === undefined ? {} : { max: options.max };
   if (config.databaseUrl !== undefined) {
-    const db = openPostgres(config.databaseUrl, pool);
+    const db = openPostgres(config.databaseUrl, { ...pool, ca: config.databaseCa });
     return { db, secret: config.appSecret!, release: () => db.close() };
   }
   const server = await startEmbeddedPostgres(config.dataDir, {

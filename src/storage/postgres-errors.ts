@@ -1,3 +1,4 @@
+import { certificateFailure } from '../tls.js';
 import { DatabaseUnavailableError } from './database.js';
 
 /**
@@ -47,6 +48,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     return typeof code === 'string' && (unavailableStates.has(code) || code.startsWith(connectionExceptionClass));
   }
   if (typeof code === 'string' && socketCodes.has(code)) return true;
+  // A refused server certificate: the database cannot be reached safely, which is an outage to
+  // retry (a CA bundle or certificate being rotated), not a bug in the request.
+  if (certificateFailure(error) !== undefined) return true;
   return driverMessages.some((pattern) => pattern.test(error.message));
 }
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Database, Queryable } from './database.js';
 import { isDatabaseUnavailable, translateDriverError as translate } from './postgres-errors.js';
+import { postgresTls } from './postgres-tls.js';
 
 function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   return {
@@ -28,15 +29,22 @@ export interface PostgresOptions {
   statementTimeoutMs?: number;
   /** The client gives up on an answer after this long (a server that stopped answering). */
   queryTimeoutMs?: number;
+  /** PEM CA bundle that verifies the server's certificate (DATABASE_CA_FILE), in place of the public roots. */
+  ca?: string | undefined;
 }
 
-/** A PostgreSQL server through node-postgres, with a pool whose waits are all bounded. */
+/**
+ * A PostgreSQL server through node-postgres, with a pool whose waits are all bounded. TLS follows
+ * the URL's sslmode as `postgresTls` reads it.
+ */
 export function openPostgres(
   url: string,
-  { max = 10, statementTimeoutMs = 10_000, queryTimeoutMs = 12_000 }: PostgresOptions = {},
+  { max = 10, statementTimeoutMs = 10_000, queryTimeoutMs = 12_000, ca }: PostgresOptions = {},
 ): Database {
+  const { connectionString, ssl } = postgresTls(url, ca);
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString,
+    ssl,
     max,
     // Short enough that a customer call answers 503 within two seconds while the server is away.
     connectionTimeoutMillis: 1_500,

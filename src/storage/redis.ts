@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { Redis } from 'ioredis';
 import { MemoryKeyValueStore, type KeyValueStore, type WindowCount } from './key-value.js';
 
@@ -19,15 +20,29 @@ return {redis.call('HINCRBY', KEYS[1], 'c', 1), reset}
 export interface RedisKeyValueOptions {
   /** Prepended to every key, so deployments (or test runs) sharing a server never meet. */
   keyPrefix: string;
+  /** PEM CA bundle that verifies a rediss:// server's certificate (REDIS_CA_FILE). */
+  ca?: string | undefined;
+}
+
+/**
+ * The ioredis `tls` option for a URL: none for plain redis://; for rediss:// a connection whose
+ * certificate chain and host name are verified (never `rejectUnauthorized: false`), against `ca`
+ * when given, in place of Node's public roots.
+ */
+export function redisTls(url: string, ca: string | undefined): ConnectionOptions | undefined {
+  if (!new URL(url).protocol.startsWith('rediss')) return undefined;
+  return { rejectUnauthorized: true, ...(ca === undefined ? {} : { ca }) };
 }
 
 /** Counters in Redis (or Valkey): shared by every instance of the deployment. */
 export class RedisKeyValueStore implements KeyValueStore {
   readonly client: Redis;
 
-  constructor(url: string, { keyPrefix }: RedisKeyValueOptions) {
+  constructor(url: string, { keyPrefix, ca }: RedisKeyValueOptions) {
+    const tls = redisTls(url, ca);
     this.client = new Redis(url, {
       keyPrefix,
+      ...(tls === undefined ? {} : { tls }),
       // Fail fast while disconnected instead of queueing: the caller falls back to memory.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,

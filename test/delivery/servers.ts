@@ -19,22 +19,55 @@ export interface ReceivedMail {
   envelopeFrom: string | false;
   envelopeTo: string[];
   raw: string;
+  /** The session was TLS (implicit or after STARTTLS) when the message came. */
+  secure: boolean;
+}
+
+export interface ReceivedLogin {
+  username: string;
+  password: string;
+  /** The session was TLS when the credentials came. */
+  secure: boolean;
+}
+
+export interface SmtpServerOptions {
+  /** Serve TLS with this key and certificate (PEM): from the first byte, or offered as STARTTLS. */
+  tls?: { key: string; cert: string; implicit: boolean };
+  /** The loopback address to listen on. */
+  host?: string;
 }
 
 export interface TestSmtpServer {
   port: number;
   url: string;
   received: ReceivedMail[];
+  /** Every AUTH the server was given, accepted whatever the credentials, in clear as well. */
+  logins: ReceivedLogin[];
   close(): Promise<void>;
 }
 
-/** A real SMTP server on 127.0.0.1: no TLS, no authentication; it keeps every message it accepts. */
-export async function startSmtpServer(port = 0): Promise<TestSmtpServer> {
+/**
+ * A real SMTP server on 127.0.0.1 (or `host`); it keeps every message it accepts. Without `tls` it offers no
+ * STARTTLS. It takes AUTH when a client offers it, even in clear, so a test sees credentials a
+ * client should not have sent.
+ */
+export async function startSmtpServer(
+  port = 0,
+  { tls, host = '127.0.0.1' }: SmtpServerOptions = {},
+): Promise<TestSmtpServer> {
   const received: ReceivedMail[] = [];
+  const logins: ReceivedLogin[] = [];
   const server = new SMTPServer({
     authOptional: true,
-    disabledCommands: ['STARTTLS'],
+    allowInsecureAuth: true,
+    ...(tls === undefined
+      ? { disabledCommands: ['STARTTLS'] }
+      : { secure: tls.implicit, key: tls.key, cert: tls.cert }),
     logger: false,
+    onAuth(auth, session, callback) {
+      logins.push({ username: auth.username ?? '', password: auth.password ?? '', secure: session.secure });
+      callback(null, { user: auth.username });
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -44,20 +77,24 @@ export async function startSmtpServer(port = 0): Promise<TestSmtpServer> {
           envelopeFrom: session.envelope.mailFrom === false ? false : session.envelope.mailFrom.address,
           envelopeTo: session.envelope.rcptTo.map((address) => address.address),
           raw: Buffer.concat(chunks).toString('utf8'),
+          secure: session.secure,
         });
         callback();
       });
     },
   });
+  // A refused TLS handshake is what some tests are after; it must not end the test process.
+  server.on('error', () => {});
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(port, host, () => resolve());
   });
   const actual = (server.server.address() as net.AddressInfo).port;
   return {
     port: actual,
-    url: `smtp://127.0.0.1:${actual}`,
+    url: `${tls?.implicit === true ? 'smtps' : 'smtp'}://${host}:${actual}`,
     received,
+    logins,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

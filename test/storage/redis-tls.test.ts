@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { pino } from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { configuredKeyValueStore } from '../../src/services.js';
+import type { KeyValueStore } from '../../src/storage/key-value.js';
+import { RedisKeyValueStore } from '../../src/storage/redis.js';
+import { api, createHarness, testSecret } from '../helpers/harness.js';
+import { makeTestCertificates, type TestCertificates } from '../helpers/tls.js';
+import { startTlsRedis, type TlsServer } from '../helpers/tls-servers.js';
+import { keyValueContract } from './key-value-contract.js';
+
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line !== '') lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, stream), lines };
+}
+
+let certificates: TestCertificates;
+let redis: TlsServer;
+const ready = (async () => {
+  certificates = await makeTestCertificates();
+  redis = await startTlsRedis(certificates);
+})();
+ready.catch(() => {}); // reported by the hooks that await it
+after(async () => {
+  await ready.catch(() => {});
+  await redis?.stop();
+  certificates?.remove();
+});
+
+const prefix = () => `sfa-tls-test:${process.pid}:${Math.random().toString(36).slice(2)}:`;
+
+keyValueContract('RedisKeyValueStore over rediss:// with REDIS_CA_FILE', async () => {
+  await ready;
+  const config = loadConfig({
+    REDIS_URL: `rediss://127.0.0.1:${redis.port}`,
+    REDIS_CA_FILE: certificates.caFile,
+    REDIS_KEY_PREFIX: prefix(),
+  });
+  const store = new RedisKeyValueStore(config.redisUrl!, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
+  assert.equal(await store.connected(5_000), true, 'the TLS connection is up');
+  return store;
+});
+
+describe('Redis over TLS: verified certificates', () => {
+  let harness: Awaited<ReturnType<typeof createHarness>>;
+  const opened: KeyValueStore[] = [];
+  before(async () => {
+    [harness] = await Promise.all([createHarness(), ready]);
+  });
+  after(async () => {
+    await harness.close();
+    await Promise.all(opened.map((store) => store.close()));
+  });
+
+  async function deployment(env: Record<string, string>) {
+    const { logger, lines } = capturingLogger();
+    const config = loadConfig({ APP_SECRET: testSecret, REDIS_KEY_PREFIX: prefix(), ...env });
+    const kv = await configuredKeyValueStore(config, logger);
+    opened.push(kv);
+    return { kv, lines };
+  }
+
+  test('the server speaks TLS only: a plain redis:// client gets no answer', async () => {
+    const plain = new RedisKeyValueStore(`redis://127.0.0.1:${redis.port}`, { keyPrefix: prefix() });
+    try {
+      assert.equal(await plain.connected(1_500), false);
+      await assert.rejects(plain.ping());
+    } finally {
+      await plain.close();
+    }
+  });
+
+  test('with REDIS_CA_FILE the deployment counts in Redis and readiness reports cache true', async () => {
+    const { kv, lines } = await deployment({
+      REDIS_URL: `rediss://127.0.0.1:${redis.port}`,
+      REDIS_CA_FILE: certificates.caFile,
+    });
+    assert.equal(await kv.ping(), true);
+    const t = await harness.start({ overrides: { kv } });
+    const readiness = await t.get(`${api}/health/ready`);
+    assert.equal(readiness.status, 200);
+    assert.equal(readiness.body.checks.cache, true);
+    assert.deepEqual(
+      lines.filter((line) => String(line['msg']).startsWith('Redis')),
+      [],
+      'no warning about Redis',
+    );
+  });
+
+  for (const [name, env, reason] of [
+    [
+      'a CA bundle that did not sign the certificate',
+      () => ({ REDIS_URL: `rediss://127.0.0.1:${redis.port}`, REDIS_CA_FILE: certificates.otherCaFile }),
+      /certificate verification failed: self-signed certificate in certificate chain/,
+    ],
+    [
+      'no REDIS_CA_FILE (the public roots do not know the private CA)',
+      () => ({ REDIS_URL: `rediss://127.0.0.1:${redis.port}` }),
+      /certificate verification failed: self-signed certificate in certificate chain/,
+    ],
+    [
+      'a host name the certificate does not carry (127.0.0.2)',
+      () => ({ REDIS_URL: `rediss://127.0.0.2:${redis.port}`, REDIS_CA_FILE: certificates.caFile }),
+      /certificate verification failed: Hostname\/IP does not match certificate's altnames/,
+    ],
+  ] as const) {
+    test(`${name}: refused, never used; readiness reports cache false and limits count in memory`, async () => {
+      const { kv, lines } = await deployment(env());
+      assert.equal(await kv.ping(), false);
+      const warning = lines.find((line) => String(line['msg']).startsWith('Redis not reachable at start'));
+      assert.ok(warning !== undefined, 'the start warns about Redis');
+      assert.match(String(warning['msg']), reason);
+      assert.match(String(warning['msg']), /REDIS_CA_FILE/);
+
+      const t = await harness.start({ overrides: { kv } });
+      const readiness = await t.get(`${api}/health/ready`);
+      assert.equal(readiness.status, 503);
+      assert.equal(readiness.body.checks.cache, false);
+      const nowMs = Date.now();
+      assert.equal((await kv.increment('tls-refused', 60, nowMs)).count, 1);
+      assert.equal((await kv.increment('tls-refused', 60, nowMs)).count, 2, 'counted in this instance');
+    });
+  }
+});
