@@ -9,6 +9,8 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** Database connections this instance opens at most (the pg pool's size). */
+  databasePoolSize: number;
   redisUrl: string | undefined;
   /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
   redisKeyPrefix: string;
@@ -137,6 +139,12 @@ function readNumber(
 // Node fires a timer of more than 2^31 - 1 ms at once, so settings that become timers stay well below.
 const maxTimerSeconds = 24 * 60 * 60;
 
+/** The pool size the service has always used. */
+export const defaultDatabasePoolSize = 10;
+// One event loop keeps only so many statements in flight; far more connections than this is a typo,
+// and would take a PostgreSQL server's default 100 slots from every other client.
+const maxDatabasePoolSize = 200;
+
 function readCallingCodes(env: Env, name: string): string[] {
   const text = read(env, name);
   if (text === undefined) return [];
@@ -264,6 +272,11 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, 'HOST') ?? '127.0.0.1',
     dataDir,
     databaseUrl,
+    databasePoolSize: readNumber(env, 'DATABASE_POOL_SIZE', defaultDatabasePoolSize, {
+      min: 1,
+      max: maxDatabasePoolSize,
+      integer: true,
+    }),
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX'),
     searchUrl: readUrl(env, 'SEARCH_URL', ['http:', 'https:']),
