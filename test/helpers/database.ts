@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type net from 'node:net';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
@@ -62,6 +63,15 @@ async function testServer(): Promise<Server> {
       await (await started).remove();
     },
   };
+}
+
+/** How to reach the server of a database URL with `net.connect`: its socket, or its host and port. */
+export function serverTarget(url: string): net.NetConnectOpts {
+  const parsed = new URL(url);
+  const port = Number(parsed.port || 5432);
+  const socketFolder = parsed.searchParams.get('host');
+  if (socketFolder !== null && socketFolder.startsWith('/')) return { path: `${socketFolder}/.s.PGSQL.${port}` };
+  return { host: parsed.hostname || '127.0.0.1', port };
 }
 
 /** `url` with another database name, its other parts (a socket folder in ?host=) kept. */

@@ -11,9 +11,10 @@ import { DatabaseUnavailableError } from '../../src/storage/database.js';
 import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
 import { migrate, migrationLockKey } from '../../src/storage/migrations.js';
 import { isRefusedStartupParameter, openPostgres } from '../../src/storage/postgres.js';
-import { createScratchDatabase, type ScratchDatabase } from '../helpers/database.js';
+import { createScratchDatabase, serverTarget, type ScratchDatabase } from '../helpers/database.js';
 import { RecordingTransport, registration, toReply } from '../helpers/harness.js';
-import { backendsBypassing, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.js';
+import { backendsBypassing, failFastSettings, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
  * The service behind PgBouncer in transaction mode, where consecutive transactions of one client
@@ -156,6 +157,58 @@ describe('behind PgBouncer in transaction mode', () => {
       await second.close();
     }
   });
+
+  test(
+    'with PostgreSQL gone behind a PgBouncer set as the README says, customer calls answer 503 within 2 s, and all recovers alone',
+    { timeout: 60_000 },
+    async () => {
+      // Between PgBouncer and the server: what the test cuts is PostgreSQL, PgBouncer stays up.
+      const proxy = await new TcpProxy(serverTarget(scratch.directUrl)).start();
+      const user = decodeURIComponent(new URL(scratch.directUrl).username) || 'postgres';
+      const fronted = await startPgBouncer({
+        upstream: `postgres://${user}@127.0.0.1:${proxy.port}/${scratch.name}`,
+        settings: failFastSettings,
+      });
+      const opened = await openServices(
+        loadConfig({ DATABASE_URL: fronted.url(scratch.name), APP_SECRET: secret }),
+        pino({ level: 'silent' }),
+        {
+          hasher: createArgon2Hasher(testArgon2),
+          kv: new MemoryKeyValueStore(),
+          manualDispatch: true,
+          manualJanitor: true,
+        },
+      );
+      const app = await buildApp(opened);
+      const login = () =>
+        app.inject({
+          method: 'POST',
+          url: `${auth}/login`,
+          payload: { identity: 'nobody@example.com', password: 'whatever words 1' },
+        });
+      try {
+        assert.equal((await login()).statusCode, 401);
+        for (const mode of ['refuse', 'hang'] as const) {
+          proxy.set(mode);
+          for (let call = 0; call < 2; call += 1) {
+            const started = performance.now();
+            const down = await login();
+            const elapsed = performance.now() - started;
+            assert.equal(down.statusCode, 503, `${mode}: ${down.body}`);
+            assert.equal(down.json().code, 'service_unavailable');
+            assert.ok(elapsed < 2_000, `${mode}: answered in ${elapsed.toFixed(0)} ms`);
+          }
+          proxy.set('pass');
+          await until(async () => (await login()).statusCode === 401, `the service recovers after ${mode}`);
+        }
+      } finally {
+        await app.close();
+        await opened.close();
+        await fronted.stop();
+        await proxy.close();
+      }
+    },
+  );
 
   describe('two services starting at once on a fresh database through the pooler', () => {
     let flowScratch: ScratchDatabase;
