@@ -122,7 +122,8 @@ export function embeddedMaxConnections(poolSize: number): number {
 export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<OpenedDatabase> {
   const max = options.max ?? config.databasePoolSize;
   const log = options.log;
-  const pool = { max, ...(log === undefined ? {} : { warn: (message: string) => log.warn({}, message) }) };
+  // Expected behind PgBouncer, so not a warning: the service logs it at start, commands stay quiet.
+  const pool = { max, ...(log === undefined ? {} : { notice: (message: string) => log.info({}, message) }) };
   if (config.databaseUrl !== undefined) {
     const db = openPostgres(config.databaseUrl, pool);
     return { db, secret: config.appSecret!, release: () => db.close() };

@@ -30,7 +30,7 @@ export interface PostgresOptions {
   /** The client gives up on an answer after this long (a server that stopped answering). */
   queryTimeoutMs?: number;
   /** Told once when the server refused the statement limit as a connection parameter (a pooler). */
-  warn?: (message: string) => void;
+  notice?: (message: string) => void;
 }
 
 /**
@@ -51,7 +51,7 @@ export function isRefusedStartupParameter(error: unknown): boolean {
  */
 export function openPostgres(
   url: string,
-  { max = defaultDatabasePoolSize, statementTimeoutMs = 10_000, queryTimeoutMs = 12_000, warn }: PostgresOptions = {},
+  { max = defaultDatabasePoolSize, statementTimeoutMs = 10_000, queryTimeoutMs = 12_000, notice }: PostgresOptions = {},
 ): Database {
   const statementTimeout = Math.max(1, Math.round(statementTimeoutMs));
   const createPool = (startupStatementTimeout: boolean) => {
@@ -87,7 +87,7 @@ export function openPostgres(
       if (current === pool) {
         pool = createPool(false);
         void current.end().catch(() => {});
-        warn?.(
+        notice?.(
           'the database refused statement_timeout as a connection parameter (a pooler such as PgBouncer): statements inside transactions keep their limit; give the database role a statement_timeout for the others',
         );
       }

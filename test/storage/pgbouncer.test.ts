@@ -65,7 +65,7 @@ describe('behind PgBouncer in transaction mode', () => {
     const db = openPostgres(single.url(scratch.name), {
       max: 2,
       statementTimeoutMs: 300,
-      warn: (message) => warnings.push(message),
+      notice: (message) => warnings.push(message),
     });
     try {
       const raw = new pg.Client({ connectionString: single.url(scratch.name), statement_timeout: 300 });
