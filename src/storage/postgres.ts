@@ -38,9 +38,14 @@ export interface PostgresOptions {
  * cannot restore on whichever server connection runs the next transaction, statement_timeout among
  * them: FATAL 08P01 "unsupported startup parameter: statement_timeout".
  */
-export function isRefusedStartupParameter(error: unknown): boolean {
+export function isRefusedStatementTimeout(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return code === '08P01' && typeof message === 'string' && /unsupported startup parameter/i.test(message);
+  return (
+    code === '08P01' &&
+    typeof message === 'string' &&
+    /unsupported startup parameter/i.test(message) &&
+    message.includes('statement_timeout')
+  );
 }
 
 /**
@@ -83,7 +88,7 @@ export function openPostgres(
     } catch (error) {
       // Queries report it already translated into unavailability; a checkout reports it as it came.
       const reported = error instanceof DatabaseUnavailableError ? error.cause : error;
-      if (!isRefusedStartupParameter(reported)) throw error;
+      if (!isRefusedStatementTimeout(reported)) throw error;
       if (current === pool) {
         pool = createPool(false);
         void current.end().catch(() => {});

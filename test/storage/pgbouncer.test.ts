@@ -10,7 +10,7 @@ import { openServices, type Services } from '../../src/services.js';
 import { DatabaseUnavailableError } from '../../src/storage/database.js';
 import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
 import { migrate, migrationLockKey } from '../../src/storage/migrations.js';
-import { isRefusedStartupParameter, openPostgres } from '../../src/storage/postgres.js';
+import { isRefusedStatementTimeout, openPostgres } from '../../src/storage/postgres.js';
 import { createScratchDatabase, serverTarget, type ScratchDatabase } from '../helpers/database.js';
 import { RecordingTransport, registration, toReply } from '../helpers/harness.js';
 import { backendsBypassing, failFastSettings, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.js';
@@ -75,7 +75,7 @@ describe('behind PgBouncer in transaction mode', () => {
         (error: unknown) => error,
       );
       await raw.end().catch(() => {});
-      assert.ok(isRefusedStartupParameter(refusal), `PgBouncer accepted statement_timeout: ${String(refusal)}`);
+      assert.ok(isRefusedStatementTimeout(refusal), `PgBouncer accepted statement_timeout: ${String(refusal)}`);
 
       assert.deepEqual(await db.query('SELECT 1 AS one'), [{ one: 1 }]);
       assert.equal(warnings.length, 1, 'the fallback is logged once');
