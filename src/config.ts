@@ -15,6 +15,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** PEM CA bundle (DATABASE_CA_FILE, read at start) that verifies the PostgreSQL server's certificate. */
   databaseCa: string | undefined;
+  /** Database connections this instance opens at most (the pg pool's size). */
+  databasePoolSize: number;
   redisUrl: string | undefined;
   /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
   redisKeyPrefix: string;
@@ -208,6 +210,12 @@ function readPreviousSecrets(env: Env, name: string, current: string | undefined
 // Node fires a timer of more than 2^31 - 1 ms at once, so settings that become timers stay well below.
 const maxTimerSeconds = 24 * 60 * 60;
 
+/** The pool size the service has always used. */
+export const defaultDatabasePoolSize = 10;
+// One event loop keeps only so many statements in flight; far more connections than this is a typo,
+// and would take a PostgreSQL server's default 100 slots from every other client.
+const maxDatabasePoolSize = 200;
+
 function readCallingCodes(env: Env, name: string): string[] {
   const text = read(env, name);
   if (text === undefined) return [];
@@ -376,6 +384,11 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl,
     databaseCa,
+    databasePoolSize: readNumber(env, 'DATABASE_POOL_SIZE', defaultDatabasePoolSize, {
+      min: 1,
+      max: maxDatabasePoolSize,
+      integer: true,
+    }),
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX'),
     redisCa,

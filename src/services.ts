@@ -20,7 +20,7 @@ import { loadOrCreateSecret } from './storage/data-folder.js';
 import type { Database } from './storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from './storage/key-value.js';
 import { migrate } from './storage/migrations.js';
-import { startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
+import { defaultServerSettings, startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
 import { openPostgres } from './storage/postgres.js';
 import { FallbackKeyValueStore, RedisKeyValueStore } from './storage/redis.js';
 import { ensureStore, loadStore, StoreCache } from './store/store.js';
@@ -128,10 +128,18 @@ export interface OpenedDatabase {
 export interface OpenDatabaseOptions {
   /** Where the embedded server's warnings go. */
   log?: ServerLog;
-  /** Connections in the pool. */
+  /** Connections in the pool; DATABASE_POOL_SIZE unless given. */
   max?: number;
   /** Embedded mode: use the server a running service owns instead of refusing (the command line). */
   shareRunning?: boolean;
+}
+
+/**
+ * The embedded server's connection slots: the pool, plus room for the command line, probes and the
+ * server's own maintenance, never fewer than its default 30.
+ */
+export function embeddedMaxConnections(poolSize: number): number {
+  return Math.max(Number(defaultServerSettings['max_connections']), poolSize + 20);
 }
 
 /**
@@ -139,14 +147,18 @@ export interface OpenDatabaseOptions {
  * folder, started here as a child process and stopped on release.
  */
 export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<OpenedDatabase> {
-  const pool = options.max === undefined ? {} : { max: options.max };
+  const max = options.max ?? config.databasePoolSize;
+  const log = options.log;
+  // Expected behind PgBouncer, so not a warning: the service logs it at start, commands stay quiet.
+  const pool = { max, ...(log === undefined ? {} : { notice: (message: string) => log.info({}, message) }) };
   if (config.databaseUrl !== undefined) {
     const db = openPostgres(config.databaseUrl, { ...pool, ca: config.databaseCa });
     return { db, secret: config.appSecret!, release: () => db.close() };
   }
   const server = await startEmbeddedPostgres(config.dataDir, {
-    ...(options.log === undefined ? {} : { log: options.log }),
+    ...(log === undefined ? {} : { log }),
     ...(options.shareRunning === undefined ? {} : { shareRunning: options.shareRunning }),
+    settings: { max_connections: String(embeddedMaxConnections(max)) },
   });
   let secret: string;
   try {

@@ -46,6 +46,17 @@ describe('configuration', () => {
     assert.equal(loadConfig({ SHUTDOWN_TIMEOUT_SECONDS: '86400' }).shutdown.timeoutSeconds, 86400);
   });
 
+  test('DATABASE_POOL_SIZE defaults to the pool of 10 and takes a whole number from 1 to 200; anything else stops the start naming it', () => {
+    assert.equal(loadConfig({}).databasePoolSize, 10);
+    assert.equal(loadConfig({ DATABASE_POOL_SIZE: '1' }).databasePoolSize, 1);
+    assert.equal(loadConfig({ DATABASE_POOL_SIZE: '200' }).databasePoolSize, 200);
+    for (const value of ['0', '-3', '2.5', 'ten', '201', '1e9']) {
+      const error = refusal({ DATABASE_POOL_SIZE: value });
+      assert.equal(error.variable, 'DATABASE_POOL_SIZE', value);
+      assert.equal(error.message, `DATABASE_POOL_SIZE: expected a whole number from 1 to 200, got "${value}"`);
+    }
+  });
+
   test('MESSAGE_RETENTION_DAYS keeps sent messages at least the hour the delivery budget counts', () => {
     assert.equal(refusal({ MESSAGE_RETENTION_DAYS: '0.01' }).variable, 'MESSAGE_RETENTION_DAYS');
     assert.equal(loadConfig({ MESSAGE_RETENTION_DAYS: String(1 / 24) }).retention.messageDays, 1 / 24);

@@ -27,7 +27,8 @@ const superuser = 'postgres';
 const readyTimeoutMs = 120_000;
 
 /**
- * Sized for one small shop: the service pool (10), a few command-line and probe connections. 32 MB
+ * Sized for one small shop: the service pool (10 by default; a larger DATABASE_POOL_SIZE raises
+ * max_connections with it), a few command-line and probe connections. 32 MB
  * of buffers hold the working set of tens of thousands of customers and keep the idle footprint low.
  */
 export const defaultServerSettings: Readonly<Record<string, string>> = {

@@ -128,11 +128,13 @@ const migrations: Migration[] = [
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.
-const migrationLockKey = 727_274_001;
+export const migrationLockKey = 727_274_001;
 
 /**
- * Applies every migration not yet applied, each in its own transaction. The advisory lock makes
- * concurrent starts of several instances take turns instead of racing on the same DDL.
+ * Applies every migration not yet applied, all in one transaction. The advisory lock makes
+ * concurrent starts of several instances take turns instead of racing on the same DDL. It is the
+ * transaction-scoped kind, released by COMMIT or ROLLBACK: behind a pooler in transaction mode a
+ * session-level lock would stay with whichever server connection ran it, held for nobody.
  */
 export async function migrate(db: Database): Promise<number[]> {
   return db.transaction(async (tx) => {

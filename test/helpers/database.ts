@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type net from 'node:net';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
@@ -22,22 +23,39 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * Set by `npm run test:pgbouncer`: the PostgreSQL server itself, while DATABASE_URL names the
+ * PgBouncer in front of it. Test databases are made and dropped here, since a pooler holds server
+ * connections to a database and would stand in the way of dropping it; the code under test still
+ * connects through DATABASE_URL.
+ */
+export const testDirectUrlVariable = 'STOREFRONT_TEST_DIRECT_URL';
+
 let ownServer: Promise<TestServer> | undefined;
 let ownServerUsers = 0;
+
+interface Server {
+  /** Where the code under test connects (a pooler, when there is one). */
+  url: string;
+  /** The server itself: databases are made and dropped here. */
+  directUrl: string;
+  release(): Promise<void>;
+}
 
 /**
  * The server test databases are made on: DATABASE_URL, else the embedded server `npm test` started
  * for the run. A file run on its own starts an embedded server for as long as it has databases.
  */
-async function testServer(): Promise<{ url: string; release(): Promise<void> }> {
+async function testServer(): Promise<Server> {
   const url = process.env['DATABASE_URL'] ?? process.env[testServerUrlVariable];
-  if (url !== undefined) return { url, release: async () => {} };
+  if (url !== undefined) return { url, directUrl: process.env[testDirectUrlVariable] ?? url, release: async () => {} };
   ownServerUsers += 1;
   ownServer ??= startTestServer();
   const started = ownServer;
   const { server } = await started;
   return {
     url: server.adminUrl,
+    directUrl: server.adminUrl,
     async release() {
       ownServerUsers -= 1;
       if (ownServerUsers > 0) return;
@@ -45,6 +63,22 @@ async function testServer(): Promise<{ url: string; release(): Promise<void> }> 
       await (await started).remove();
     },
   };
+}
+
+/** How to reach the server of a database URL with `net.connect`: its socket, or its host and port. */
+export function serverTarget(url: string): net.NetConnectOpts {
+  const parsed = new URL(url);
+  const port = Number(parsed.port || 5432);
+  const socketFolder = parsed.searchParams.get('host');
+  if (socketFolder !== null && socketFolder.startsWith('/')) return { path: `${socketFolder}/.s.PGSQL.${port}` };
+  return { host: parsed.hostname || '127.0.0.1', port };
+}
+
+/** `url` with another database name, its other parts (a socket folder in ?host=) kept. */
+export function withDatabase(url: string, name: string): string {
+  const changed = new URL(url);
+  changed.pathname = `/${name}`;
+  return changed.toString();
 }
 
 /**
@@ -64,12 +98,21 @@ export async function openTestDatabase(): Promise<TestDatabase> {
   };
 }
 
+export interface ScratchDatabase {
+  name: string;
+  /** Where the code under test connects: through the pooler when the run has one. */
+  url: string;
+  /** The same database on the server itself, never through a pooler. */
+  directUrl: string;
+  drop(): Promise<void>;
+}
+
 /** A fresh, empty database on the test server, and how to drop it. */
-export async function createScratchDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createScratchDatabase(prefix: string): Promise<ScratchDatabase> {
   const server = await testServer();
   const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: server.url });
+    const client = new pg.Client({ connectionString: server.directUrl });
     await client.connect();
     try {
       await client.query(sql);
@@ -83,12 +126,13 @@ export async function createScratchDatabase(prefix: string): Promise<{ url: stri
     await server.release();
     throw error;
   }
-  const url = new URL(server.url);
-  url.pathname = `/${name}`;
   return {
-    url: url.toString(),
+    name,
+    url: withDatabase(server.url, name),
+    directUrl: withDatabase(server.directUrl, name),
     async drop() {
       try {
+        // FORCE also ends the server connections a pooler still keeps open to the database.
         await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await server.release();

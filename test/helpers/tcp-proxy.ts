@@ -3,7 +3,8 @@ import net from 'node:net';
 export type ProxyMode = 'pass' | 'refuse' | 'hang' | 'freeze';
 
 /**
- * A TCP proxy in front of a real server (PostgreSQL, Redis) that a test can cut: `refuse` drops
+ * A TCP proxy in front of a real server (PostgreSQL, Redis, PgBouncer; over TCP or a Unix socket)
+ * that a test can cut: `refuse` drops
  * every connection, `hang` accepts and never answers, `freeze` keeps the open connections open
  * but forwards nothing more either way (a partition, or a server stuck mid-answer) and lets new
  * ones hang. The shared servers themselves never stop, so other test files running at the same
@@ -15,11 +16,14 @@ export class TcpProxy {
   private readonly pairs = new Set<[net.Socket, net.Socket]>();
   mode: ProxyMode = 'pass';
   port = 0;
+  private readonly target: net.NetConnectOpts;
 
-  constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
-  ) {}
+  /** A host and port, or any target `net.connect` takes (such as a Unix socket's `path`). */
+  constructor(target: net.NetConnectOpts);
+  constructor(targetHost: string, targetPort: number);
+  constructor(target: net.NetConnectOpts | string, targetPort?: number) {
+    this.target = typeof target === 'string' ? { host: target, port: targetPort! } : target;
+  }
 
   async start(): Promise<this> {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -62,7 +66,7 @@ export class TcpProxy {
       return;
     }
     if (this.mode === 'hang' || this.mode === 'freeze') return;
-    const upstream = net.connect(this.targetPort, this.targetHost);
+    const upstream = net.connect(this.target);
     this.sockets.add(upstream);
     const pair: [net.Socket, net.Socket] = [client, upstream];
     this.pairs.add(pair);

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { createScratchDatabase, testBackends } from '../helpers/database.js';
+import { createScratchDatabase, testBackends, type ScratchDatabase } from '../helpers/database.js';
+import { backendsBypassing, pgbouncerAdmin, testPoolerAdminVariable } from '../helpers/pgbouncer.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
 const production = testBackends.database === 'postgres' && testBackends.cache === 'redis';
 const auth = '/api/v1/customer/auth';
+/** Set when the run goes through PgBouncer (npm run test:pgbouncer). */
+const poolerAdminUrl = process.env[testPoolerAdminVariable];
 
 async function post(base: string, path: string, body: unknown, cookie?: string) {
   const response = await fetch(`${base}${path}`, {
@@ -21,7 +24,7 @@ describe(
   { skip: production ? false : 'needs DATABASE_URL and REDIS_URL' },
   () => {
     const redisDb = 1 + ((process.pid + 7) % 15);
-    let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
+    let scratch: ScratchDatabase;
     let a: ServiceProcess;
     let b: ServiceProcess;
 
@@ -87,5 +90,31 @@ describe(
       assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 422]);
       assert.equal(answers.find((answer) => answer.status === 422)!.body['code'], 'identity_unavailable');
     });
+
+    test(
+      'behind PgBouncer, both instances reach the database through the pooler and nothing bypasses it',
+      { skip: poolerAdminUrl === undefined ? 'runs behind PgBouncer only (npm run test:pgbouncer)' : false },
+      async () => {
+        // A read through each instance, so each holds a pooled connection.
+        for (const instance of [a, b]) {
+          const refused = await post(instance.url, `${auth}/login`, {
+            identity: 'nobody@example.com',
+            password: 'not a password 1',
+          });
+          assert.equal(refused.status, 401);
+        }
+        const clients = await pgbouncerAdmin<{ database: string; application_name: string }>(
+          poolerAdminUrl!,
+          'SHOW CLIENTS',
+        );
+        const services = clients.filter(
+          (client) => client.database === scratch.name && client.application_name === 'storefront-auth',
+        );
+        assert.ok(services.length >= 2, `${services.length} service connections on the pooler`);
+        const { seen, bypassing } = await backendsBypassing(poolerAdminUrl!, scratch.directUrl, scratch.name);
+        assert.ok(seen.length > 0, 'the pooler keeps server connections to the database');
+        assert.deepEqual(bypassing, [], 'backends on the database that PgBouncer did not open');
+      },
+    );
   },
 );

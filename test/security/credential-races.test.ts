@@ -154,9 +154,14 @@ describe('a password reset and logins racing it', () => {
 
     const locker = new pg.Client({ connectionString: harness.databaseUrl });
     await locker.connect();
+    // Watched from a connection of its own, outside any transaction: inside one, pg_stat_activity
+    // lists the backends of its first read only, and behind a pooler the reset and the logins may
+    // run on server connections opened after it.
+    const watcher = new pg.Client({ connectionString: harness.databaseUrl });
+    await watcher.connect();
     const waitingOnLocks = async () => {
       const [row] = (
-        await locker.query<{ n: number }>(
+        await watcher.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
               WHERE datname = current_database() AND wait_event_type = 'Lock'`,
         )
@@ -196,6 +201,7 @@ describe('a password reset and logins racing it', () => {
       assert.equal(await auditCount(t, 'login.succeeded'), 0);
     } finally {
       await locker.end();
+      await watcher.end();
     }
   });
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/services.js';
 import { LegacyDataFolderError, startEmbeddedPostgres } from '../../src/storage/embedded-postgres.js';
 import { repoRoot } from '../helpers/service-process.js';
 
@@ -163,6 +164,28 @@ describe('the embedded PostgreSQL server', () => {
       assert.match(lines[0]!, /PGlite database from an earlier version/);
       assert.match(lines[0]!, /pg_dump/);
       assert.equal(fs.existsSync(path.join(dataDir, 'postgres')), false, 'nothing new was made');
+    },
+  );
+
+  test(
+    'a DATABASE_POOL_SIZE above the default gives the server 20 slots more than the pool, and the whole pool connects at once',
+    slow,
+    async () => {
+      const dataDir = freshFolder();
+      const opened = await openDatabase(loadConfig({ DATA_DIR: dataDir, DATABASE_POOL_SIZE: '40' }));
+      try {
+        const [row] = await opened.db.query<{ max_connections: string }>('SHOW max_connections');
+        assert.equal(row!.max_connections, '60');
+        // With the default 30 slots, 40 connections at once would be refused ("too many clients").
+        const pids = await Promise.all(
+          Array.from({ length: 40 }, () =>
+            opened.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.2)'),
+          ),
+        );
+        assert.equal(new Set(pids.map(([answer]) => answer!.pid)).size, 40);
+      } finally {
+        await opened.release();
+      }
     },
   );
 
