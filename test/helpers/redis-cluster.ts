@@ -20,6 +20,8 @@ export interface RedisCluster {
   killMaster(index: number): Promise<void>;
   /** Starts node `index` again on its port and configuration file; it rejoins with its slots. */
   restartNode(index: number): Promise<void>;
+  /** `cluster_state` as node `index` sees it: `ok`, or `fail` once it has given up on a lost master. */
+  clusterState(index: number): Promise<string>;
   /** Resolves once every running node reports `cluster_state:ok`, or throws after `timeoutMs`. */
   waitUntilOk(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -218,6 +220,11 @@ export async function startRedisCluster({
       async restartNode(index) {
         await spawnNode(index);
       },
+      clusterState: (index) =>
+        onNode(
+          nodes[index]!.port,
+          async (r) => /^cluster_state:(\w+)/m.exec(String(await r.cluster('INFO')))?.[1] ?? '?',
+        ),
       waitUntilOk,
       async stop() {
         await stopAll();
