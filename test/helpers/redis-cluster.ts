@@ -140,19 +140,24 @@ export async function startRedisCluster({
     running.add(child);
     child.once('exit', () => running.delete(child));
     node.child = child;
-    const gone = exited(child).then(() => 'exited' as const);
-    const up = poll(
-      `redis-server on port ${node.port}`,
-      () => onNode(node.port, async (r) => (await r.ping()) === 'PONG'),
-      10_000,
-    ).then(() => 'up' as const);
-    if ((await Promise.race([gone, up])) === 'exited') {
-      const log = fs
-        .readFileSync(path.join(folder, `node-${index}.log`), 'utf8')
-        .split('\n')
-        .slice(-5)
-        .join('\n');
-      throw new Error(`redis-server on port ${node.port} exited: ${log}`);
+    const deadline = performance.now() + 10_000;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const logFile = path.join(folder, `node-${index}.log`);
+        const log = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').trim().split('\n').slice(-3) : [];
+        throw new Error(`redis-server on port ${node.port} exited: ${log.join(' / ')}`);
+      }
+      // Its own process must answer, not another server that had the port first.
+      const answering = await onNode(
+        node.port,
+        async (r) => /^process_id:(\d+)/m.exec(await r.info('server'))?.[1],
+      ).catch(() => undefined);
+      if (answering === String(child.pid)) return;
+      if (performance.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`redis-server on port ${node.port} did not answer within 10 s`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
 

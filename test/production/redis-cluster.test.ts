@@ -122,14 +122,17 @@ describe('production mode on a Redis Cluster', () => {
     const second = await forgot(identity);
     assert.equal(second.status, 429, 'the limit still holds');
     assert.equal(second.body['code'], 'rate_limited');
-    assert.ok(
-      service.logs.some(
-        (line) => line['msg'] === 'Redis unreachable: rate limits are counted in this instance until it returns',
-      ),
+    await waitFor(
       'the fallback to memory is logged',
+      async () =>
+        service.logs.some(
+          (line) => line['msg'] === 'Redis unreachable: rate limits are counted in this instance until it returns',
+        ),
+      5_000,
     );
-    const slowest = Math.max(registered.ms, loggedIn.ms, first.ms, second.ms);
-    assert.ok(slowest < 2_000, `every answer within 2 s (slowest ${slowest.toFixed(0)} ms)`);
+    // The limit check on the lost slots is bounded by the client's timeouts, not left hanging.
+    const slowest = Math.max(first.ms, second.ms);
+    assert.ok(slowest < 2_000, `forgot answered within 2 s (slowest ${slowest.toFixed(0)} ms)`);
 
     // Later the other masters mark it failed and refuse every key: still served, from memory.
     await waitFor(
