@@ -54,8 +54,8 @@ export function clusterOptions(address: RedisClusterAddress, { keyPrefix }: Redi
     clusterRetryStrategy: reconnectDelay,
     // CLUSTERDOWN means a slot has no master; retrying within one request will not bring it back.
     retryDelayOnClusterDown: 0,
-    // A node's connection closed: one or two short retries after re-reading the topology, for a
-    // failover that has already happened; the command timeout bounds the whole of it.
+    // A node's connection closed: at most four retries 100 ms apart, each after re-reading the
+    // topology, for a failover that has already happened. MOVED and ASK share the same budget.
     retryDelayOnFailover: 100,
     maxRedirections: 4,
     slotsRefreshTimeout: 1_000,
