@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-folder.js';
 import { sslModeOf } from './storage/postgres-tls.js';
+import { isRedisClusterUrl, parseRedisClusterUrl, RedisAddressError } from './storage/redis-address.js';
 
 export type IdentityMode = 'email' | 'phone';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -17,6 +18,7 @@ export interface Config {
   databaseCa: string | undefined;
   /** Database connections this instance opens at most (the pg pool's size). */
   databasePoolSize: number;
+  /** `redis://` or `rediss://` for one server, `redis+cluster://` or `rediss+cluster://` for a Redis Cluster. */
   redisUrl: string | undefined;
   /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
   redisKeyPrefix: string;
@@ -249,11 +251,39 @@ function readOrigins(env: Env, name: string): string[] {
   });
 }
 
-function readRedisKeyPrefix(env: Env, name: string): string {
+function readRedisUrl(env: Env, name: string): string | undefined {
+  const value = read(env, name);
+  if (value === undefined) return undefined;
+  if (isRedisClusterUrl(value)) {
+    try {
+      parseRedisClusterUrl(value);
+    } catch (error) {
+      if (error instanceof RedisAddressError) throw new ConfigError(name, error.message);
+      throw error;
+    }
+    return value;
+  }
+  const expected = 'expected a redis:// or rediss:// URL, or redis+cluster://host:port,host:port/ for a Redis Cluster';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `not a valid URL: ${expected}`);
+  }
+  if (!['redis:', 'rediss:'].includes(url.protocol)) throw new ConfigError(name, expected);
+  return value;
+}
+
+function readRedisKeyPrefix(env: Env, name: string, cluster: boolean): string {
   const value = read(env, name) ?? 'storefront-auth:';
   // Ending in a separator keeps one prefix from running into another's keys ("shop" + "a:…").
   if (!/^[A-Za-z0-9._{}-][A-Za-z0-9._:{}-]{0,62}:$/.test(value)) {
     throw new ConfigError(name, `expected up to 64 letters, digits or ._-{}: ending in ":", got "${value}"`);
+  }
+  // Redis Cluster hashes a key by the text after its first "{": one in the prefix would put every
+  // key in one slot, or void the hash tags that keep a command's keys together (key-value.ts).
+  if (cluster && value.includes('{')) {
+    throw new ConfigError(name, `may not contain "{" with a Redis Cluster: it would decide every key's hash slot`);
   }
   return value;
 }
@@ -373,6 +403,8 @@ export function loadConfig(env: Env = process.env): Config {
       );
   }
 
+  const redisUrl = readRedisUrl(env, 'REDIS_URL');
+
   const deliveryLogInProduction = readBoolean(env, 'DELIVERY_LOG_IN_PRODUCTION', false);
 
   const storeName = read(env, 'STORE_NAME') ?? 'My Store';
@@ -389,8 +421,8 @@ export function loadConfig(env: Env = process.env): Config {
       max: maxDatabasePoolSize,
       integer: true,
     }),
-    redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX'),
+    redisUrl,
+    redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX', redisUrl !== undefined && isRedisClusterUrl(redisUrl)),
     redisCa,
     searchUrl: readUrl(env, 'SEARCH_URL', ['http:', 'https:']),
     appSecret,

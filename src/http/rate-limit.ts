@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { KeyValueStore } from '../storage/key-value.js';
+import { keyName, type KeyValueStore } from '../storage/key-value.js';
 import { ProblemError } from './problems.js';
 
 export interface LimitRule {
@@ -61,8 +61,9 @@ export class RateLimiter {
   }
 }
 
+/** `rl:<rule name>:<subject>`; each counter is a key of its own, hashed whole on a Redis Cluster. */
 function keyOf(rule: LimitRule, subject: string): string {
-  return `rl:${rule.name}:${subject}`;
+  return keyName('rl', rule.name, subject);
 }
 
 /** A 429 that remembers which limit refused the request (for the audit trail, never the client). */

@@ -13,6 +13,38 @@ export interface KeyValueStore {
   close(): Promise<void>;
 }
 
+/*
+ * Key names. Every key the service stores is named by the two functions below, because Redis
+ * Cluster puts a rule on keys: a command or script that touches several keys must find them all in
+ * one hash slot, or the cluster refuses it (CROSSSLOT). A key's slot is the hash of its hash tag,
+ * the text between its first "{" and the next "}", or of the whole key when it has none.
+ *
+ * - `keyName` names a key used on its own. Braces in the parts are escaped, so the key has no hash
+ *   tag and hashes whole: counters spread over every master, and a made-up identity such as
+ *   "{x}1@example.com" cannot steer its keys onto a chosen slot.
+ * - `slotTagged` puts a key into the slot of `tag`. Keys that one command or script touches
+ *   together must all be made with it, with the same tag.
+ *
+ * Today every command and script touches one key (the window script, HMGET, DEL), so only
+ * `keyName` is used. REDIS_KEY_PREFIX comes first in every key, so on a cluster it may not contain
+ * "{" (config.ts refuses it): the prefix's brace would decide every key's slot.
+ */
+
+// "%" too, so the escaping cannot make two different parts into one name.
+const escapes: Record<string, string> = { '%': '%25', '{': '%7B', '}': '%7D' };
+const escapeBraces = (part: string) => part.replace(/[%{}]/g, (character) => escapes[character]!);
+
+/** `rl`, `login`, `203.0.113.7` → `rl:login:203.0.113.7`: a key with no hash tag. */
+export function keyName(...parts: string[]): string {
+  return parts.map(escapeBraces).join(':');
+}
+
+/** `tag`, `a:b` → `{tag}:a:b`: the key hashes by `tag` alone, into the same slot as every key tagged alike. */
+export function slotTagged(tag: string, name: string): string {
+  if (tag === '') throw new Error('an empty hash tag would hash the whole key');
+  return `{${escapeBraces(tag)}}:${name}`;
+}
+
 export interface WindowCount {
   count: number;
   /** When the window closes, in epoch milliseconds. */

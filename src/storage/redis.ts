@@ -1,6 +1,7 @@
 import type { ConnectionOptions } from 'node:tls';
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { MemoryKeyValueStore, type KeyValueStore, type WindowCount } from './key-value.js';
+import { isRedisClusterUrl, parseRedisClusterUrl, type RedisClusterAddress } from './redis-address.js';
 
 // Count and window end live in one hash, so one script call is one atomic step. The window is
 // decided by the caller's clock like the memory store's; the key's TTL only collects garbage.
@@ -25,34 +26,83 @@ export interface RedisKeyValueOptions {
 }
 
 /**
- * The ioredis `tls` option for a URL: none for plain redis://; for rediss:// a connection whose
+ * The ioredis `tls` option for a URL: none for plain redis://; for rediss:// (and rediss+cluster://,
+ * for every node) a connection whose
  * certificate chain and host name are verified (never `rejectUnauthorized: false`), against `ca`
  * when given, in place of Node's public roots.
  */
 export function redisTls(url: string, ca: string | undefined): ConnectionOptions | undefined {
-  if (!new URL(url).protocol.startsWith('rediss')) return undefined;
+  return /^rediss(\+cluster)?:/i.test(url) ? verifiedTls(ca) : undefined;
+}
+
+function verifiedTls(ca: string | undefined): ConnectionOptions {
   return { rejectUnauthorized: true, ...(ca === undefined ? {} : { ca }) };
 }
 
-/** Counters in Redis (or Valkey): shared by every instance of the deployment. */
-export class RedisKeyValueStore implements KeyValueStore {
-  readonly client: Redis;
+// Fail fast instead of queueing or retrying for long: the caller falls back to memory, and a
+// request should not wait on Redis longer than half a second.
+const failFast = { connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequest: 1 } as const;
+const reconnectDelay = (attempt: number) => Math.min(attempt * 200, 2_000);
 
-  constructor(url: string, { keyPrefix, ca }: RedisKeyValueOptions) {
-    const tls = redisTls(url, ca);
-    this.client = new Redis(url, {
-      keyPrefix,
-      ...(tls === undefined ? {} : { tls }),
-      // Fail fast while disconnected instead of queueing: the caller falls back to memory.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 1_000,
-      commandTimeout: 500,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-      // Commands issued in the same tick share one socket write: under load every request's
-      // limit check is one script call, and the writes, not Redis, were the cost.
-      enableAutoPipelining: true,
-    });
+/** The options of the client for one server (`redis://`, `rediss://`). */
+export function singleServerOptions(url: string, { keyPrefix, ca }: RedisKeyValueOptions): RedisOptions {
+  const tls = redisTls(url, ca);
+  return {
+    ...failFast,
+    keyPrefix,
+    ...(tls === undefined ? {} : { tls }),
+    enableOfflineQueue: false,
+    retryStrategy: reconnectDelay,
+    // Commands issued in the same tick share one socket write: under load every request's
+    // limit check is one script call, and the writes, not Redis, were the cost.
+    enableAutoPipelining: true,
+  };
+}
+
+/**
+ * The options of the client for a Redis Cluster, the same fail-fast choices mapped onto ioredis's
+ * Cluster: everything about a node's connection (timeouts, credentials, TLS) goes in
+ * `redisOptions`; reconnecting, queueing and redirections belong to the cluster client.
+ */
+export function clusterOptions(address: RedisClusterAddress, { keyPrefix, ca }: RedisKeyValueOptions): ClusterOptions {
+  return {
+    // ioredis hashes the prefixed key, as the cluster does: the prefix is part of every slot.
+    keyPrefix,
+    enableOfflineQueue: false,
+    enableAutoPipelining: true,
+    clusterRetryStrategy: reconnectDelay,
+    // CLUSTERDOWN means a slot has no master; retrying within one request will not bring it back.
+    retryDelayOnClusterDown: 0,
+    // A node's connection closed: at most four retries 100 ms apart, each after re-reading the
+    // topology, for a failover that has already happened. MOVED and ASK share the same budget.
+    retryDelayOnFailover: 100,
+    maxRedirections: 4,
+    slotsRefreshTimeout: 1_000,
+    // Re-read the topology now and then, so a restarted or promoted node is used without waiting
+    // for an error to point at it (ioredis's default is never).
+    slotsRefreshInterval: 5_000,
+    redisOptions: {
+      ...failFast,
+      ...(address.username === undefined ? {} : { username: address.username }),
+      ...(address.password === undefined ? {} : { password: address.password }),
+      ...(address.tls ? { tls: verifiedTls(ca) } : {}),
+    },
+  };
+}
+
+/** The client REDIS_URL names: one server, or a Redis Cluster (`redis+cluster://…`). */
+export function createRedisClient(url: string, options: RedisKeyValueOptions): Redis | Cluster {
+  if (!isRedisClusterUrl(url)) return new Redis(url, singleServerOptions(url, options));
+  const address = parseRedisClusterUrl(url);
+  return new Cluster(address.nodes, clusterOptions(address, options));
+}
+
+/** Counters in Redis (or Valkey), one server or a cluster: shared by every instance of the deployment. */
+export class RedisKeyValueStore implements KeyValueStore {
+  readonly client: Redis | Cluster;
+
+  constructor(url: string, options: RedisKeyValueOptions) {
+    this.client = createRedisClient(url, options);
     this.client.on('error', () => {}); // reported through ping() and readiness, not as crashes
     this.client.defineCommand('windowIncrement', { numberOfKeys: 1, lua: incrementScript });
   }
@@ -72,7 +122,14 @@ export class RedisKeyValueStore implements KeyValueStore {
     });
   }
 
+  // Without a connection a command is refused at once (no offline queue). The cluster client
+  // would instead hold a command until its first topology read succeeds or fails, seconds later.
+  private usable(): void {
+    if (this.client.status !== 'ready') throw new Error(`Redis is not connected (${this.client.status})`);
+  }
+
   async increment(key: string, windowSeconds: number, nowMs: number): Promise<WindowCount> {
+    this.usable();
     const [count, resetAtMs] = (await (
       this.client as unknown as {
         windowIncrement(key: string, now: number, window: number): Promise<[number, number]>;
@@ -82,6 +139,7 @@ export class RedisKeyValueStore implements KeyValueStore {
   }
 
   async peek(key: string, nowMs: number): Promise<WindowCount> {
+    this.usable();
     const [count, reset] = await this.client.hmget(key, 'c', 'r');
     const resetAtMs = Number(reset ?? 0);
     if (count === null || resetAtMs <= nowMs) return { count: 0, resetAtMs: nowMs };
@@ -89,16 +147,47 @@ export class RedisKeyValueStore implements KeyValueStore {
   }
 
   async delete(key: string): Promise<void> {
+    this.usable();
     await this.client.del(key);
   }
 
   async ping(): Promise<boolean> {
+    if (this.client instanceof Cluster) return servesEverySlot(this.client);
     return (await this.client.ping()) === 'PONG';
   }
 
   async close(): Promise<void> {
     this.client.disconnect();
   }
+}
+
+const slotCount = 16_384;
+
+/**
+ * Whether every one of the cluster's slots has a master that answers and sees the cluster as ok.
+ * A PING goes to any one node, so it would call a cluster that lost a master, and with it a share
+ * of the counters, healthy; and a node answers PING even while the cluster refuses every key.
+ */
+async function servesEverySlot(cluster: Cluster): Promise<boolean> {
+  // Asked afresh (the client's own copy is up to 5 s old): [first, last, [host, port, id], …replicas].
+  const ranges = (await cluster.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>;
+  let covered = 0;
+  const masters = new Set<string>();
+  for (const [first, last, [host, port]] of ranges) {
+    covered += last - first + 1;
+    masters.add(`${host}:${port}`);
+  }
+  if (covered < slotCount) return false;
+  const connections = new Map(cluster.nodes('all').map((node) => [`${node.options.host}:${node.options.port}`, node]));
+  const healthy = await Promise.all(
+    [...masters].map(async (address) => {
+      const node = connections.get(address);
+      if (node === undefined) return false;
+      const info = await node.cluster('INFO').catch(() => '');
+      return /^cluster_state:ok\r?$/m.test(String(info));
+    }),
+  );
+  return healthy.every(Boolean);
 }
 
 /**

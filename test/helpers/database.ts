@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
+import { Cluster } from 'ioredis';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
@@ -145,9 +146,11 @@ export async function truncateAll(db: Database): Promise<void> {
   await db.query('TRUNCATE audit_events, outbox, sessions, challenges, customers, store RESTART IDENTITY CASCADE');
 }
 
-/** Memory, or Redis (connected) under a key prefix of its own that is deleted on close. */
-export async function openTestKeyValueStore(): Promise<KeyValueStore> {
-  const redisUrl = process.env['REDIS_URL'];
+/**
+ * Memory, or Redis (connected) under a key prefix of its own that is deleted on close. `redisUrl`
+ * may name a Redis Cluster (`redis+cluster://…`).
+ */
+export async function openTestKeyValueStore(redisUrl = process.env['REDIS_URL']): Promise<KeyValueStore> {
   if (redisUrl === undefined) return new MemoryKeyValueStore();
   const prefix = `sfa-test:${randomBytes(6).toString('hex')}:`;
   const store = new RedisKeyValueStore(redisUrl, { keyPrefix: prefix });
@@ -155,9 +158,14 @@ export async function openTestKeyValueStore(): Promise<KeyValueStore> {
   const close = store.close.bind(store);
   store.close = async () => {
     try {
-      // KEYS patterns are not prefixed, and the keys it returns carry the prefix DEL would add again.
-      const keys = await store.client.keys(`${prefix}*`);
-      if (keys.length > 0) await store.client.del(...keys.map((key) => key.slice(prefix.length)));
+      // KEYS patterns are not prefixed, and the keys it returns carry the prefix DEL would add
+      // again. A cluster's keys are spread over its masters, and one DEL may name one slot's only.
+      const client = store.client;
+      const holders = client instanceof Cluster ? client.nodes('master') : [client];
+      for (const holder of holders) {
+        const keys = await holder.keys(`${prefix}*`);
+        await Promise.all(keys.map((key) => client.del(key.slice(prefix.length))));
+      }
     } finally {
       await close();
     }

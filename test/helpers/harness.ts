@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import type { OutgoingMessage, Transport, Transports } from '../../src/delivery/message.js';
 import { openServices, type ServiceOverrides, type Services } from '../../src/services.js';
 import type { Database } from '../../src/storage/database.js';
+import type { KeyValueStore } from '../../src/storage/key-value.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { FakeClock } from './clock.js';
 import { openTestDatabase, openTestKeyValueStore, truncateAll } from './database.js';
@@ -73,11 +74,16 @@ export function toReply(response: LightMyRequestResponse): Reply {
   };
 }
 
+export interface HarnessOptions {
+  /** Where each test's counters live; by default memory, or Redis with REDIS_URL. */
+  keyValueStore?: () => Promise<KeyValueStore>;
+}
+
 /**
  * One database per test file, a fresh service per test: `const harness = await createHarness()`,
  * then `const t = await harness.start({...})` in each test and `await t.close()` after it.
  */
-export async function createHarness() {
+export async function createHarness({ keyValueStore = () => openTestKeyValueStore() }: HarnessOptions = {}) {
   const database = await openTestDatabase();
   const db = database.db;
   await migrate(db);
@@ -103,7 +109,7 @@ export async function createHarness() {
       secret: testSecret,
       clock,
       hasher: createArgon2Hasher(testArgon2),
-      kv: options.overrides?.kv ?? (await openTestKeyValueStore()),
+      kv: options.overrides?.kv ?? (await keyValueStore()),
       transports,
       manualDispatch: true,
       manualJanitor: true,
