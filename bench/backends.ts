@@ -4,8 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { startPgBouncer } from '../test/helpers/pgbouncer.js';
+import { startRedisCluster } from '../test/helpers/redis-cluster.js';
 
-export type Mode = 'embedded' | 'production';
+/**
+ * embedded: the default; production: PostgreSQL + Redis directly; scaled: the same PostgreSQL
+ * through PgBouncer in transaction mode, and a three-master Redis Cluster, as grown shops run it.
+ */
+export type Mode = 'embedded' | 'production' | 'scaled';
 
 /** Where one mode's service keeps its state, and how to remove it afterwards. */
 export interface Backend {
@@ -78,6 +84,41 @@ export async function productionBackend(databaseUrl: string, redisUrl: string): 
     async cleanup() {
       await redis.flushdb().catch(() => undefined);
       redis.disconnect();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The production service behind PgBouncer (transaction mode, its own on a spare port, in front of
+ * DATABASE_URL's server) and on a three-master Redis Cluster of its own, both started here.
+ */
+export async function scaledBackend(databaseUrl: string): Promise<Backend> {
+  const name = `sfa_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const bouncer = await startPgBouncer({ upstream: databaseUrl });
+  const cluster = await startRedisCluster({ masters: 3 });
+  const masters = cluster.nodes.map(({ host, port }) => new Redis({ host, port, maxRetriesPerRequest: 1 }));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-bench-'));
+  const [{ server_version: postgresVersion } = { server_version: '?' }] = (
+    await admin.query<{ server_version: string }>('SHOW server_version')
+  ).rows;
+  const flush = () => Promise.all(masters.map((master) => master.flushall()));
+  return {
+    mode: 'scaled',
+    env: { DATABASE_URL: bouncer.url(name), REDIS_URL: cluster.url, APP_SECRET: benchSecret, DATA_DIR: dataDir },
+    description: `PostgreSQL ${postgresVersion} database ${name} through PgBouncer in transaction mode (default_pool_size 20), Redis Cluster of 3 masters (flushed)`,
+    async resetCounters() {
+      await flush();
+    },
+    async cleanup() {
+      for (const master of masters) master.disconnect();
+      await cluster.stop();
+      await bouncer.stop();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
       fs.rmSync(dataDir, { recursive: true, force: true });

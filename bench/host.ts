@@ -34,9 +34,9 @@ function commandOf(pid: string): string {
   }
 }
 
-const serverCommands = new Set(['postgres', 'redis-server']);
+const serverCommands = new Set(['postgres', 'redis-server', 'pgbouncer']);
 
-/** PostgreSQL and Redis processes (anyone's: other users of the servers count here too). */
+/** PostgreSQL, Redis and PgBouncer processes (anyone's: other users of the servers count here too). */
 function serverSeconds(): number {
   let total = 0;
   for (const pid of fs.readdirSync('/proc')) {

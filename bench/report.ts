@@ -136,8 +136,8 @@ export function roundsDetail(result: ModeResult): string {
   const use = Object.entries(result.context.hostUse);
   if (use.length > 0) {
     const servers =
-      result.mode === 'production'
-        ? ' (PostgreSQL + Redis separately: ' +
+      result.mode !== 'embedded'
+        ? ' (PostgreSQL + Redis + PgBouncer separately: ' +
           use.map(([id, share]) => `fig ${id} ${(share.servers * 100).toFixed(0)}%`).join(', ') +
           ')'
         : '';
@@ -211,6 +211,12 @@ function existingChanges(file: string): string {
   return body === '' ? changesPlaceholder : body;
 }
 
+const modeHeadings: Record<ModeResult['mode'], string> = {
+  embedded: 'Embedded default',
+  production: 'Production mode',
+  scaled: 'Production mode behind PgBouncer and on a Redis Cluster',
+};
+
 export function writeBenchmarksFile(
   results: ModeResult[],
   settings: { rounds: number; seconds: number; minutes: number; loadAtStart: string; loadAtEnd: string },
@@ -233,6 +239,8 @@ export function writeBenchmarksFile(
     "- autocannon runs in the benchmark process over loopback, sharing the 2 cores with the service. Every request carries its own never-reused X-Forwarded-For address, so per-address limits cannot answer 429 for the benchmark's sake; any non-2xx answer is counted and shown, and a figure with non-2xx answers does not meet its goal.",
     "- Yardsticks run in their own child processes: Fastify with no plugins answering the same JSON (figure 1), and argon2id with the production parameters (m=19456, t=2, p=1) on the service's own hashing threads (src/auth/hash-pool.ts), 2 operations at a time, no HTTP (figures 2 and 3). Service and yardstick rounds alternate.",
     "- Figure 4 uses distinct unregistered emails, first closed-loop with autocannon (4a, 4b: 100 connections sending as fast as answers come), then open-loop (4c, 4d: a Poisson stream of arrivals at half the closed-loop throughput just measured, over at most 100 keep-alive connections, timed from each arrival; autocannon's own fixed rate fires all connections on one timer, in bursts). After each round the benchmark waits until the service is idle and reports how long the work behind the 202s kept it busy. Figure 5 probes /health/live at 200 requests/s over 10 connections, alone and while 32 connections log in.",
+    '- Figure 8 checks the session of one signed-in customer (`GET /customer/auth/session` with its cookie) over 64 connections, against bare Fastify answering `GET /health/live`.',
+    '- The scaled mode (when DATABASE_URL and REDIS_URL are set) runs figures 2 and 8 again with the service reaching the same PostgreSQL through PgBouncer in transaction mode and counting on a Redis Cluster of three masters, both started by the benchmark on spare ports (the helpers in test/helpers/pgbouncer.ts and redis-cluster.ts), to show what the pooler and the cluster cost per request.',
     '- Latency percentiles are exact, from every answer, as seen by the load generator.',
     '- For every measured round the service\'s CPU is read from /proc: how busy its main (event-loop) thread was and its main-thread CPU per answer, which tells whether the event loop or the hashing threads set the pace. The service\'s log lines at warn or above are counted; a figure during which it logged errors (other than the expected "hourly message budget spent") does not meet its goal.',
     '- The host is shared: before each round the benchmark waits briefly for other processes to quieten down, and the details say how much CPU they took during each figure.',
@@ -241,7 +249,7 @@ export function writeBenchmarksFile(
   if (results.length > 1) sections.push('## Goals at a glance', '', summaryTable(results), '');
   for (const result of results) {
     sections.push(
-      `## ${result.mode === 'embedded' ? 'Embedded default' : 'Production mode'}`,
+      `## ${modeHeadings[result.mode]}`,
       '',
       result.description,
       '',

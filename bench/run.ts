@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: the service's figures on the embedded default, and also on PostgreSQL + Redis
- * when DATABASE_URL and REDIS_URL are set. Prints progress and a table, writes BENCHMARKS.md.
+ * and (login and session check) through PgBouncer and on a Redis Cluster when DATABASE_URL and
+ * REDIS_URL are set. Prints progress and a table, writes BENCHMARKS.md.
  *
- * Options: --rounds=3 --seconds=4 --only=1,4 (no BENCHMARKS.md) --mode=embedded|production
+ * Options: --rounds=3 --seconds=4 --only=1,4 (no BENCHMARKS.md) --mode=embedded|production|scaled
  *          --profile=<figure> (that figure only, service under --cpu-prof, summary printed)
  */
 import { execFileSync } from 'node:child_process';
@@ -10,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { embeddedBackend, productionBackend, type Backend, type Mode } from './backends.js';
+import { embeddedBackend, productionBackend, scaledBackend, type Backend, type Mode } from './backends.js';
 import { applyServiceErrors, progress, type BenchContext, type Row } from './context.js';
 import { figureLivenessUnderLogin, figureLogin, figureRegister } from './figures-hashing.js';
 import { figureFrameworkOverhead, figureMessageRequests, figureSessionCheck } from './figures-http.js';
@@ -65,11 +66,18 @@ const modes: Mode[] =
   values.mode !== undefined
     ? [values.mode as Mode]
     : databaseUrl !== undefined && redisUrl !== undefined
-      ? ['embedded', 'production']
+      ? ['embedded', 'production', 'scaled']
       : ['embedded'];
 if (modes.includes('production') && (databaseUrl === undefined || redisUrl === undefined)) {
   throw new Error('production mode needs DATABASE_URL and REDIS_URL');
 }
+if (modes.includes('scaled') && databaseUrl === undefined) throw new Error('scaled mode needs DATABASE_URL');
+/** Scaled mode asks what the pooler and the cluster cost: the figures that touch both on every request. */
+const modeFigures: Record<Mode, readonly FigureId[]> = {
+  embedded: figureOrder,
+  production: figureOrder,
+  scaled: ['2', '8'],
+};
 
 // The service is measured as production runs it: compiled, not through tsx.
 console.log('building the service (npm run build)…');
@@ -81,7 +89,12 @@ process.once('SIGINT', () => {
 });
 
 async function runMode(mode: Mode): Promise<ModeResult> {
-  const backend = mode === 'embedded' ? embeddedBackend() : await productionBackend(databaseUrl!, redisUrl!);
+  const backend =
+    mode === 'embedded'
+      ? embeddedBackend()
+      : mode === 'production'
+        ? await productionBackend(databaseUrl!, redisUrl!)
+        : await scaledBackend(databaseUrl!);
   openBackends.add(backend);
   const profileDir =
     values.profile === undefined ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-bench-profile-'));
@@ -104,7 +117,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
   try {
     const rows: Row[] = [];
     for (const id of figureOrder) {
-      if (!selected.has(id)) continue;
+      if (!selected.has(id) || !modeFigures[mode].includes(id)) continue;
       progress(context, `figure ${id}: starting (load average ${loadAverageText()})`);
       const measured = measureHost();
       const figureRows = [await figureRuns[id](context)].flat();
@@ -114,7 +127,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
       context.hostUse[id] = use;
       progress(
         context,
-        `figure ${id}: done; other processes took ${(use.others * 100).toFixed(0)}% of the host's CPU meanwhile${mode === 'production' ? `, PostgreSQL + Redis ${(use.servers * 100).toFixed(0)}%` : ''}`,
+        `figure ${id}: done; other processes took ${(use.others * 100).toFixed(0)}% of the host's CPU meanwhile${mode !== 'embedded' ? `, PostgreSQL + Redis ${(use.servers * 100).toFixed(0)}%` : ''}`,
       );
     }
     rows.sort((a, b) => a.id.localeCompare(b.id));
