@@ -74,6 +74,29 @@ export function toReply(response: LightMyRequestResponse): Reply {
   };
 }
 
+/** Requests through Fastify's inject: a JSON body (or a raw string) and headers, answered as a Reply. */
+export function injector(app: FastifyInstance) {
+  return async (method: 'GET' | 'POST', url: string, body: unknown, headers: Record<string, string> = {}) =>
+    toReply(
+      await app.inject({
+        method,
+        url,
+        headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
+      }),
+    );
+}
+
+/** Runs the work behind the answers and the outbox now; resolves with the messages it sent. */
+export function deliverer(services: Services, outbox: RecordingTransport) {
+  return async () => {
+    await services.background.drain();
+    const before = outbox.sent.length;
+    await services.dispatcher.drain();
+    return outbox.sent.slice(before);
+  };
+}
+
 export interface HarnessOptions {
   /** Where each test's counters live; by default memory, or Redis with REDIS_URL. */
   keyValueStore?: () => Promise<KeyValueStore>;
@@ -118,22 +141,8 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
     const app = await buildApp(services);
     await app.ready();
 
-    const inject = async (method: 'GET' | 'POST', url: string, body: unknown, headers: Record<string, string> = {}) =>
-      toReply(
-        await app.inject({
-          method,
-          url,
-          headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-          ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
-        }),
-      );
-
-    const deliver = async () => {
-      await services.background.drain();
-      const before = outbox.sent.length;
-      await services.dispatcher.drain();
-      return outbox.sent.slice(before);
-    };
+    const inject = injector(app);
+    const deliver = deliverer(services, outbox);
 
     const testApp: TestApp = {
       app,

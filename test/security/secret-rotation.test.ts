@@ -14,7 +14,7 @@ import { deriveKeys } from '../../src/keys.js';
 import { openServices, type Services } from '../../src/services.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { openTestDatabase, openTestKeyValueStore, type TestDatabase } from '../helpers/database.js';
-import { api, auth, RecordingTransport, registration, toReply, type Reply } from '../helpers/harness.js';
+import { api, auth, deliverer, injector, RecordingTransport, registration, type Reply } from '../helpers/harness.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
 /**
@@ -80,21 +80,8 @@ describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
     });
     const app = await buildApp(services);
     await app.ready();
-    const inject = async (method: 'GET' | 'POST', url: string, body: unknown, headers: Record<string, string> = {}) =>
-      toReply(
-        await app.inject({
-          method,
-          url,
-          headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-          ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-        }),
-      );
-    const deliver = async () => {
-      await services.background.drain();
-      const before = sent.sent.length;
-      await services.dispatcher.drain();
-      return sent.sent.slice(before);
-    };
+    const inject = injector(app);
+    const deliver = deliverer(services, sent);
     return {
       services,
       sent,
