@@ -9,14 +9,17 @@ export const auditEvents = [
   'password.reset',
   'logout',
   'rate_limited',
+  'account.exported',
+  'account.deleted',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 
 export interface AuditEntry {
   event: AuditEvent;
   customerId?: string | null | undefined;
-  clientAddress: string;
-  requestId: string;
+  /** Null for what an operator did from the command line. */
+  clientAddress: string | null;
+  requestId: string | null;
   details?: Record<string, string>;
 }
 
@@ -132,6 +135,37 @@ async function insertAudit(db: Queryable, batch: PendingEntry[]): Promise<void> 
      VALUES ${rows.join(', ')}`,
     values,
   );
+}
+
+/** Writes one entry now, outside the trail's queue: for the command line, which has no queue to flush. */
+export async function writeAuditEntry(db: Queryable, clock: Clock, entry: AuditEntry): Promise<void> {
+  await insertAudit(db, [{ ...entry, occurredAt: clock.now() }]);
+}
+
+/**
+ * Account deletion: the customer's events stay (with their customer id) but every detail that
+ * holds the identity value is replaced, compared without regard to case. Runs in the deletion's
+ * transaction.
+ */
+export async function scrubAuditIdentity(tx: Queryable, customerId: string, identityValue: string): Promise<void> {
+  await tx.query(
+    `UPDATE audit_events
+        SET details = (SELECT jsonb_object_agg(key, CASE WHEN strpos(lower(value #>> '{}'), lower($2)) > 0
+                                                         THEN to_jsonb($3::text) ELSE value END)
+                         FROM jsonb_each(details))
+      WHERE customer_id = $1 AND strpos(lower(details::text), lower($2)) > 0`,
+    [customerId, identityValue, '(erased)'],
+  );
+}
+
+/** Every event of one customer, newest first, for their data export. */
+export async function listCustomerAudit(db: Queryable, customerId: string): Promise<AuditRecord[]> {
+  const rows = await db.query<AuditRecord & { occurred_at: Date }>(
+    `SELECT id::text AS id, occurred_at, event, customer_id, client_address, request_id, details FROM audit_events
+      WHERE customer_id = $1 ORDER BY audit_events.id DESC`,
+    [customerId],
+  );
+  return rows.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }));
 }
 
 export interface AuditQuery {

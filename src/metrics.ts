@@ -33,6 +33,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly accountRequests = new Counter({
+    name: 'storefront_account_requests_total',
+    help: 'Data exports and account deletions done by customers, by operation.',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
   readonly rateLimited = new Counter({
     name: 'storefront_rate_limited_total',
     help: 'Requests answered 429, by the limit that was hit.',

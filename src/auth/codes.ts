@@ -103,6 +103,11 @@ export async function consumeChallenge(
   return consumed.length === 1;
 }
 
+/** Deletes every code of the customer, live or finished (account deletion). */
+export async function deleteCustomerChallenges(tx: Queryable, customerId: string): Promise<void> {
+  await tx.query('DELETE FROM challenges WHERE customer_id = $1', [customerId]);
+}
+
 /**
  * Deletes up to `limit` codes that ended (expired, used or replaced) at least `retentionSeconds`
  * ago and returns how many; a code killed by too many tries ends at its expiry. A code stays

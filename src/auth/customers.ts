@@ -46,9 +46,28 @@ export async function findCustomerByIdentity(
   return rows[0] ?? null;
 }
 
-export async function findCustomerById(db: Queryable, id: string): Promise<CustomerRow | null> {
-  const rows = await db.query<CustomerRow>(`SELECT ${customerColumns} FROM customers WHERE id = $1`, [id]);
+export async function findCustomerById(
+  db: Queryable,
+  id: string,
+  { forUpdate = false } = {},
+): Promise<CustomerRow | null> {
+  const rows = await db.query<CustomerRow>(
+    `SELECT ${customerColumns} FROM customers WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
+    [id],
+  );
   return rows[0] ?? null;
+}
+
+/** When the account was made: part of the customer's data export, not of the Customer resource. */
+export async function customerCreatedAt(db: Queryable, id: string): Promise<string | null> {
+  const rows = await db.query<{ created_at: Date }>('SELECT created_at FROM customers WHERE id = $1', [id]);
+  return rows[0] === undefined ? null : new Date(rows[0].created_at).toISOString();
+}
+
+/** Deletes the customer row; whatever still references it by foreign key goes with it. */
+export async function deleteCustomer(tx: Queryable, id: string): Promise<boolean> {
+  const rows = await tx.query('DELETE FROM customers WHERE id = $1 RETURNING 1', [id]);
+  return rows.length === 1;
 }
 
 export { customerColumns };

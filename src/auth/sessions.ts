@@ -78,6 +78,38 @@ export async function deleteSession(db: Queryable, clock: Clock, sessionId: stri
   return rows[0]?.live === true ? rows[0].customer_id : null;
 }
 
+/** A session as the customer's data export shows it; never its id or the hash of it. */
+export interface SessionRecord {
+  /** Whether this is the session the request came with. */
+  current: boolean;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+}
+
+/**
+ * The customer's sessions for their data export, newest first. The one place that decides which
+ * session columns a customer sees about themselves: a new column is added here and nowhere else.
+ */
+export async function listCustomerSessions(
+  db: Queryable,
+  customerId: string,
+  currentSessionId: string | undefined,
+): Promise<SessionRecord[]> {
+  const rows = await db.query<{ current: boolean; created_at: Date; last_seen_at: Date; expires_at: Date }>(
+    `SELECT id_hash = $2 AS current, created_at, last_seen_at, expires_at
+       FROM sessions WHERE customer_id = $1 ORDER BY created_at DESC, id_hash`,
+    [customerId, currentSessionId === undefined ? '' : hashSessionId(currentSessionId)],
+  );
+  const iso = (value: Date) => new Date(value).toISOString();
+  return rows.map((row) => ({
+    current: row.current,
+    created_at: iso(row.created_at),
+    last_seen_at: iso(row.last_seen_at),
+    expires_at: iso(row.expires_at),
+  }));
+}
+
 export async function deleteCustomerSessions(tx: Queryable, customerId: string): Promise<void> {
   await tx.query('DELETE FROM sessions WHERE customer_id = $1', [customerId]);
 }

@@ -1,4 +1,6 @@
-import { listAudit, type AuditEvent } from '../audit.js';
+import { listAudit, writeAuditEntry, type AuditEvent } from '../audit.js';
+import { eraseAccount } from '../auth/erasure.js';
+import type { Keys } from '../keys.js';
 import type { Clock } from '../clock.js';
 import {
   defaultRetention,
@@ -21,6 +23,7 @@ export type AdminCommand =
   | { name: 'store.show' }
   | { name: 'store.set'; changes: StoreChanges; force: boolean }
   | { name: 'customer.show'; identity: string }
+  | { name: 'customer.delete'; identity: string }
   | { name: 'outbox.list'; status?: OutboxStatus }
   | { name: 'outbox.retry'; id: string }
   | { name: 'audit.list'; identity?: string; event?: AuditEvent; limit?: number }
@@ -44,6 +47,8 @@ export interface AdminDeps {
    * `docker exec`): the transport check of `store set` can only be as right as that.
    */
   config: Pick<Config, 'smtpUrl' | 'smsWebhookUrl' | 'deliveryLogAllowed'>;
+  /** The deployment's keys, to seal the notice `customer delete` queues; that command needs them. */
+  keys?: Keys;
 }
 
 function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>) {
@@ -97,6 +102,27 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
         [row.id, clock.now()],
       );
       return { ok: true, output: { ...toCustomer(row), active_sessions: sessions?.n ?? 0 } };
+    }
+    case 'customer.delete': {
+      const store = await loadStore(db);
+      if (store === null) return { ok: false, error: 'no store yet: start the service once' };
+      if (deps.keys === undefined) return { ok: false, error: 'customer delete needs the deployment keys' };
+      const value = normalizeIdentity(store.identityMode, command.identity);
+      const row = value === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+      if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${command.identity}` };
+      // The same erasure as the customer's own, without a password; a running service's
+      // dispatcher finds the queued notice on its next poll.
+      const result = await eraseAccount({ db, clock, keys: deps.keys, messagesQueued: () => {} }, store.name, row.id);
+      if (result !== 'deleted')
+        return { ok: false, error: `no customer with ${store.identityMode} ${command.identity}` };
+      await writeAuditEntry(db, clock, {
+        event: 'account.deleted',
+        customerId: row.id,
+        clientAddress: null,
+        requestId: null,
+        details: { by: 'operator' },
+      });
+      return { ok: true, output: { id: row.id, status: 'deleted' } };
     }
     case 'audit.list': {
       let customerId: string | undefined;

@@ -4,6 +4,7 @@ import { auditEvents, type AuditEvent } from '../audit.js';
 import { systemClock } from '../clock.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
+import { deriveKeys } from '../keys.js';
 import { serve, StartupError } from '../main.js';
 import { openDatabase } from '../services.js';
 import { DatabaseUnavailableError } from '../storage/database.js';
@@ -22,6 +23,7 @@ const usage = `Usage: storefront-auth <command>
   store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
             [--status active|paused|closed] [--force]
   customer show <identity>                print a customer
+  customer delete <identity> --yes        delete a customer and their data, as they can themselves
   outbox list [--status pending|sent|failed|dropped]
   outbox retry <id>                       send a failed message again
   audit [--customer <identity>] [--event <event>] [--limit N]
@@ -54,6 +56,7 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       'verification-required': { type: 'string' },
       status: { type: 'string' },
       force: { type: 'boolean', default: false },
+      yes: { type: 'boolean', default: false },
       customer: { type: 'string' },
       event: { type: 'string' },
       limit: { type: 'string' },
@@ -95,6 +98,13 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
     case 'customer show':
       if (argument === undefined) throw new UsageError('customer show needs an identity');
       return { name: 'customer.show', identity: argument };
+    case 'customer delete':
+      if (argument === undefined) throw new UsageError('customer delete needs an identity');
+      if (!values.yes)
+        throw new UsageError(
+          'customer delete erases the account, its sessions and codes for good; add --yes to confirm',
+        );
+      return { name: 'customer.delete', identity: argument };
     case 'outbox list': {
       const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
       return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };
@@ -136,7 +146,11 @@ async function execute(config: Config, command: AdminCommand): Promise<AdminResu
   try {
     await migrate(opened.db);
     await ensureStore(opened.db, systemClock, config.initialStore);
-    return await runAdminCommand({ db: opened.db, clock: systemClock, retention: config.retention, config }, command);
+    const keys = deriveKeys(opened.secret, config.appSecretPrevious);
+    return await runAdminCommand(
+      { db: opened.db, clock: systemClock, retention: config.retention, config, keys },
+      command,
+    );
   } finally {
     await opened.release();
   }

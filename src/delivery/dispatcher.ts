@@ -4,6 +4,7 @@ import { acceptedKeys, type Keys } from '../keys.js';
 import type { DeliveryOutcome } from '../metrics.js';
 import type { Database } from '../storage/database.js';
 import type { Channel, MessagePurpose, Transports } from './message.js';
+import { erasedRecipient } from './outbox.js';
 import { unsealContent } from './seal.js';
 
 export interface DispatcherOptions {
@@ -183,10 +184,13 @@ export class Dispatcher {
       await this.scheduleRetry(row, error);
       return;
     }
+    // The notice of a deleted account is the last place its address is kept: it goes once sent.
     await db.query(
       `UPDATE outbox SET status = 'sent', sealed_body = NULL, locked_until = NULL, last_error = NULL,
-              sent_at = $2, updated_at = $2 WHERE id = $1`,
-      [row.id, clock.now()],
+              sent_at = $2, updated_at = $2,
+              recipient = CASE WHEN purpose = 'account_deleted' THEN $3 ELSE recipient END
+        WHERE id = $1`,
+      [row.id, clock.now(), erasedRecipient],
     );
     this.deps.delivered?.(row.channel, 'sent');
     log.info({ transport: transport.name, attempts: row.attempts }, 'message sent');

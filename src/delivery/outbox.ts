@@ -42,6 +42,34 @@ export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: N
   return row!.id;
 }
 
+/** What stands in the recipient column once an address has been erased (account deletion). */
+export const erasedRecipient = '(erased)';
+
+/**
+ * Forgets an address everywhere in the outbox, in the caller's transaction (account deletion):
+ * its unsent messages (pending, or failed and so retryable) become `dropped` with their sealed
+ * bodies gone, and every message to it, sent ones included, loses the address. Returns how many
+ * were dropped. The dispatcher only claims pending messages, so a dropped one is never sent.
+ */
+export async function eraseRecipient(
+  tx: Queryable,
+  clock: Clock,
+  channel: Channel,
+  recipient: string,
+): Promise<number> {
+  const rows = await tx.query<{ dropped: boolean }>(
+    `UPDATE outbox o
+        SET status = CASE WHEN o.status IN ('pending', 'failed') THEN 'dropped' ELSE o.status END,
+            sealed_body = NULL, recipient = $3, locked_until = NULL, updated_at = $4
+       FROM (SELECT id, status IN ('pending', 'failed') AS dropped FROM outbox
+              WHERE channel = $1 AND recipient = $2 FOR UPDATE) old
+      WHERE o.id = old.id
+      RETURNING old.dropped`,
+    [channel, recipient, erasedRecipient, clock.now()],
+  );
+  return rows.filter((row) => row.dropped).length;
+}
+
 export interface OutboxEntry {
   id: string;
   channel: Channel;

@@ -44,6 +44,13 @@ export function renderMessage(input: TemplateInput): MessageContent {
         'If this was not you, reset your password right away.',
       ];
       break;
+    case 'account_deleted':
+      subject = `Your ${storeName} account was deleted`;
+      lines = [
+        `Your ${storeName} account and everything it held were just deleted, and every device was signed out.`,
+        `This address can be used to create a new account at ${storeName} at any time.`,
+      ];
+      break;
   }
   if (input.channel === 'sms') {
     return { subject, text: `${storeName}: ${lines.slice(0, 2).join(' ')}`, html: '' };

@@ -21,6 +21,8 @@ export const limits = {
   messagesPerIdentityMinute: { name: 'message-identity-m', limit: 1, windowSeconds: minute },
   messagesPerIdentityHour: { name: 'message-identity-h', limit: 5, windowSeconds: hour },
   messagesPerAddress: { name: 'message-address', limit: 20, windowSeconds: hour },
+  // Keyed by customer id: an export reads every row the customer has.
+  accountExports: { name: 'account-export', limit: 1, windowSeconds: minute },
 } satisfies Record<string, LimitRule>;
 
 export type LimitHit = [rule: LimitRule, subject: string];

@@ -65,6 +65,41 @@ export const AuthSession = Type.Object({ auth_type: Type.Literal('session'), cus
 export const AcceptedStatus = Type.Object({ status: Type.Literal('accepted') });
 export const PasswordResetStatus = Type.Object({ status: Type.Literal('password_reset') });
 export const SignedOutStatus = Type.Object({ status: Type.Literal('signed_out') });
+export const DeleteAccountBody = Type.Object({
+  current_password: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'Checked like a login; counts toward the failed-login limit.',
+  }),
+});
+export type DeleteAccountBody = Static<typeof DeleteAccountBody>;
+export const DeletedStatus = Type.Object({ status: Type.Literal('deleted') });
+const isoTime = Type.String({ format: 'date-time' });
+export const AccountExport = Type.Object(
+  {
+    exported_at: isoTime,
+    customer: Type.Object({ ...Customer.properties, created_at: isoTime }),
+    sessions: Type.Array(
+      Type.Object({
+        current: Type.Boolean({ description: 'The session this request came with.' }),
+        created_at: isoTime,
+        last_seen_at: isoTime,
+        expires_at: isoTime,
+      }),
+      { description: 'Newest first.' },
+    ),
+    audit_events: Type.Array(
+      Type.Object({
+        occurred_at: isoTime,
+        event: Type.String(),
+        client_address: Type.Union([Type.String(), Type.Null()]),
+        details: Type.Record(Type.String(), Type.String()),
+      }),
+      { description: 'Newest first.' },
+    ),
+  },
+  { description: 'Everything kept about the signed-in customer, and nothing about anyone else.' },
+);
 export const PlatformInfo = Type.Object({ name: Type.String(), api_version: Type.String() });
 export const HealthStatus = Type.Object({ status: Type.Literal('ok') });
 export const ReadinessChecks = Type.Object({

@@ -28,11 +28,13 @@ describe('the OpenAPI document', () => {
     );
     assert.deepEqual(operations.map((entry) => entry.key).sort(), [
       'GET /api/v1/csrf-cookie',
+      'GET /api/v1/customer/auth/account/export',
       'GET /api/v1/customer/auth/session',
       'GET /api/v1/health/live',
       'GET /api/v1/health/ready',
       'GET /api/v1/platform',
       'GET /sanctum/csrf-cookie',
+      'POST /api/v1/customer/auth/account/delete',
       'POST /api/v1/customer/auth/login',
       'POST /api/v1/customer/auth/logout',
       'POST /api/v1/customer/auth/password/forgot',
@@ -51,6 +53,10 @@ describe('the OpenAPI document', () => {
     const login = document.paths['/api/v1/customer/auth/login'].post.responses;
     assert.ok(login['401'], 'login documents 401');
     assert.ok(login['429'], 'login documents 429');
+    const deletion = document.paths['/api/v1/customer/auth/account/delete'].post.responses;
+    assert.ok(deletion['401'] && deletion['422'] && deletion['429'], 'account deletion documents 401, 422 and 429');
+    const exported = document.paths['/api/v1/customer/auth/account/export'].get.responses;
+    assert.ok(exported['401'] && exported['429'], 'the export documents 401 and 429');
     const ready = document.paths['/api/v1/health/ready'].get.responses['503'];
     assert.deepEqual(ready.content['application/problem+json'].schema.properties.code.enum, ['deployment_not_ready']);
     const documented = new Set<string>();

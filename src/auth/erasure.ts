@@ -1,0 +1,120 @@
+import { listCustomerAudit, scrubAuditIdentity } from '../audit.js';
+import { eraseRecipient, enqueueMessage } from '../delivery/outbox.js';
+import { deleteCustomerChallenges } from './codes.js';
+import {
+  customerCreatedAt,
+  deleteCustomer,
+  findCustomerById,
+  toCustomer,
+  type Customer,
+  type CustomerRow,
+} from './customers.js';
+import { channelFor, type AuthDeps } from './deps.js';
+import { deleteCustomerSessions, listCustomerSessions, type SessionRecord } from './sessions.js';
+
+/** An audit event as the customer sees it in their export: the customer id is theirs, so it is left out. */
+export interface ExportedAuditEvent {
+  occurred_at: string;
+  event: string;
+  client_address: string | null;
+  details: Record<string, string>;
+}
+
+/** The customer's own data, and nothing about anyone else. */
+export interface AccountExport {
+  exported_at: string;
+  customer: Customer & { created_at: string };
+  sessions: SessionRecord[];
+  audit_events: ExportedAuditEvent[];
+}
+
+/**
+ * Everything kept about one customer: the account, their sessions and their audit events, each
+ * read by the customer id only. Null when the account is gone.
+ */
+export async function exportAccount(
+  deps: Pick<AuthDeps, 'db' | 'clock'>,
+  customerId: string,
+  currentSessionId: string | undefined,
+): Promise<AccountExport | null> {
+  const row = await findCustomerById(deps.db, customerId);
+  const createdAt = row === null ? null : await customerCreatedAt(deps.db, customerId);
+  if (row === null || createdAt === null) return null;
+  const [sessions, events] = await Promise.all([
+    listCustomerSessions(deps.db, customerId, currentSessionId),
+    listCustomerAudit(deps.db, customerId),
+  ]);
+  return {
+    exported_at: deps.clock.now().toISOString(),
+    customer: { ...toCustomer(row), created_at: createdAt },
+    sessions,
+    audit_events: events.map((event) => ({
+      occurred_at: event.occurred_at,
+      event: event.event,
+      client_address: event.client_address,
+      details: event.details,
+    })),
+  };
+}
+
+/** What erasing an account needs: no hasher, so the command line can do it too. */
+export type ErasureDeps = Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>;
+
+export type DeleteAccountResult = 'deleted' | 'wrong_password' | 'gone';
+
+/**
+ * Self-service deletion: the password is checked like a login's (one full verification), then the
+ * account is erased, but only if the password checked is still the current one.
+ */
+export async function deleteAccountWithPassword(
+  deps: ErasureDeps & Pick<AuthDeps, 'hasher'>,
+  storeName: string,
+  customer: CustomerRow,
+  password: string,
+): Promise<DeleteAccountResult> {
+  if (!(await deps.hasher.verify(customer.password_hash, password))) return 'wrong_password';
+  return eraseAccount(deps, storeName, customer.id, customer.credential_version);
+}
+
+/**
+ * Erases an account in one transaction: its sessions and codes, the customer row, every outbox
+ * message to its identity (unsent ones are dropped, all lose the address), and every identity
+ * value in the details of its audit events, which keep the customer id. Then one
+ * `account_deleted` notice is queued to the identity, the only row that still holds it, until it
+ * is sent. The identity is free for a new registration as soon as this commits.
+ *
+ * The customer row is locked first. A login that has checked the password and is opening its
+ * session reads that row FOR SHARE (see createSession), so it waits for this commit and then finds
+ * no customer: no session outlives the account, and none references a deleted customer.
+ *
+ * `credentialVersion`, when given, is the version the caller checked a password against: if it
+ * changed meanwhile, that password is no longer the password and nothing is erased.
+ */
+export async function eraseAccount(
+  deps: ErasureDeps,
+  storeName: string,
+  customerId: string,
+  credentialVersion?: number,
+): Promise<DeleteAccountResult> {
+  const result = await deps.db.transaction(async (tx): Promise<DeleteAccountResult> => {
+    const customer = await findCustomerById(tx, customerId, { forUpdate: true });
+    if (customer === null) return 'gone';
+    if (credentialVersion !== undefined && customer.credential_version !== credentialVersion) return 'wrong_password';
+    const channel = channelFor(customer.identity_type);
+    await deleteCustomerSessions(tx, customer.id);
+    await deleteCustomerChallenges(tx, customer.id);
+    await eraseRecipient(tx, deps.clock, channel, customer.identity_value);
+    await scrubAuditIdentity(tx, customer.id, customer.identity_value);
+    await deleteCustomer(tx, customer.id);
+    await enqueueMessage(tx, deps, {
+      channel,
+      purpose: 'account_deleted',
+      to: customer.identity_value,
+      storeName,
+      customerName: customer.name,
+    });
+    return 'deleted';
+  });
+  if (result === 'deleted') deps.messagesQueued();
+  return result;
+}
