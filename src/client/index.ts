@@ -28,6 +28,9 @@ export type PlatformInfo = Static<typeof schemas.PlatformInfo>;
 export type HealthStatus = Static<typeof schemas.HealthStatus>;
 export type HealthReady = Static<typeof schemas.HealthReady>;
 export type ReadinessChecks = Static<typeof schemas.ReadinessChecks>;
+export type DeleteAccountBody = schemas.DeleteAccountBody;
+export type DeletedStatus = Static<typeof schemas.DeletedStatus>;
+export type AccountExport = Static<typeof schemas.AccountExport>;
 
 /** The API's problem codes, plus `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's). */
 export type StorefrontAuthErrorCode = ProblemCode | 'network_error' | 'invalid_response';
@@ -100,6 +103,10 @@ export interface StorefrontAuthClient {
   ready(): Promise<HealthReady>;
   /** The cookies the client holds (empty when the browser keeps them). */
   cookies(): ReadonlyMap<string, string>;
+  /** The signed-in customer's data: account, sessions and audit events. At most one per minute. */
+  exportAccount(): Promise<AccountExport>;
+  /** Deletes the signed-in customer's account; a wrong password is `validation_failed` on `current_password`. */
+  deleteAccount(body: DeleteAccountBody): Promise<DeletedStatus>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -273,5 +280,7 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
     live: () => send('GET', '/api/v1/health/live'),
     ready: () => send('GET', '/api/v1/health/ready'),
     cookies: () => new Map(jar?.values ?? []),
+    exportAccount: () => send('GET', `${authPath}/account/export`),
+    deleteAccount: (body) => post(`${authPath}/account/delete`, body),
   };
 }

@@ -189,6 +189,31 @@ describe('the typed client against a running service', () => {
     await assertFails(client.session(), 401, 'unauthenticated');
   });
 
+  test('a signed-in customer exports their data and deletes their account', async () => {
+    const client = clientFor();
+    const body = {
+      name: 'Mary Somerville',
+      email: 'mary@example.com',
+      password: 'connexion physical 1834',
+      password_confirmation: 'connexion physical 1834',
+    };
+    const registered = await client.register(body);
+    await client.login({ identity: body.email, password: body.password });
+    const data = await client.exportAccount();
+    assert.equal(data.customer.id, registered.id);
+    assert.equal(data.sessions.filter((session) => session.current).length, 1);
+    const wrong = await assertFails(
+      client.deleteAccount({ current_password: 'not it at all 1' }),
+      422,
+      'validation_failed',
+    );
+    assert.deepEqual(Object.keys(wrong.errors), ['current_password']);
+    assert.deepEqual(await client.deleteAccount({ current_password: body.password }), { status: 'deleted' });
+    assert.equal(client.cookies().has('storefront_session'), false, 'the cleared session cookie leaves the jar');
+    await assertFails(client.exportAccount(), 401, 'unauthenticated');
+    assert.equal((await client.register(body)).name, 'Mary Somerville', 'the identity registers again');
+  });
+
   test('a rate-limited call reports the Retry-After seconds', async () => {
     const client = clientFor();
     await client.forgotPassword({ identity: 'limited@example.com' });
