@@ -84,6 +84,12 @@ describe('customer delete', () => {
     assert.equal(await count(t, 'customers'), 1);
   });
 
+  test('--help names the command and its confirmation flag', async () => {
+    const result = await runCommand(['--help'], cliEnv(path.join(folders.fresh(), 'unused')));
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /customer delete <identity> --yes/);
+  });
+
   test('the binary refuses without --yes (exit 2) and deletes with it (exit 0)', slow, async () => {
     const t = await harness.start();
     const ada = await registeredCustomer(t);
