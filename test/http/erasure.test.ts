@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { updateStore } from '../../src/store/store.js';
 import { auth, createHarness, registeredCustomer, registration, type Reply, type TestApp } from '../helpers/harness.js';
 
 /**
@@ -77,6 +78,22 @@ describe('export my data and delete my account', () => {
     harness = await createHarness();
   });
   after(async () => harness.close());
+
+  test('a paused store answers 503 store_unavailable to both, with no-store, and deletes nothing', async () => {
+    const t = await harness.start();
+    const ada = await signedIn(t);
+    assert.equal((await updateStore(t.db, t.clock, { status: 'paused' })).ok, true);
+    t.services.store.invalidate();
+    for (const reply of [
+      await exportData(t, ada.session),
+      await deleteAccount(t, ada.session, { current_password: ada.password }),
+      await deleteAccount(t, undefined, '{not json'),
+    ]) {
+      assertProblem(reply, 503, 'store_unavailable');
+      assert.equal(reply.headers['cache-control'], 'no-store');
+    }
+    assert.equal(await count(t, 'customers'), 1);
+  });
 
   describe('GET /account/export', () => {
     test('answers 200 with an attachment holding the customer, their sessions and their audit events', async () => {
