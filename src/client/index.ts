@@ -27,6 +27,9 @@ export type SignedOutStatus = Static<typeof schemas.SignedOutStatus>;
 export type PlatformInfo = Static<typeof schemas.PlatformInfo>;
 export type HealthStatus = Static<typeof schemas.HealthStatus>;
 export type HealthReady = Static<typeof schemas.HealthReady>;
+export type ChangePasswordBody = schemas.ChangePasswordBody;
+export type ProfileBody = schemas.ProfileBody;
+export type PasswordChangedStatus = Static<typeof schemas.PasswordChangedStatus>;
 export type ReadinessChecks = Static<typeof schemas.ReadinessChecks>;
 
 /** The API's problem codes, plus `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's). */
@@ -100,6 +103,11 @@ export interface StorefrontAuthClient {
   ready(): Promise<HealthReady>;
   /** The cookies the client holds (empty when the browser keeps them). */
   cookies(): ReadonlyMap<string, string>;
+
+  // The signed-in customer's own account.
+  /** Signs every other device out; the client's own session cookie and XSRF-TOKEN are replaced. */
+  changePassword(body: ChangePasswordBody): Promise<PasswordChangedStatus>;
+  changeProfile(body: ProfileBody): Promise<Customer>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -273,5 +281,8 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
     live: () => send('GET', '/api/v1/health/live'),
     ready: () => send('GET', '/api/v1/health/ready'),
     cookies: () => new Map(jar?.values ?? []),
+
+    changePassword: (body) => post(`${authPath}/password/change`, body),
+    changeProfile: (body) => post(`${authPath}/profile`, body),
   };
 }
