@@ -102,6 +102,21 @@ describe('changing the password', () => {
     );
   });
 
+  test('on a phone store the notice goes out by SMS, in one line without links', async () => {
+    const t = await harness.start({ env: { STORE_IDENTITY_MODE: 'phone' } });
+    const customer = await loggedIn(t, { email: undefined, phone: '+14155550123' });
+    assert.equal((await change(t, customer.session, changeBody(customer.password))).status, 200);
+    const notice = (await t.deliver()).find((m) => m.purpose === 'password_changed');
+    assert.ok(notice, 'the notice is sent');
+    assert.equal(notice.channel, 'sms');
+    assert.equal(notice.to, '+14155550123');
+    assert.match(
+      notice.content.text,
+      /^My Store: The password of your My Store account was just changed, and every other device was signed out\./,
+    );
+    assert.doesNotMatch(notice.content.text, /https?:\/\/|\n/);
+  });
+
   test('the new CSRF token is bound to the new session', async () => {
     const t = await harness.start();
     const customer = await loggedIn(t);
