@@ -17,6 +17,7 @@ import { acceptedKeys } from './keys.js';
 import { clientKey } from './http/client-address.js';
 import { ProblemError, problemDocument, type ProblemCode, type ProblemExtras } from './http/problems.js';
 import { limits, RateLimitedError } from './http/rate-limit.js';
+import { accountRoutes } from './http/routes/account.js';
 import { authRoutes } from './http/routes/auth.js';
 import { erasureRoutes } from './http/routes/erasure.js';
 import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
@@ -235,6 +236,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(platformRoutes(services), { prefix: '/api/v1' });
   await app.register(authRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(erasureRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(accountRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
   await app.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
   if (config.signInPage) await app.register(signInPage(services));

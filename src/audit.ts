@@ -7,6 +7,8 @@ export const auditEvents = [
   'login.succeeded',
   'login.failed',
   'password.reset',
+  'password.changed',
+  'profile.changed',
   'logout',
   'rate_limited',
   'account.exported',

@@ -40,6 +40,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly passwordChanges = new Counter({
+    name: 'storefront_password_changes_total',
+    help: 'Password changes by signed-in customers, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly rateLimited = new Counter({
     name: 'storefront_rate_limited_total',
     help: 'Requests answered 429, by the limit that was hit.',

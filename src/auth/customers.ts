@@ -71,3 +71,36 @@ export async function deleteCustomer(tx: Queryable, id: string): Promise<boolean
 }
 
 export { customerColumns };
+
+/** The customer's row, locked until the transaction ends: changes of credentials queue behind it. */
+export async function lockCustomerById(tx: Queryable, id: string): Promise<CustomerRow | null> {
+  const rows = await tx.query<CustomerRow>(`SELECT ${customerColumns} FROM customers WHERE id = $1 FOR UPDATE`, [id]);
+  return rows[0] ?? null;
+}
+
+/**
+ * Replaces the password and raises the credential version, so no session can be opened against
+ * the old one any more (see createSession). Returns the new version.
+ */
+export async function replacePassword(tx: Queryable, id: string, passwordHash: string, now: Date): Promise<number> {
+  const [row] = await tx.query<{ credential_version: number }>(
+    `UPDATE customers SET password_hash = $2, credential_version = credential_version + 1, updated_at = $3
+      WHERE id = $1 RETURNING credential_version`,
+    [id, passwordHash, now],
+  );
+  return row!.credential_version;
+}
+
+/** Sets the display name; null when the customer is gone. */
+export async function updateCustomerName(
+  db: Queryable,
+  id: string,
+  name: string,
+  now: Date,
+): Promise<CustomerRow | null> {
+  const rows = await db.query<CustomerRow>(
+    `UPDATE customers SET name = $2, updated_at = $3 WHERE id = $1 RETURNING ${customerColumns}`,
+    [id, name, now],
+  );
+  return rows[0] ?? null;
+}

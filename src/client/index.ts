@@ -27,6 +27,9 @@ export type SignedOutStatus = Static<typeof schemas.SignedOutStatus>;
 export type PlatformInfo = Static<typeof schemas.PlatformInfo>;
 export type HealthStatus = Static<typeof schemas.HealthStatus>;
 export type HealthReady = Static<typeof schemas.HealthReady>;
+export type ChangePasswordBody = schemas.ChangePasswordBody;
+export type ProfileBody = schemas.ProfileBody;
+export type PasswordChangedStatus = Static<typeof schemas.PasswordChangedStatus>;
 export type ReadinessChecks = Static<typeof schemas.ReadinessChecks>;
 export type DeleteAccountBody = schemas.DeleteAccountBody;
 export type DeletedStatus = Static<typeof schemas.DeletedStatus>;
@@ -107,6 +110,11 @@ export interface StorefrontAuthClient {
   exportAccount(): Promise<AccountExport>;
   /** Deletes the signed-in customer's account; a wrong password is `validation_failed` on `current_password`. */
   deleteAccount(body: DeleteAccountBody): Promise<DeletedStatus>;
+
+  // The signed-in customer's own account.
+  /** Signs every other device out; the client's own session cookie and XSRF-TOKEN are replaced. */
+  changePassword(body: ChangePasswordBody): Promise<PasswordChangedStatus>;
+  changeProfile(body: ProfileBody): Promise<Customer>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -282,5 +290,8 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
     cookies: () => new Map(jar?.values ?? []),
     exportAccount: () => send('GET', `${authPath}/account/export`),
     deleteAccount: (body) => post(`${authPath}/account/delete`, body),
+
+    changePassword: (body) => post(`${authPath}/password/change`, body),
+    changeProfile: (body) => post(`${authPath}/profile`, body),
   };
 }

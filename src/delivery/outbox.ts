@@ -20,6 +20,7 @@ export interface NewMessage {
   storeName: string;
   customerName: string;
   code?: string;
+  signedOut?: 'every_device' | 'other_devices';
   challengeId?: string;
 }
 

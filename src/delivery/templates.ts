@@ -7,6 +7,8 @@ export interface TemplateInput {
   storeName: string;
   customerName: string;
   code?: string;
+  /** For `password_changed`: a reset ends every session, a change keeps the device that made it. */
+  signedOut?: 'every_device' | 'other_devices';
 }
 
 function escapeHtml(text: string): string {
@@ -40,7 +42,9 @@ export function renderMessage(input: TemplateInput): MessageContent {
     case 'password_changed':
       subject = `Your ${storeName} password was changed`;
       lines = [
-        `The password of your ${storeName} account was just changed, and every device was signed out.`,
+        input.signedOut === 'other_devices'
+          ? `The password of your ${storeName} account was just changed, and every other device was signed out.`
+          : `The password of your ${storeName} account was just changed, and every device was signed out.`,
         'If this was not you, reset your password right away.',
       ];
       break;

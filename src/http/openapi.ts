@@ -55,6 +55,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, vers
       servers: [{ url: '/', description: 'this deployment' }],
       tags: [
         { name: 'auth', description: 'Customer authentication' },
+        { name: 'account', description: "The signed-in customer's own account" },
         { name: 'platform', description: 'Metadata and health probes' },
       ],
       components: {

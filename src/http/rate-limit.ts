@@ -23,6 +23,7 @@ export const limits = {
   messagesPerAddress: { name: 'message-address', limit: 20, windowSeconds: hour },
   // Keyed by customer id: an export reads every row the customer has.
   accountExports: { name: 'account-export', limit: 1, windowSeconds: minute },
+  profileChanges: { name: 'profile', limit: 20, windowSeconds: hour },
 } satisfies Record<string, LimitRule>;
 
 export type LimitHit = [rule: LimitRule, subject: string];

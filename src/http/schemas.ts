@@ -51,6 +51,18 @@ export const ResetPasswordBody = Type.Object({
 });
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
 
+export const ChangePasswordBody = Type.Object({
+  current_password: Type.String({ minLength: 1, maxLength: 255, description: 'The password the account has now.' }),
+  password: Type.String({ maxLength: 255, description: 'The new password, by the same rules as at registration.' }),
+  password_confirmation: Type.String({ maxLength: 255 }),
+});
+export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
+
+export const ProfileBody = Type.Object({
+  name: Type.String({ maxLength: 255, description: 'Up to 120 characters once trimmed; no control characters.' }),
+});
+export type ProfileBody = Static<typeof ProfileBody>;
+
 export const Customer = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -64,6 +76,7 @@ export const Customer = Type.Object({
 export const AuthSession = Type.Object({ auth_type: Type.Literal('session'), customer: Customer });
 export const AcceptedStatus = Type.Object({ status: Type.Literal('accepted') });
 export const PasswordResetStatus = Type.Object({ status: Type.Literal('password_reset') });
+export const PasswordChangedStatus = Type.Object({ status: Type.Literal('password_changed') });
 export const SignedOutStatus = Type.Object({ status: Type.Literal('signed_out') });
 export const DeleteAccountBody = Type.Object({
   current_password: Type.String({

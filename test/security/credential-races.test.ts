@@ -6,33 +6,44 @@ import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/a
 import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 
 /**
- * A password reset signs the customer out everywhere, including of logins that checked the old
- * password while the reset ran. The interleavings are forced, not hoped for: the hasher holds
+ * A password reset signs the customer out everywhere, and a password change everywhere but the
+ * device that made it, including of logins that checked the old password while either ran. The interleavings are forced, not hoped for: the hasher holds
  * every login between reading the stored hash and opening its session, and (on PostgreSQL) a lock
  * on the outbox holds the reset's transaction open after it has deleted the sessions.
  */
 
 const newPassword = 'difference engine 1822';
 
-/** The test hasher, whose password verifications wait while held: logins stop after reading the hash. */
+/**
+ * The test hasher, whose password verifications wait while held: logins stop after reading the
+ * hash. `hold(n)` holds the next n verifications only, so a password change (which verifies the
+ * current password too) can pass the logins it races.
+ */
 function heldHasher() {
   const inner = createArgon2Hasher(testArgon2);
   let held: Promise<void> | undefined;
   let release = () => {};
   let arrived = 0;
+  let holding = Infinity;
   const arrivals: Array<{ count: number; resolve: () => void }> = [];
-  const hasher: PasswordHasher & { hold(): void; release(): void; arrived(count: number): Promise<void> } = {
+  const hasher: PasswordHasher & {
+    hold(count?: number): void;
+    release(): void;
+    arrived(count: number): Promise<void>;
+  } = {
     hash: (password) => inner.hash(password),
     async verify(passwordHash, password) {
       arrived += 1;
+      const turn = arrived;
       for (const waiter of arrivals.filter((w) => w.count <= arrived)) waiter.resolve();
-      await held;
+      if (turn <= holding) await held;
       return inner.verify(passwordHash, password);
     },
     verifyDummy: (password) => inner.verifyDummy(password),
     needsRehash: (passwordHash) => inner.needsRehash(passwordHash),
-    hold() {
+    hold(count = Infinity) {
       arrived = 0;
+      holding = count;
       held = new Promise((resolve) => (release = resolve));
     },
     release: () => release(),
@@ -225,5 +236,140 @@ describe('a password reset and logins racing it', () => {
       customer.id,
     ]);
     assert.equal(t.services.hasher.needsRehash(row?.password_hash ?? ''), false, 'the hash was upgraded');
+  });
+});
+
+/** Logs in and returns the session cookie, for a password change to be made from. */
+async function signedIn(t: TestApp, identity: string, password: string): Promise<string> {
+  const reply = await login(t, '10.80.9.9', identity, password);
+  assert.equal(reply.status, 200);
+  return reply.cookie!;
+}
+
+async function change(t: TestApp, session: string, currentPassword: string) {
+  return t.post(
+    `${auth}/password/change`,
+    { current_password: currentPassword, password: newPassword, password_confirmation: newPassword },
+    { cookie: `${t.services.config.sessionCookieName}=${session}` },
+  );
+}
+
+/** The session cookie a successful change handed back. */
+function rotated(t: TestApp, reply: Awaited<ReturnType<typeof change>>): string {
+  const cookie = reply.cookies.find((c) => c.name === t.services.config.sessionCookieName)?.value;
+  assert.ok(cookie !== undefined, 'the change sets a new session cookie');
+  return cookie;
+}
+
+describe('a password change and logins racing it', () => {
+  let harness: Awaited<ReturnType<typeof createHarness>>;
+  before(async () => {
+    harness = await createHarness();
+  });
+  after(async () => harness.close());
+
+  test('logins sent around a change keep no working session once the change has answered', async () => {
+    const t = await harness.start();
+    const customer = await registeredCustomer(t);
+    const session = await signedIn(t, customer.identity, customer.password);
+
+    // Eight, as refused logins and the change itself count toward the identity's limit of ten failures.
+    const logins = Array.from({ length: 8 }, (_, i) =>
+      login(t, `10.80.0.${i + 1}`, customer.identity, customer.password),
+    );
+    const changed = await change(t, session, customer.password);
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+    for (const reply of await Promise.all(logins)) {
+      if (reply.cookie !== undefined)
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
+    }
+    assert.equal(await works(t, rotated(t, changed)), true, "the changing device's new session works");
+    const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
+    assert.equal(sessions?.n, 1, "only the changing device's session is left");
+  });
+
+  test('a login that checked the old password before the change committed answers 401 and opens no session', async () => {
+    const hasher = heldHasher();
+    const t = await harness.start({ overrides: { hasher } });
+    const customer = await registeredCustomer(t);
+    const session = await signedIn(t, customer.identity, customer.password);
+
+    hasher.hold(8);
+    const logins = Array.from({ length: 8 }, (_, i) =>
+      login(t, `10.81.0.${i + 1}`, customer.identity, customer.password),
+    );
+    await hasher.arrived(8);
+    const changed = await change(t, session, customer.password);
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+    hasher.release();
+
+    for (const reply of await Promise.all(logins)) {
+      if (reply.cookie !== undefined)
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
+      assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+    }
+    const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
+    assert.equal(sessions?.n, 1, "only the changing device's session is left");
+    assert.equal(await works(t, rotated(t, changed)), true);
+    assert.equal(await auditCount(t, 'login.succeeded'), 1, 'only the sign-in before the change succeeded');
+    assert.equal(await auditCount(t, 'login.failed'), 8);
+  });
+
+  test('a login that opens its session while the change transaction is still open answers 401 and opens no session', async () => {
+    const hasher = heldHasher();
+    const t = await harness.start({ overrides: { hasher } });
+    const customer = await registeredCustomer(t);
+    const session = await signedIn(t, customer.identity, customer.password);
+
+    const locker = new pg.Client({ connectionString: harness.databaseUrl });
+    await locker.connect();
+    const watcher = new pg.Client({ connectionString: harness.databaseUrl });
+    await watcher.connect();
+    const waitingOnLocks = async () => {
+      const [row] = (
+        await watcher.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+      ).rows;
+      return row?.n ?? 0;
+    };
+    try {
+      // Three logins and the change each hold one of the test pool's five connections.
+      hasher.hold(3);
+      let finished = 0;
+      const logins = Array.from({ length: 3 }, (_, i) =>
+        login(t, `10.82.0.${i + 1}`, customer.identity, customer.password).finally(() => (finished += 1)),
+      );
+      await hasher.arrived(3);
+
+      // The change's last statement queues the notice: it waits there with the customer row
+      // locked, the sessions deleted and the new password written, none of it committed.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE outbox IN EXCLUSIVE MODE');
+      const changing = change(t, session, customer.password);
+      await until(async () => (await waitingOnLocks()) === 1, 'the change waits on the outbox');
+
+      hasher.release();
+      await until(
+        async () => finished + (await waitingOnLocks()) - 1 === 3,
+        'every login has answered or waits on the change',
+      );
+      await locker.query('COMMIT');
+      const changed = await changing;
+      assert.equal(changed.status, 200, JSON.stringify(changed.body));
+
+      for (const reply of await Promise.all(logins)) {
+        if (reply.cookie !== undefined) {
+          assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
+        }
+        assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+      }
+      assert.equal(await auditCount(t, 'login.succeeded'), 1, 'only the sign-in before the change succeeded');
+      assert.equal(await works(t, rotated(t, changed)), true);
+    } finally {
+      await locker.end();
+      await watcher.end();
+    }
   });
 });

@@ -50,7 +50,10 @@ function identitySubject(request: FastifyRequest, raw: string): string {
  * plus what the domain finds in the text fields the schema let through. Without this, a body
  * missing the store's identity field and another required field would be told only of the other.
  */
-function refuseInvalidBody(request: FastifyRequest, domainErrors: (fields: Record<string, string>) => FieldErrors) {
+export function refuseInvalidBody(
+  request: FastifyRequest,
+  domainErrors: (fields: Record<string, string>) => FieldErrors,
+) {
   const failure = request.validationError;
   if (failure === undefined || failure === null) return;
   const fields = textFields(request.body);

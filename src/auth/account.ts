@@ -1,0 +1,101 @@
+import { enqueueMessage } from '../delivery/outbox.js';
+import type { StoreContext } from '../store/store.js';
+import {
+  lockCustomerById,
+  replacePassword,
+  toCustomer,
+  updateCustomerName,
+  type Customer,
+  type CustomerRow,
+} from './customers.js';
+import { addFieldError, channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { validateName, validateNewPassword } from './registration.js';
+import { createSession, deleteCustomerSessions, deleteSession } from './sessions.js';
+
+/** What a signed-in customer can change about their own account. */
+
+export interface ChangePasswordInput {
+  current_password: string;
+  password: string;
+  password_confirmation: string;
+}
+
+export type ChangePasswordResult =
+  | { ok: true; sessionId: string; expiresAt: Date }
+  | { ok: false; reason: 'invalid'; errors: FieldErrors }
+  /** The session ended (logout, another device's change) while the request ran. */
+  | { ok: false; reason: 'unauthenticated' };
+
+export const wrongCurrentPassword = 'Is not correct.';
+
+/** The new password's errors when other fields were refused already (see registrationErrors). */
+export function changePasswordErrors(input: Partial<ChangePasswordInput>): FieldErrors {
+  const errors: FieldErrors = {};
+  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
+  return errors;
+}
+
+/**
+ * Changes the password of the session's customer. The current password is checked as a login
+ * checks it, always, so a guess costs one full verification whatever else is wrong with the body.
+ * Then one transaction, with the customer row locked: the new password and credential version,
+ * every session of the customer ended, one new session for the caller, and the notice. Logins
+ * that checked the old password wait on the lock and then find the version gone (createSession).
+ */
+export async function changePassword(
+  deps: AuthDeps,
+  store: StoreContext,
+  customer: CustomerRow,
+  sessionId: string,
+  input: ChangePasswordInput,
+): Promise<ChangePasswordResult> {
+  const errors: FieldErrors = {};
+  const currentMatches = await deps.hasher.verify(customer.password_hash, input.current_password);
+  if (!currentMatches) addFieldError(errors, 'current_password', wrongCurrentPassword);
+  validateNewPassword(input.password, input.password_confirmation, errors);
+  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+
+  const passwordHash = await deps.hasher.hash(input.password);
+  const result = await deps.db.transaction(async (tx): Promise<ChangePasswordResult> => {
+    const locked = await lockCustomerById(tx, customer.id);
+    if (locked === null) return { ok: false, reason: 'unauthenticated' };
+    // Another change committed after the check: the password checked is no longer the password.
+    if (locked.credential_version !== customer.credential_version) {
+      return { ok: false, reason: 'invalid', errors: { current_password: [wrongCurrentPassword] } };
+    }
+    // The caller's own session must still be live; its end (a logout meanwhile) is final.
+    if ((await deleteSession(tx, deps.clock, sessionId)) !== customer.id)
+      return { ok: false, reason: 'unauthenticated' };
+    const now = deps.clock.now();
+    const version = await replacePassword(tx, customer.id, passwordHash, now);
+    await deleteCustomerSessions(tx, customer.id);
+    // A new session id for the caller: whoever learnt the old cookie value loses it with the password.
+    const session = await createSession(tx, deps.clock, customer.id, version);
+    if (session === null) throw new Error('the session of a password change could not be opened');
+    await enqueueMessage(tx, deps, {
+      channel: channelFor(store.identityMode),
+      purpose: 'password_changed',
+      to: locked.identity_value,
+      storeName: store.name,
+      customerName: locked.name,
+      signedOut: 'other_devices',
+    });
+    return { ok: true, sessionId: session.sessionId, expiresAt: session.expiresAt };
+  });
+  if (result.ok) deps.messagesQueued();
+  return result;
+}
+
+export type ChangeNameResult =
+  | { ok: true; customer: Customer }
+  | { ok: false; reason: 'invalid'; errors: FieldErrors }
+  | { ok: false; reason: 'unauthenticated' };
+
+/** Sets the customer's name, by the same rules as at registration. */
+export async function changeName(deps: AuthDeps, customerId: string, rawName: string): Promise<ChangeNameResult> {
+  const errors: FieldErrors = {};
+  const name = validateName(rawName, errors);
+  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+  const row = await updateCustomerName(deps.db, customerId, name, deps.clock.now());
+  return row === null ? { ok: false, reason: 'unauthenticated' } : { ok: true, customer: toCustomer(row) };
+}

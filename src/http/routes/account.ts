@@ -1,0 +1,134 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import type { AuditEvent } from '../../audit.js';
+import { changeName, changePassword, changePasswordErrors } from '../../auth/account.js';
+import type { CustomerRow } from '../../auth/customers.js';
+import type { AuthDeps } from '../../auth/deps.js';
+import { validateName } from '../../auth/registration.js';
+import { findSessionCustomer } from '../../auth/sessions.js';
+import type { Services } from '../../services.js';
+import { ProblemError } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import { issueSessionCookies } from '../session-cookie.js';
+import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
+import { refuseInvalidBody } from './auth.js';
+
+function describe(operationId: string, summary: string, description: string) {
+  // Every account route needs the session cookie.
+  return { tags: ['account'], operationId, summary, description, security: [{ session: [] }] };
+}
+
+// Behind the store gate and answered with Cache-Control: no-store, as every customer route.
+const config = { customer: true };
+
+/** The signed-in customer's own account: password and name. */
+export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
+  const { config: settings, keys, metrics, limiter } = services;
+  const deps: AuthDeps = {
+    db: services.db,
+    clock: services.clock,
+    hasher: services.hasher,
+    keys,
+    allowedCallingCodes: settings.smsAllowedCallingCodes,
+    messagesQueued: () => services.dispatcher.nudge(),
+  };
+
+  function audit(request: FastifyRequest, event: AuditEvent, customerId: string) {
+    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
+  }
+
+  /** The session cookie and its live customer, or 401 before anything else is looked at. */
+  async function signedIn(request: FastifyRequest): Promise<{ sessionId: string; customer: CustomerRow }> {
+    const sessionId = request.cookies[settings.sessionCookieName];
+    const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
+    if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
+    return { sessionId, customer };
+  }
+
+  return async (app) => {
+    app.post(
+      '/password/change',
+      {
+        config,
+        attachValidation: true,
+        schema: {
+          ...describe(
+            'changePassword',
+            'Change the password',
+            "Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), applies the password rules, signs every other session out, and replaces the caller's session cookie and XSRF-TOKEN with new ones. Sends the customer a notice.",
+          ),
+          body: ChangePasswordBody,
+          response: {
+            200: PasswordChangedStatus,
+            ...bodyProblemResponses(ChangePasswordBody, ['unauthenticated'], {
+              fieldErrors: {
+                current_password: ['Is not correct.'],
+                password: ['Must contain at least one number.'],
+                password_confirmation: ['Must match the password.'],
+              },
+            }),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { sessionId, customer } = await signedIn(request);
+        refuseInvalidBody(request, changePasswordErrors);
+        // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
+        await limiter
+          .consume([
+            [limits.loginAttempts, request.clientKey],
+            [limits.failedLogins, customer.identity_value],
+          ])
+          .catch((error: unknown) => {
+            metrics.passwordChanges.inc({ outcome: 'throttled' });
+            throw error;
+          });
+        const result = await changePassword(deps, request.store, customer, sessionId, request.body);
+        if (!result.ok) {
+          if (result.reason === 'unauthenticated') throw new ProblemError('unauthenticated');
+          const wrong = result.errors['current_password'] !== undefined;
+          metrics.passwordChanges.inc({ outcome: wrong ? 'wrong_password' : 'invalid' });
+          throw new ProblemError('validation_failed', { errors: result.errors });
+        }
+        metrics.passwordChanges.inc({ outcome: 'success' });
+        audit(request, 'password.changed', customer.id);
+        await limiter.forget(limits.failedLogins, customer.identity_value);
+        issueSessionCookies(reply, settings, keys.csrf, result.sessionId);
+        return { status: 'password_changed' as const };
+      },
+    );
+
+    app.post(
+      '/profile',
+      {
+        config,
+        attachValidation: true,
+        schema: {
+          ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.'),
+          body: ProfileBody,
+          response: {
+            200: Customer,
+            ...bodyProblemResponses(ProfileBody, ['unauthenticated'], { fieldErrors: { name: ['Is required.'] } }),
+          },
+        },
+      },
+      async (request) => {
+        const { customer } = await signedIn(request);
+        refuseInvalidBody(request, (fields) => {
+          const errors = {};
+          if (fields['name'] !== undefined) validateName(fields['name'], errors);
+          return errors;
+        });
+        await limiter.consume([[limits.profileChanges, customer.id]]);
+        const result = await changeName(deps, customer.id, request.body.name);
+        if (!result.ok) {
+          throw result.reason === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.errors })
+            : new ProblemError('unauthenticated');
+        }
+        audit(request, 'profile.changed', customer.id);
+        return result.customer;
+      },
+    );
+  };
+}
