@@ -154,7 +154,11 @@ export async function openTestKeyValueStore(redisUrl = process.env['REDIS_URL'])
   if (redisUrl === undefined) return new MemoryKeyValueStore();
   const prefix = `sfa-test:${randomBytes(6).toString('hex')}:`;
   const store = new RedisKeyValueStore(redisUrl, { keyPrefix: prefix });
-  if (!(await store.connected())) throw new Error(`Redis at ${redisUrl} is not reachable`);
+  if (!(await store.connected())) {
+    // Closed, or its reconnection attempts would keep the test process alive.
+    await store.close();
+    throw new Error(`the Redis at ${redisUrl} does not answer`);
+  }
   const close = store.close.bind(store);
   store.close = async () => {
     try {

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
-import { createScratchDatabase, testBackends, type ScratchDatabase } from '../helpers/database.js';
+import { createScratchDatabase, type ScratchDatabase } from '../helpers/database.js';
 import { backendsBypassing, pgbouncerAdmin, testPoolerAdminVariable } from '../helpers/pgbouncer.js';
+import { deleteKeys, requireRedis, testKeyPrefix, testRedisUrl } from '../helpers/redis.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
-const production = testBackends.database === 'postgres' && testBackends.cache === 'redis';
 const auth = '/api/v1/customer/auth';
 /** Set when the run goes through PgBouncer (npm run test:pgbouncer). */
 const poolerAdminUrl = process.env[testPoolerAdminVariable];
@@ -19,102 +18,103 @@ async function post(base: string, path: string, body: unknown, cookie?: string) 
   return { status: response.status, body: (await response.json()) as Record<string, any>, headers: response.headers };
 }
 
-describe(
-  'two instances on one database and one Redis',
-  { skip: production ? false : 'needs DATABASE_URL and REDIS_URL' },
-  () => {
-    const redisDb = 1 + ((process.pid + 7) % 15);
-    let scratch: ScratchDatabase;
-    let a: ServiceProcess;
-    let b: ServiceProcess;
+/**
+ * Both passes: the database is a fresh one on DATABASE_URL's server or on the embedded server
+ * `npm test` started; Redis is REDIS_URL or the machine's, under a key prefix of its own.
+ */
+describe('two instances on one database and one Redis', () => {
+  const keyPrefix = testKeyPrefix('instances');
+  let scratch: ScratchDatabase;
+  let a: ServiceProcess;
+  let b: ServiceProcess;
 
-    before(async () => {
-      scratch = await createScratchDatabase('sfa_test_instances');
-      const redisUrl = new URL(process.env['REDIS_URL']!);
-      redisUrl.pathname = `/${redisDb}`;
-      const env = { DATABASE_URL: scratch.url, REDIS_URL: redisUrl.toString(), APP_SECRET: 'i'.repeat(40) };
-      // Started one after the other: the second start also proves migrations are safe to rerun.
-      a = await startService(env);
-      b = await startService(env);
+  before(async () => {
+    await requireRedis();
+    scratch = await createScratchDatabase('sfa_test_instances');
+    const env = {
+      DATABASE_URL: scratch.url,
+      REDIS_URL: testRedisUrl,
+      REDIS_KEY_PREFIX: keyPrefix,
+      APP_SECRET: 'i'.repeat(40),
+    };
+    // Started one after the other: the second start also proves migrations are safe to rerun.
+    a = await startService(env);
+    b = await startService(env);
+  });
+
+  after(async () => {
+    const started = [a, b].filter((instance) => instance !== undefined);
+    const codes = await Promise.all(started.map((instance) => instance.stop()));
+    // Only a started instance wrote keys; before that, Redis may be the very thing missing.
+    if (started.length > 0) await deleteKeys(keyPrefix);
+    await scratch?.drop();
+    assert.deepEqual(codes, Array(started.length).fill(0), 'every instance shuts down cleanly on SIGTERM');
+  });
+
+  test('a session made through one instance is used and ended through the other', async () => {
+    const registered = await post(a.url, `${auth}/register`, {
+      name: 'Grace Hopper',
+      email: 'grace@example.com',
+      password: 'compiler cobol 1959',
+      password_confirmation: 'compiler cobol 1959',
     });
-
-    after(async () => {
-      assert.equal(await a?.stop(), 0, 'instance A shuts down cleanly on SIGTERM');
-      assert.equal(await b?.stop(), 0, 'instance B shuts down cleanly on SIGTERM');
-      const redis = new Redis(process.env['REDIS_URL']!, { db: redisDb });
-      const keys = await redis.keys('storefront-auth:*');
-      if (keys.length > 0) await redis.del(...keys);
-      redis.disconnect();
-      await scratch.drop();
+    assert.equal(registered.status, 201);
+    const loggedIn = await post(a.url, `${auth}/login`, {
+      identity: 'grace@example.com',
+      password: 'compiler cobol 1959',
     });
+    assert.equal(loggedIn.status, 200);
+    const cookie = loggedIn.headers.get('set-cookie')!.split(';')[0]!;
+    assert.match(cookie, /^storefront_session=/);
 
-    test('a session made through one instance is used and ended through the other', async () => {
-      const registered = await post(a.url, `${auth}/register`, {
-        name: 'Grace Hopper',
-        email: 'grace@example.com',
-        password: 'compiler cobol 1959',
-        password_confirmation: 'compiler cobol 1959',
-      });
-      assert.equal(registered.status, 201);
-      const loggedIn = await post(a.url, `${auth}/login`, {
-        identity: 'grace@example.com',
-        password: 'compiler cobol 1959',
-      });
-      assert.equal(loggedIn.status, 200);
-      const cookie = loggedIn.headers.get('set-cookie')!.split(';')[0]!;
-      assert.match(cookie, /^storefront_session=/);
+    const loggedOut = await post(b.url, `${auth}/logout`, undefined, cookie);
+    assert.equal(loggedOut.status, 200);
+    assert.equal(loggedOut.body['status'], 'signed_out');
+    const again = await post(a.url, `${auth}/logout`, undefined, cookie);
+    assert.equal(again.status, 401, 'the session ended through B is gone for A too');
+  });
 
-      const loggedOut = await post(b.url, `${auth}/logout`, undefined, cookie);
-      assert.equal(loggedOut.status, 200);
-      assert.equal(loggedOut.body['status'], 'signed_out');
-      const again = await post(a.url, `${auth}/logout`, undefined, cookie);
-      assert.equal(again.status, 401, 'the session ended through B is gone for A too');
+  test('a rate limit reached through one instance holds on the other', async () => {
+    const first = await post(a.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
+    assert.equal(first.status, 202);
+    const second = await post(b.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
+    assert.equal(second.status, 429);
+    assert.equal(second.body['code'], 'rate_limited');
+  });
+
+  test('registering one identity through both instances at once creates one account', async () => {
+    const body = {
+      name: 'Twin',
+      email: 'twin@example.com',
+      password: 'parallel worlds 22',
+      password_confirmation: 'parallel worlds 22',
+    };
+    const answers = await Promise.all([post(a.url, `${auth}/register`, body), post(b.url, `${auth}/register`, body)]);
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 422]);
+    assert.equal(answers.find((answer) => answer.status === 422)!.body['code'], 'identity_unavailable');
+  });
+
+  // Only the PgBouncer pass (npm run test:pgbouncer) has a pooler to ask, and it adds this test.
+  if (poolerAdminUrl !== undefined)
+    test('behind PgBouncer, both instances reach the database through the pooler and nothing bypasses it', async () => {
+      // A read through each instance, so each holds a pooled connection.
+      for (const instance of [a, b]) {
+        const refused = await post(instance.url, `${auth}/login`, {
+          identity: 'nobody@example.com',
+          password: 'not a password 1',
+        });
+        assert.equal(refused.status, 401);
+      }
+      const clients = await pgbouncerAdmin<{ database: string; application_name: string }>(
+        poolerAdminUrl,
+        'SHOW CLIENTS',
+      );
+      const services = clients.filter(
+        (client) => client.database === scratch.name && client.application_name === 'storefront-auth',
+      );
+      assert.ok(services.length >= 2, `${services.length} service connections on the pooler`);
+      const { seen, bypassing } = await backendsBypassing(poolerAdminUrl, scratch.directUrl, scratch.name);
+      assert.ok(seen.length > 0, 'the pooler keeps server connections to the database');
+      assert.deepEqual(bypassing, [], 'backends on the database that PgBouncer did not open');
     });
-
-    test('a rate limit reached through one instance holds on the other', async () => {
-      const first = await post(a.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
-      assert.equal(first.status, 202);
-      const second = await post(b.url, `${auth}/password/forgot`, { identity: 'shared-limit@example.com' });
-      assert.equal(second.status, 429);
-      assert.equal(second.body['code'], 'rate_limited');
-    });
-
-    test('registering one identity through both instances at once creates one account', async () => {
-      const body = {
-        name: 'Twin',
-        email: 'twin@example.com',
-        password: 'parallel worlds 22',
-        password_confirmation: 'parallel worlds 22',
-      };
-      const answers = await Promise.all([post(a.url, `${auth}/register`, body), post(b.url, `${auth}/register`, body)]);
-      assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 422]);
-      assert.equal(answers.find((answer) => answer.status === 422)!.body['code'], 'identity_unavailable');
-    });
-
-    test(
-      'behind PgBouncer, both instances reach the database through the pooler and nothing bypasses it',
-      { skip: poolerAdminUrl === undefined ? 'runs behind PgBouncer only (npm run test:pgbouncer)' : false },
-      async () => {
-        // A read through each instance, so each holds a pooled connection.
-        for (const instance of [a, b]) {
-          const refused = await post(instance.url, `${auth}/login`, {
-            identity: 'nobody@example.com',
-            password: 'not a password 1',
-          });
-          assert.equal(refused.status, 401);
-        }
-        const clients = await pgbouncerAdmin<{ database: string; application_name: string }>(
-          poolerAdminUrl!,
-          'SHOW CLIENTS',
-        );
-        const services = clients.filter(
-          (client) => client.database === scratch.name && client.application_name === 'storefront-auth',
-        );
-        assert.ok(services.length >= 2, `${services.length} service connections on the pooler`);
-        const { seen, bypassing } = await backendsBypassing(poolerAdminUrl!, scratch.directUrl, scratch.name);
-        assert.ok(seen.length > 0, 'the pooler keeps server connections to the database');
-        assert.deepEqual(bypassing, [], 'backends on the database that PgBouncer did not open');
-      },
-    );
-  },
-);
+});

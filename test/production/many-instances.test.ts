@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createScratchDatabase } from '../helpers/database.js';
 import { registration } from '../helpers/harness.js';
+import { deleteKeys, requireRedis, testKeyPrefix, testRedisUrl } from '../helpers/redis.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 import { RoundRobinProxy } from '../helpers/tcp-proxy.js';
 
@@ -17,7 +16,6 @@ import { RoundRobinProxy } from '../helpers/tcp-proxy.js';
  */
 
 const instanceCount = 4;
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const auth = '/api/v1/customer/auth';
 const sessionCookie = 'storefront_session';
 const password = registration().password;
@@ -31,28 +29,20 @@ interface Answer {
 }
 
 describe('four instances behind one round-robin proxy behave as one service', () => {
-  const keyPrefix = `sfa-test-many:${randomBytes(6).toString('hex')}:`;
+  const keyPrefix = testKeyPrefix('many');
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
   let database: pg.Client;
   let instances: ServiceProcess[] = [];
   let proxy: RoundRobinProxy;
 
   before(async () => {
-    const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await redis.connect();
-      assert.equal(await redis.ping(), 'PONG');
-    } catch (error) {
-      throw new Error(`the instances need the Redis at ${redisUrl}, which does not answer: ${String(error)}`);
-    } finally {
-      redis.disconnect();
-    }
+    await requireRedis();
     scratch = await createScratchDatabase('sfa_test_many');
     database = new pg.Client({ connectionString: scratch.url });
     await database.connect();
     const env = {
       DATABASE_URL: scratch.url,
-      REDIS_URL: redisUrl,
+      REDIS_URL: testRedisUrl,
       REDIS_KEY_PREFIX: keyPrefix,
       APP_SECRET: 'many-instances-secret-many-instances-secret',
       NODE_ENV: 'production',
@@ -78,13 +68,8 @@ describe('four instances behind one round-robin proxy behave as one service', ()
     await proxy?.close();
     const codes = await Promise.all(instances.map((instance) => instance.stop()));
     await database?.end();
-    const redis = new Redis(redisUrl);
-    try {
-      const keys = await redis.keys(`${keyPrefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-    } finally {
-      redis.disconnect();
-    }
+    // Only a started instance wrote keys; before that, Redis may be the very thing missing.
+    if (instances.length > 0) await deleteKeys(keyPrefix);
     await scratch?.drop();
     assert.deepEqual(codes, Array(instances.length).fill(0), 'every instance shuts down cleanly on SIGTERM');
   });

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createScratchDatabase, testBackends } from '../helpers/database.js';
+import { deleteKeys, testKeyPrefix } from '../helpers/redis.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
 const slow = { timeout: 120_000 };
@@ -43,12 +44,21 @@ async function backendEnv(): Promise<{ env: Record<string, string>; cleanup(): P
     const scratch = await createScratchDatabase('sfa_test_shutdown');
     const redis = process.env['REDIS_URL'];
     const env: Record<string, string> = { DATABASE_URL: scratch.url, APP_SECRET: 's'.repeat(40) };
-    if (redis !== undefined) {
-      const url = new URL(redis);
-      url.pathname = `/${1 + ((process.pid + 11) % 15)}`;
-      env['REDIS_URL'] = url.toString();
-    }
-    return { env, cleanup: () => scratch.drop() };
+    if (redis === undefined) return { env, cleanup: () => scratch.drop() };
+    const keyPrefix = testKeyPrefix('shutdown');
+    // A key prefix of its own, deleted afterwards: other files share this Redis at the same time.
+    env['REDIS_URL'] = redis;
+    env['REDIS_KEY_PREFIX'] = keyPrefix;
+    return {
+      env,
+      async cleanup() {
+        try {
+          await deleteKeys(keyPrefix, redis);
+        } finally {
+          await scratch.drop();
+        }
+      },
+    };
   }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-shutdown-'));
   return { env: { DATA_DIR: dataDir }, cleanup: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };

@@ -5,7 +5,7 @@ import type { KeyValueStore } from '../../src/storage/key-value.js';
 
 /**
  * The behaviour every KeyValueStore must show (docs/reference.md, Rate limits: windowed, atomic counters). Applied to
- * the memory store here and to Redis where a server is available. `makeStore` may hand back a
+ * the memory store, to Redis (in both passes) and to a Redis Cluster. `makeStore` may hand back a
  * shared store: each test uses keys of its own, and times near the real clock so a store whose
  * keys also expire in real time (Redis TTLs) behaves the same.
  */
