@@ -21,6 +21,7 @@ export const limits = {
   messagesPerIdentityMinute: { name: 'message-identity-m', limit: 1, windowSeconds: minute },
   messagesPerIdentityHour: { name: 'message-identity-h', limit: 5, windowSeconds: hour },
   messagesPerAddress: { name: 'message-address', limit: 20, windowSeconds: hour },
+  sessionRevocations: { name: 'session-revoke', limit: 30, windowSeconds: 10 * minute },
 } satisfies Record<string, LimitRule>;
 
 export type LimitHit = [rule: LimitRule, subject: string];

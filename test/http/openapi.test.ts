@@ -29,6 +29,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(operations.map((entry) => entry.key).sort(), [
       'GET /api/v1/csrf-cookie',
       'GET /api/v1/customer/auth/session',
+      'GET /api/v1/customer/auth/sessions',
       'GET /api/v1/health/live',
       'GET /api/v1/health/ready',
       'GET /api/v1/platform',
@@ -38,6 +39,8 @@ describe('the OpenAPI document', () => {
       'POST /api/v1/customer/auth/password/forgot',
       'POST /api/v1/customer/auth/password/reset',
       'POST /api/v1/customer/auth/register',
+      'POST /api/v1/customer/auth/sessions/revoke-others',
+      'POST /api/v1/customer/auth/sessions/{id}/revoke',
       'POST /api/v1/customer/auth/verification/resend',
       'POST /api/v1/customer/auth/verify',
     ]);
