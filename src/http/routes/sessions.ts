@@ -11,13 +11,7 @@ import type { Services } from '../../services.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import {
-  customerProblems,
-  problemResponses,
-  RevokedCountStatus,
-  RevokedStatus,
-  SessionList,
-} from '../schemas.js';
+import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
