@@ -22,6 +22,8 @@ const usage = `Usage: storefront-auth <command>
   store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
             [--status active|paused|closed] [--force]
   customer show <identity>                print a customer
+  customer sessions <identity>            a customer's live sessions, newest first
+  customer revoke-sessions <identity>     sign a customer out everywhere (audited)
   outbox list [--status pending|sent|failed|dropped]
   outbox retry <id>                       send a failed message again
   audit [--customer <identity>] [--event <event>] [--limit N]
@@ -95,6 +97,12 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
     case 'customer show':
       if (argument === undefined) throw new UsageError('customer show needs an identity');
       return { name: 'customer.show', identity: argument };
+    case 'customer sessions':
+      if (argument === undefined) throw new UsageError('customer sessions needs an identity');
+      return { name: 'customer.sessions', identity: argument };
+    case 'customer revoke-sessions':
+      if (argument === undefined) throw new UsageError('customer revoke-sessions needs an identity');
+      return { name: 'customer.revoke-sessions', identity: argument };
     case 'outbox list': {
       const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
       return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };

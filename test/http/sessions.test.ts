@@ -219,7 +219,7 @@ describe('account area: sessions', () => {
       assert.equal((await whoAmI(t, laptop)).status, 200);
       assert.equal((await list(t, laptop)).body.sessions.length, 1);
       const [event] = await auditOf(t, ada.id);
-      assert.deepEqual(event?.details, { count: '1', current: 'false' });
+      assert.deepEqual(event?.details, { count: '1', current: 'false', by: 'customer' });
       const metric = await t.services.metrics.sessionsRevoked.get();
       assert.equal(metric.values.find((value) => value.labels.scope === 'one')?.value, 1);
     });
@@ -238,7 +238,7 @@ describe('account area: sessions', () => {
       assert.ok(xsrf && xsrf.value !== device.xsrf);
       assertProblem(await whoAmI(t, device), 401, 'unauthenticated');
       const [event] = await auditOf(t, ada.id);
-      assert.deepEqual(event?.details, { count: '1', current: 'true' });
+      assert.deepEqual(event?.details, { count: '1', current: 'true', by: 'customer' });
     });
 
     test('another customer’s session answers 404 exactly as one that does not exist, and stays', async () => {
@@ -312,7 +312,7 @@ describe('account area: sessions', () => {
       assert.equal((await whoAmI(t, current)).status, 200);
       assert.equal((await whoAmI(t, graceDevice)).status, 200, 'another customer keeps their sessions');
       const [event] = await auditOf(t, ada.id);
-      assert.deepEqual(event?.details, { count: '3', current: 'false' });
+      assert.deepEqual(event?.details, { count: '3', current: 'false', by: 'customer' });
       const metric = await t.services.metrics.sessionsRevoked.get();
       assert.equal(metric.values.find((value) => value.labels.scope === 'others')?.value, 3);
       assert.deepEqual((await revokeOthers(t, current)).body, { status: 'revoked', count: 0 });

@@ -92,7 +92,7 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
         const revoked = await revokeCustomerSession(db, clock, customerId, request.params.id, sessionId);
         if (revoked === null) throw new ProblemError('not_found');
         metrics.sessionsRevoked.inc({ scope: 'one' });
-        audit(request, customerId, { count: '1', current: String(revoked.current) });
+        audit(request, customerId, { count: '1', current: String(revoked.current), by: 'customer' });
         if (revoked.current) signOut(reply);
         return { status: 'revoked' as const };
       },
@@ -116,7 +116,7 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
         await limiter.consume([[limits.sessionRevocations, customerId]]);
         const count = await revokeCustomerSessions(db, clock, customerId, sessionId);
         metrics.sessionsRevoked.inc({ scope: 'others' }, count);
-        audit(request, customerId, { count: String(count), current: 'false' });
+        audit(request, customerId, { count: String(count), current: 'false', by: 'customer' });
         return { status: 'revoked' as const, count };
       },
     );
