@@ -10,6 +10,7 @@ export const auditEvents = [
   'password.changed',
   'profile.changed',
   'logout',
+  'session.revoked',
   'rate_limited',
   'account.exported',
   'account.deleted',
@@ -184,6 +185,22 @@ export interface AuditRecord {
   client_address: string | null;
   request_id: string | null;
   details: Record<string, string>;
+}
+
+/**
+ * Writes one entry at once, outside any request (an operator's command): there is no client
+ * address or request id, and no queue to wait for.
+ */
+export async function recordAuditNow(
+  db: Queryable,
+  clock: Clock,
+  entry: Pick<AuditEntry, 'event' | 'customerId' | 'details'>,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO audit_events (occurred_at, event, customer_id, client_address, request_id, details)
+     VALUES ($1, $2, $3, NULL, NULL, $4::text::jsonb)`,
+    [clock.now(), entry.event, entry.customerId ?? null, JSON.stringify(entry.details ?? {})],
+  );
 }
 
 /** Newest first. */

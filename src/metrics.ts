@@ -47,6 +47,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly sessionsRevoked = new Counter({
+    name: 'storefront_sessions_revoked_total',
+    help: 'Sessions a customer revoked from the account area: one by its id, or the others at once.',
+    labelNames: ['scope'] as const,
+    registers: [this.registry],
+  });
+
   readonly rateLimited = new Counter({
     name: 'storefront_rate_limited_total',
     help: 'Requests answered 429, by the limit that was hit.',

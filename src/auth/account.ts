@@ -10,7 +10,7 @@ import {
 } from './customers.js';
 import { addFieldError, channelFor, type AuthDeps, type FieldErrors } from './deps.js';
 import { validateName, validateNewPassword } from './registration.js';
-import { createSession, deleteCustomerSessions, deleteSession } from './sessions.js';
+import { createSession, deleteCustomerSessions, deleteSession, type SessionClient } from './sessions.js';
 
 /** What a signed-in customer can change about their own account. */
 
@@ -48,6 +48,8 @@ export async function changePassword(
   customer: CustomerRow,
   sessionId: string,
   input: ChangePasswordInput,
+  /** The device asking: the rotated session keeps its user agent and masked address. */
+  client?: SessionClient,
 ): Promise<ChangePasswordResult> {
   const errors: FieldErrors = {};
   const currentMatches = await deps.hasher.verify(customer.password_hash, input.current_password);
@@ -70,7 +72,7 @@ export async function changePassword(
     const version = await replacePassword(tx, customer.id, passwordHash, now);
     await deleteCustomerSessions(tx, customer.id);
     // A new session id for the caller: whoever learnt the old cookie value loses it with the password.
-    const session = await createSession(tx, deps.clock, customer.id, version);
+    const session = await createSession(tx, deps.clock, customer.id, version, client);
     if (session === null) throw new Error('the session of a password change could not be opened');
     await enqueueMessage(tx, deps, {
       channel: channelFor(store.identityMode),

@@ -10,7 +10,7 @@ import {
   type CustomerRow,
 } from './customers.js';
 import { channelFor, type AuthDeps } from './deps.js';
-import { deleteCustomerSessions, listCustomerSessions, type SessionRecord } from './sessions.js';
+import { deleteCustomerSessions, listCustomerSessions, type SessionView } from './sessions.js';
 
 /** An audit event as the customer sees it in their export: the customer id is theirs, so it is left out. */
 export interface ExportedAuditEvent {
@@ -24,7 +24,7 @@ export interface ExportedAuditEvent {
 export interface AccountExport {
   exported_at: string;
   customer: Customer & { created_at: string };
-  sessions: SessionRecord[];
+  sessions: SessionView[];
   audit_events: ExportedAuditEvent[];
 }
 
@@ -41,7 +41,7 @@ export async function exportAccount(
   const createdAt = row === null ? null : await customerCreatedAt(deps.db, customerId);
   if (row === null || createdAt === null) return null;
   const [sessions, events] = await Promise.all([
-    listCustomerSessions(deps.db, customerId, currentSessionId),
+    listCustomerSessions(deps.db, deps.clock, customerId, currentSessionId),
     listCustomerAudit(deps.db, customerId),
   ]);
   return {

@@ -2,7 +2,7 @@ import type { StoreContext } from '../store/store.js';
 import { findCustomerByIdentity, toCustomer, type Customer } from './customers.js';
 import type { AuthDeps } from './deps.js';
 import { normalizeIdentity } from './identity.js';
-import { createSession, deleteSession } from './sessions.js';
+import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
 export type LoginResult =
   | { ok: true; customer: Customer; sessionId: string; expiresAt: Date }
@@ -20,6 +20,7 @@ export async function login(
   identity: string,
   password: string,
   previousSessionId: string | undefined,
+  client?: SessionClient,
 ): Promise<LoginResult> {
   const value = normalizeIdentity(store.identityMode, identity);
   const customer = value === null ? null : await findCustomerByIdentity(deps.db, store.identityMode, value);
@@ -46,9 +47,9 @@ export async function login(
   const version = customer.credential_version;
   const session =
     previousSessionId === undefined
-      ? await createSession(deps.db, deps.clock, customer.id, version)
+      ? await createSession(deps.db, deps.clock, customer.id, version, client)
       : await deps.db.transaction(async (tx) => {
-          const created = await createSession(tx, deps.clock, customer.id, version);
+          const created = await createSession(tx, deps.clock, customer.id, version, client);
           if (created !== null) await deleteSession(tx, deps.clock, previousSessionId);
           return created;
         });

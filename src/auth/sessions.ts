@@ -1,16 +1,52 @@
 import { createHash, randomBytes } from 'node:crypto';
+import net from 'node:net';
 import type { Clock } from '../clock.js';
 import type { Database, Queryable } from '../storage/database.js';
 import { customerColumns, type CustomerRow } from './customers.js';
 
 export const sessionIdleTimeoutSeconds = 14 * 24 * 60 * 60;
 export const sessionAbsoluteLifetimeSeconds = 30 * 24 * 60 * 60;
-// Sliding the idle window costs a write, so it is done at most this often per session.
-const sessionTouchIntervalSeconds = 60;
+// Sliding the idle window costs a write, so it is done at most this often per session; the
+// last_seen_at the account area shows may lag by as much.
+export const sessionTouchIntervalSeconds = 5 * 60;
+/** The longest user-agent kept for a session, in characters. */
+export const sessionUserAgentMaxLength = 256;
 
 /** The stored form of a session id: its SHA-256, so the table alone opens no session. */
 export function hashSessionId(sessionId: string): string {
   return createHash('sha256').update(sessionId).digest('base64url');
+}
+
+/** Where a login came from, as the request gave it; stored only cut and masked. */
+export interface SessionClient {
+  userAgent: string | undefined;
+  address: string;
+}
+
+/**
+ * The address masked to its network: /24 for IPv4 (IPv4-mapped IPv6 counts as IPv4), /48 for
+ * IPv6. Enough for a customer to recognise a place, and the full address is never stored.
+ */
+export function maskAddress(ip: string): string | null {
+  const v4 = ip.startsWith('::ffff:') && net.isIPv4(ip.slice(7)) ? ip.slice(7) : ip;
+  if (net.isIPv4(v4)) return `${v4.split('.').slice(0, 3).join('.')}.0/24`;
+  if (!net.isIPv6(ip)) return null;
+  const bare = ip.split('%')[0]!;
+  const [head = '', tail = ''] = bare.split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = tail === '' ? [] : tail.split(':');
+  const missing = 8 - headGroups.length - tailGroups.length;
+  const groups = bare.includes('::') ? [...headGroups, ...Array<string>(missing).fill('0'), ...tailGroups] : headGroups;
+  const network = groups.slice(0, 3).map((group) => parseInt(group, 16).toString(16));
+  // Trailing zero groups fold into "::", as an address is usually written.
+  while (network.length > 0 && network.at(-1) === '0') network.pop();
+  return `${network.join(':')}::/48`;
+}
+
+/** The user-agent cut to its first 256 characters (code points, so no character is split). */
+export function cutUserAgent(userAgent: string | undefined): string | null {
+  if (userAgent === undefined || userAgent === '') return null;
+  return [...userAgent].slice(0, sessionUserAgentMaxLength).join('');
 }
 
 export interface NewSession {
@@ -32,15 +68,25 @@ export async function createSession(
   clock: Clock,
   customerId: string,
   credentialVersion: number,
+  client?: SessionClient,
 ): Promise<NewSession | null> {
   const sessionId = randomBytes(32).toString('base64url');
   const now = clock.now();
   const expiresAt = new Date(now.getTime() + sessionAbsoluteLifetimeSeconds * 1000);
+  // public_id takes its random default: a handle of its own, unrelated to the cookie.
   const rows = await tx.query(
-    `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at)
-     SELECT $1, id, $3, $3, $4 FROM customers WHERE id = $2 AND credential_version = $5 FOR SHARE
+    `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at, user_agent, client_address)
+     SELECT $1, id, $3, $3, $4, $6, $7 FROM customers WHERE id = $2 AND credential_version = $5 FOR SHARE
      RETURNING 1`,
-    [hashSessionId(sessionId), customerId, now, expiresAt, credentialVersion],
+    [
+      hashSessionId(sessionId),
+      customerId,
+      now,
+      expiresAt,
+      credentialVersion,
+      cutUserAgent(client?.userAgent),
+      client === undefined ? null : maskAddress(client.address),
+    ],
   );
   return rows.length === 1 ? { sessionId, expiresAt } : null;
 }
@@ -78,36 +124,102 @@ export async function deleteSession(db: Queryable, clock: Clock, sessionId: stri
   return rows[0]?.live === true ? rows[0].customer_id : null;
 }
 
-/** A session as the customer's data export shows it; never its id or the hash of it. */
-export interface SessionRecord {
-  /** Whether this is the session the request came with. */
+/** A session as the account area shows it. */
+export interface SessionView {
+  id: string;
   current: boolean;
   created_at: string;
   last_seen_at: string;
   expires_at: string;
+  client: { user_agent: string | null; address: string | null };
+}
+
+interface SessionRow {
+  id_hash: string;
+  public_id: string;
+  created_at: Date;
+  last_seen_at: Date;
+  expires_at: Date;
+  user_agent: string | null;
+  client_address: string | null;
+}
+
+/** What makes a session live at `$2` (now) with idle cutoff `$3`. */
+const liveCondition = 'expires_at > $2 AND last_seen_at > $3';
+
+function idleCutoffOf(clock: Clock): { now: Date; idleCutoff: Date } {
+  const now = clock.now();
+  return { now, idleCutoff: new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000) };
+}
+
+/** The customer's live sessions, newest first; `currentSessionId` is the caller's cookie, if any. */
+export async function listCustomerSessions(
+  db: Queryable,
+  clock: Clock,
+  customerId: string,
+  currentSessionId?: string,
+): Promise<SessionView[]> {
+  const { now, idleCutoff } = idleCutoffOf(clock);
+  const rows = await db.query<SessionRow>(
+    `SELECT id_hash, public_id::text AS public_id, created_at, last_seen_at, expires_at, user_agent, client_address
+       FROM sessions WHERE customer_id = $1 AND ${liveCondition}
+      ORDER BY created_at DESC, public_id DESC`,
+    [customerId, now, idleCutoff],
+  );
+  const currentHash = currentSessionId === undefined ? undefined : hashSessionId(currentSessionId);
+  return rows.map((row) => ({
+    id: row.public_id,
+    current: row.id_hash === currentHash,
+    created_at: new Date(row.created_at).toISOString(),
+    last_seen_at: new Date(row.last_seen_at).toISOString(),
+    expires_at: new Date(row.expires_at).toISOString(),
+    client: { user_agent: row.user_agent, address: row.client_address },
+  }));
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Deletes one of the customer's live sessions by its public handle. Null when the customer has no
+ * such live session, whether the handle is malformed, unknown or another customer's: the caller
+ * answers all three alike. Otherwise whether it was the session of `currentSessionId`.
+ */
+export async function revokeCustomerSession(
+  db: Queryable,
+  clock: Clock,
+  customerId: string,
+  publicId: string,
+  currentSessionId: string,
+): Promise<{ current: boolean } | null> {
+  if (!uuidPattern.test(publicId)) return null;
+  const { now, idleCutoff } = idleCutoffOf(clock);
+  const rows = await db.query<{ id_hash: string }>(
+    `DELETE FROM sessions WHERE customer_id = $1 AND public_id = $4 AND ${liveCondition} RETURNING id_hash`,
+    [customerId, now, idleCutoff, publicId],
+  );
+  const row = rows[0];
+  return row === undefined ? null : { current: row.id_hash === hashSessionId(currentSessionId) };
 }
 
 /**
- * The customer's sessions for their data export, newest first. The one place that decides which
- * session columns a customer sees about themselves: a new column is added here and nowhere else.
+ * Deletes every session of the customer except `keepSessionId` (all of them without one) and
+ * returns how many of those were live: dead ones go too, but were no device to sign out.
  */
-export async function listCustomerSessions(
+export async function revokeCustomerSessions(
   db: Queryable,
+  clock: Clock,
   customerId: string,
-  currentSessionId: string | undefined,
-): Promise<SessionRecord[]> {
-  const rows = await db.query<{ current: boolean; created_at: Date; last_seen_at: Date; expires_at: Date }>(
-    `SELECT id_hash = $2 AS current, created_at, last_seen_at, expires_at
-       FROM sessions WHERE customer_id = $1 ORDER BY created_at DESC, id_hash`,
-    [customerId, currentSessionId === undefined ? '' : hashSessionId(currentSessionId)],
+  keepSessionId?: string,
+): Promise<number> {
+  const { now, idleCutoff } = idleCutoffOf(clock);
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM sessions WHERE customer_id = $1 AND ($4::text IS NULL OR id_hash <> $4)
+       RETURNING ${liveCondition} AS live)
+     SELECT count(*) FILTER (WHERE live)::int AS n FROM gone`,
+    [customerId, now, idleCutoff, keepSessionId === undefined ? null : hashSessionId(keepSessionId)],
   );
-  const iso = (value: Date) => new Date(value).toISOString();
-  return rows.map((row) => ({
-    current: row.current,
-    created_at: iso(row.created_at),
-    last_seen_at: iso(row.last_seen_at),
-    expires_at: iso(row.expires_at),
-  }));
+  return row?.n ?? 0;
 }
 
 export async function deleteCustomerSessions(tx: Queryable, customerId: string): Promise<void> {

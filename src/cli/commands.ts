@@ -1,4 +1,4 @@
-import { listAudit, writeAuditEntry, type AuditEvent } from '../audit.js';
+import { listAudit, recordAuditNow, writeAuditEntry, type AuditEvent } from '../audit.js';
 import { eraseAccount } from '../auth/erasure.js';
 import type { Keys } from '../keys.js';
 import type { Clock } from '../clock.js';
@@ -9,7 +9,8 @@ import {
   type IdentityMode,
   type RetentionSettings,
 } from '../config.js';
-import { findCustomerByIdentity, toCustomer } from '../auth/customers.js';
+import { findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/customers.js';
+import { listCustomerSessions, revokeCustomerSessions } from '../auth/sessions.js';
 import { normalizeIdentity } from '../auth/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
 import { prune } from '../janitor.js';
@@ -24,6 +25,8 @@ export type AdminCommand =
   | { name: 'store.set'; changes: StoreChanges; force: boolean }
   | { name: 'customer.show'; identity: string }
   | { name: 'customer.delete'; identity: string }
+  | { name: 'customer.sessions'; identity: string }
+  | { name: 'customer.revoke-sessions'; identity: string }
   | { name: 'outbox.list'; status?: OutboxStatus }
   | { name: 'outbox.retry'; id: string }
   | { name: 'audit.list'; identity?: string; event?: AuditEvent; limit?: number }
@@ -60,6 +63,15 @@ function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>
     settings: { 'auth.customer_verification_required': store.verificationRequired },
     updated_at: store.updatedAt,
   };
+}
+
+/** The customer an operator named, or the error line to print. */
+async function customerNamed(db: Database, identity: string): Promise<CustomerRow | string> {
+  const store = await loadStore(db);
+  if (store === null) return 'no store yet: start the service once';
+  const value = normalizeIdentity(store.identityMode, identity);
+  const row = value === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+  return row ?? `no customer with ${store.identityMode} ${identity}`;
 }
 
 export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): Promise<AdminResult> {
@@ -123,6 +135,23 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
         details: { by: 'operator' },
       });
       return { ok: true, output: { id: row.id, status: 'deleted' } };
+    }
+    case 'customer.sessions': {
+      const row = await customerNamed(db, command.identity);
+      if (typeof row === 'string') return { ok: false, error: row };
+      // No request, so no session is current: every entry says current: false.
+      return { ok: true, output: await listCustomerSessions(db, clock, row.id) };
+    }
+    case 'customer.revoke-sessions': {
+      const row = await customerNamed(db, command.identity);
+      if (typeof row === 'string') return { ok: false, error: row };
+      const count = await revokeCustomerSessions(db, clock, row.id);
+      await recordAuditNow(db, clock, {
+        event: 'session.revoked',
+        customerId: row.id,
+        details: { count: String(count), by: 'operator' },
+      });
+      return { ok: true, output: { status: 'revoked', count } };
     }
     case 'audit.list': {
       let customerId: string | undefined;

@@ -24,6 +24,8 @@ const usage = `Usage: storefront-auth <command>
             [--status active|paused|closed] [--force]
   customer show <identity>                print a customer
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
+  customer sessions <identity>            a customer's live sessions, newest first
+  customer revoke-sessions <identity>     sign a customer out everywhere (audited)
   outbox list [--status pending|sent|failed|dropped]
   outbox retry <id>                       send a failed message again
   audit [--customer <identity>] [--event <event>] [--limit N]
@@ -105,6 +107,12 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
           'customer delete erases the account, its sessions and codes for good; add --yes to confirm',
         );
       return { name: 'customer.delete', identity: argument };
+    case 'customer sessions':
+      if (argument === undefined) throw new UsageError('customer sessions needs an identity');
+      return { name: 'customer.sessions', identity: argument };
+    case 'customer revoke-sessions':
+      if (argument === undefined) throw new UsageError('customer revoke-sessions needs an identity');
+      return { name: 'customer.revoke-sessions', identity: argument };
     case 'outbox list': {
       const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
       return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };

@@ -34,6 +34,10 @@ export type ReadinessChecks = Static<typeof schemas.ReadinessChecks>;
 export type DeleteAccountBody = schemas.DeleteAccountBody;
 export type DeletedStatus = Static<typeof schemas.DeletedStatus>;
 export type AccountExport = Static<typeof schemas.AccountExport>;
+export type Session = Static<typeof schemas.Session>;
+export type SessionList = Static<typeof schemas.SessionList>;
+export type RevokedStatus = Static<typeof schemas.RevokedStatus>;
+export type RevokedCountStatus = Static<typeof schemas.RevokedCountStatus>;
 
 /** The API's problem codes, plus `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's). */
 export type StorefrontAuthErrorCode = ProblemCode | 'network_error' | 'invalid_response';
@@ -104,6 +108,12 @@ export interface StorefrontAuthClient {
   live(): Promise<HealthStatus>;
   /** 200 when every check passes; otherwise throws `deployment_not_ready` with `checks`. */
   ready(): Promise<HealthReady>;
+  /** The signed-in customer's live sessions, newest first. */
+  listSessions(): Promise<SessionList>;
+  /** Ends one of them by its `id`; 404 `not_found` for any id not the caller's. Ending the current one signs out. */
+  revokeSession(id: string): Promise<RevokedStatus>;
+  /** Ends every session but the current one. */
+  revokeOtherSessions(): Promise<RevokedCountStatus>;
   /** The cookies the client holds (empty when the browser keeps them). */
   cookies(): ReadonlyMap<string, string>;
   /** The signed-in customer's data: account, sessions and audit events. At most one per minute. */
@@ -287,6 +297,9 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
     platform: () => send('GET', '/api/v1/platform'),
     live: () => send('GET', '/api/v1/health/live'),
     ready: () => send('GET', '/api/v1/health/ready'),
+    listSessions: () => send('GET', `${authPath}/sessions`),
+    revokeSession: (id) => post(`${authPath}/sessions/${encodeURIComponent(id)}/revoke`),
+    revokeOtherSessions: () => post(`${authPath}/sessions/revoke-others`),
     cookies: () => new Map(jar?.values ?? []),
     exportAccount: () => send('GET', `${authPath}/account/export`),
     deleteAccount: (body) => post(`${authPath}/account/delete`, body),

@@ -24,6 +24,7 @@ export const limits = {
   // Keyed by customer id: an export reads every row the customer has.
   accountExports: { name: 'account-export', limit: 1, windowSeconds: minute },
   profileChanges: { name: 'profile', limit: 20, windowSeconds: hour },
+  sessionRevocations: { name: 'session-revoke', limit: 30, windowSeconds: 10 * minute },
 } satisfies Record<string, LimitRule>;
 
 export type LimitHit = [rule: LimitRule, subject: string];

@@ -78,6 +78,25 @@ export const AcceptedStatus = Type.Object({ status: Type.Literal('accepted') });
 export const PasswordResetStatus = Type.Object({ status: Type.Literal('password_reset') });
 export const PasswordChangedStatus = Type.Object({ status: Type.Literal('password_changed') });
 export const SignedOutStatus = Type.Object({ status: Type.Literal('signed_out') });
+export const SessionClient = Type.Object({
+  user_agent: Type.Union([Type.String({ maxLength: 256 }), Type.Null()], {
+    description: 'What the browser sent at login, cut to 256 characters; null when it sent none.',
+  }),
+  address: Type.Union([Type.String(), Type.Null()], {
+    description: 'The login address masked to its /24 (IPv4) or /48 (IPv6), e.g. `203.0.113.0/24`.',
+  }),
+});
+export const Session = Type.Object({
+  id: Type.String({ description: 'A public handle for the session; never the cookie value or its hash.' }),
+  current: Type.Boolean({ description: 'Whether this is the session of the request.' }),
+  created_at: Type.String({ format: 'date-time' }),
+  last_seen_at: Type.String({ format: 'date-time', description: 'May lag by up to 5 minutes.' }),
+  expires_at: Type.String({ format: 'date-time' }),
+  client: SessionClient,
+});
+export const SessionList = Type.Object({ sessions: Type.Array(Session, { description: 'Newest first.' }) });
+export const RevokedStatus = Type.Object({ status: Type.Literal('revoked') });
+export const RevokedCountStatus = Type.Object({ status: Type.Literal('revoked'), count: Type.Integer({ minimum: 0 }) });
 export const DeleteAccountBody = Type.Object({
   current_password: Type.String({
     minLength: 1,
@@ -92,15 +111,7 @@ export const AccountExport = Type.Object(
   {
     exported_at: isoTime,
     customer: Type.Object({ ...Customer.properties, created_at: isoTime }),
-    sessions: Type.Array(
-      Type.Object({
-        current: Type.Boolean({ description: 'The session this request came with.' }),
-        created_at: isoTime,
-        last_seen_at: isoTime,
-        expires_at: isoTime,
-      }),
-      { description: 'Newest first.' },
-    ),
+    sessions: Type.Array(Session, { description: 'The live sessions, newest first, as `GET /sessions` lists them.' }),
     audit_events: Type.Array(
       Type.Object({
         occurred_at: isoTime,

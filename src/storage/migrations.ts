@@ -125,6 +125,23 @@ const migrations: Migration[] = [
       ALTER TABLE customers ADD COLUMN credential_version integer NOT NULL DEFAULT 1;
     `,
   },
+  {
+    version: 5,
+    name: 'session_handles',
+    sql: `
+      -- A public handle for each session, random and stored: the account area names sessions by it,
+      -- and it reveals nothing of the cookie. The default gives every existing session its own.
+      ALTER TABLE sessions ADD COLUMN public_id uuid NOT NULL DEFAULT gen_random_uuid();
+      CREATE UNIQUE INDEX sessions_public_id ON sessions (public_id);
+      -- What the browser sent at login (cut to 256 characters) and the login address masked to its
+      -- /24 or /48: enough to recognise a device, never the full address.
+      ALTER TABLE sessions ADD COLUMN user_agent text;
+      ALTER TABLE sessions ADD COLUMN client_address text;
+      -- Listing a customer's sessions newest first reads only theirs, already in order.
+      DROP INDEX sessions_customer;
+      CREATE INDEX sessions_customer_created ON sessions (customer_id, created_at);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

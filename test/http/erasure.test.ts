@@ -121,7 +121,15 @@ describe('export my data and delete my account', () => {
         'newest first, the current one marked',
       );
       for (const session of data.sessions) {
-        assert.deepEqual(Object.keys(session).sort(), ['created_at', 'current', 'expires_at', 'last_seen_at']);
+        // As the session list shows them: a public handle, never the cookie or its hash.
+        assert.deepEqual(Object.keys(session).sort(), [
+          'client',
+          'created_at',
+          'current',
+          'expires_at',
+          'id',
+          'last_seen_at',
+        ]);
       }
       const events = data.audit_events.map((e: { event: string }) => e.event);
       assert.deepEqual(events, ['login.succeeded', 'login.succeeded', 'customer.registered']);

@@ -30,6 +30,7 @@ describe('the OpenAPI document', () => {
       'GET /api/v1/csrf-cookie',
       'GET /api/v1/customer/auth/account/export',
       'GET /api/v1/customer/auth/session',
+      'GET /api/v1/customer/auth/sessions',
       'GET /api/v1/health/live',
       'GET /api/v1/health/ready',
       'GET /api/v1/platform',
@@ -42,6 +43,8 @@ describe('the OpenAPI document', () => {
       'POST /api/v1/customer/auth/password/reset',
       'POST /api/v1/customer/auth/profile',
       'POST /api/v1/customer/auth/register',
+      'POST /api/v1/customer/auth/sessions/revoke-others',
+      'POST /api/v1/customer/auth/sessions/{id}/revoke',
       'POST /api/v1/customer/auth/verification/resend',
       'POST /api/v1/customer/auth/verify',
     ]);

@@ -83,7 +83,10 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
             metrics.passwordChanges.inc({ outcome: 'throttled' });
             throw error;
           });
-        const result = await changePassword(deps, request.store, customer, sessionId, request.body);
+        const result = await changePassword(deps, request.store, customer, sessionId, request.body, {
+          userAgent: request.headers['user-agent'],
+          address: request.ip,
+        });
         if (!result.ok) {
           if (result.reason === 'unauthenticated') throw new ProblemError('unauthenticated');
           const wrong = result.errors['current_password'] !== undefined;

@@ -216,7 +216,8 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
             throw error;
           });
         const previous = request.cookies[sessionCookie];
-        const result = await login(deps, request.store, request.body.identity, request.body.password, previous);
+        const client = { userAgent: request.headers['user-agent'], address: request.ip };
+        const result = await login(deps, request.store, request.body.identity, request.body.password, previous, client);
         metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
           audit(request, 'login.failed', result.customerId);
