@@ -18,6 +18,7 @@ import { clientKey } from './http/client-address.js';
 import { ProblemError, problemDocument, type ProblemCode, type ProblemExtras } from './http/problems.js';
 import { limits, RateLimitedError } from './http/rate-limit.js';
 import { authRoutes } from './http/routes/auth.js';
+import { codeLoginRoutes } from './http/routes/code-login.js';
 import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
 import { registerOpenApi } from './http/openapi.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
@@ -233,6 +234,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await registerOpenApi(app, config, packageVersion);
   await app.register(platformRoutes(services), { prefix: '/api/v1' });
   await app.register(authRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(codeLoginRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
   await app.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
   if (config.signInPage) await app.register(signInPage(services));

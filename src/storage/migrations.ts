@@ -7,7 +7,7 @@ interface Migration {
 }
 
 // Append only: a migration that has run anywhere is never edited.
-const migrations: Migration[] = [
+export const migrations: Migration[] = [
   {
     version: 1,
     name: 'initial',
@@ -123,6 +123,17 @@ const migrations: Migration[] = [
       -- Raised by every change of password. A login opens its session only if the version it
       -- checked the password against is still current, so no login racing a reset outlives it.
       ALTER TABLE customers ADD COLUMN credential_version integer NOT NULL DEFAULT 1;
+    `,
+  },
+  {
+    version: 6,
+    name: 'sign_in_codes',
+    sql: `
+      -- A code can also sign a customer in, where the store allows it. The constraint keeps its
+      -- name, so the allowed purposes stay in one CHECK that later migrations can replace the same way.
+      ALTER TABLE challenges DROP CONSTRAINT challenges_purpose_check;
+      ALTER TABLE challenges ADD CONSTRAINT challenges_purpose_check
+        CHECK (purpose IN ('verification', 'password_reset', 'sign_in'));
     `,
   },
 ];
