@@ -33,6 +33,8 @@ describe('the OpenAPI document', () => {
       'GET /api/v1/health/ready',
       'GET /api/v1/platform',
       'GET /sanctum/csrf-cookie',
+      'POST /api/v1/customer/auth/code/login',
+      'POST /api/v1/customer/auth/code/request',
       'POST /api/v1/customer/auth/login',
       'POST /api/v1/customer/auth/logout',
       'POST /api/v1/customer/auth/password/forgot',
@@ -51,6 +53,15 @@ describe('the OpenAPI document', () => {
     const login = document.paths['/api/v1/customer/auth/login'].post.responses;
     assert.ok(login['401'], 'login documents 401');
     assert.ok(login['429'], 'login documents 429');
+    const codeLogin = document.paths['/api/v1/customer/auth/code/login'].post.responses;
+    assert.deepEqual([...codeLogin['422'].content['application/problem+json'].schema.properties.code.enum].sort(), [
+      'invalid_identity_challenge',
+      'validation_failed',
+    ]);
+    for (const path of ['/api/v1/customer/auth/code/request', '/api/v1/customer/auth/code/login']) {
+      const notFound = document.paths[path].post.responses['404'];
+      assert.deepEqual(notFound.content['application/problem+json'].schema.properties.code.enum, ['not_found'], path);
+    }
     const ready = document.paths['/api/v1/health/ready'].get.responses['503'];
     assert.deepEqual(ready.content['application/problem+json'].schema.properties.code.enum, ['deployment_not_ready']);
     const documented = new Set<string>();
