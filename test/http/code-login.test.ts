@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { listAudit } from '../../src/audit.js';
 import { updateStore } from '../../src/store/store.js';
 import { api, auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
@@ -63,6 +65,15 @@ async function sessionCount(t: TestApp, customerId: string): Promise<number> {
     customerId,
   ]);
   return row!.n;
+}
+
+/** Polls a condition on the database (never a fixed wait), failing after ten seconds. */
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await delay(5);
+  }
 }
 
 describe('signing in with a code', () => {
@@ -382,6 +393,47 @@ describe('signing in with a code', () => {
       assert.equal(limited.body.code, 'rate_limited');
       const metrics = await t.services.metrics.registry.getSingleMetricAsString('storefront_login_attempts_total');
       assert.match(metrics, /storefront_login_attempts_total\{outcome="throttled"\} 1/);
+    });
+  });
+
+  describe('the credential version', () => {
+    test('a code login racing a password change waits for it, then opens a session against the new version', async () => {
+      const t = await harness.start();
+      await allowCodes(t);
+      const customer = await withSignInCode(t);
+      // A password change in progress, as a reset makes it: the row locked first, a new credential
+      // version and no sessions, not yet committed.
+      const changer = new pg.Client({ connectionString: harness.databaseUrl });
+      await changer.connect();
+      const watcher = new pg.Client({ connectionString: harness.databaseUrl });
+      await watcher.connect();
+      try {
+        await changer.query('BEGIN');
+        await changer.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customer.id]);
+        await changer.query('UPDATE customers SET credential_version = credential_version + 1 WHERE id = $1', [
+          customer.id,
+        ]);
+        await changer.query('DELETE FROM sessions WHERE customer_id = $1', [customer.id]);
+        const signingIn = codeLogin(t, customer.identity, customer.code);
+        await until(async () => {
+          const { rows } = await watcher.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          return rows[0]!.n === 1;
+        }, 'the code login waits on the password change');
+        await changer.query('COMMIT');
+        // Had it read the old version before waiting, its session would be refused after the
+        // change and the spent code would answer 422.
+        const reply = await signingIn;
+        assert.equal(reply.status, 200, JSON.stringify(reply.body));
+        const cookie = `${sessionCookie}=${cookieOf(reply, sessionCookie)!.value}`;
+        assert.equal((await t.get(`${auth}/session`, { cookie })).status, 200);
+        assert.equal(await sessionCount(t, customer.id), 1);
+      } finally {
+        await changer.end();
+        await watcher.end();
+      }
     });
   });
 
