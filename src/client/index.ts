@@ -100,6 +100,12 @@ export interface StorefrontAuthClient {
   ready(): Promise<HealthReady>;
   /** The cookies the client holds (empty when the browser keeps them). */
   cookies(): ReadonlyMap<string, string>;
+
+  // Signing in with a code: a 404 `not_found` unless the store allows it.
+  /** Sends a sign-in code to the identity when it has an account; 202 either way. */
+  requestSignInCode(body: IdentityBody): Promise<AcceptedStatus>;
+  /** Signs in with the code: sets the session cookie, as login does. */
+  loginWithCode(body: VerifyBody): Promise<AuthSession>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -273,5 +279,8 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
     live: () => send('GET', '/api/v1/health/live'),
     ready: () => send('GET', '/api/v1/health/ready'),
     cookies: () => new Map(jar?.values ?? []),
+
+    requestSignInCode: (body) => post(`${authPath}/code/request`, body),
+    loginWithCode: (body) => post(`${authPath}/code/login`, body),
   };
 }
