@@ -620,11 +620,13 @@ describe('the sign-in page of a store that offers sign-in codes', () => {
         service,
         async ({ page, shot, status, api }) => {
           await page.locator('#login').waitFor();
+          await shot(`code-offered-${viewport.width}`);
           await page.locator('#login').getByRole('button', { name: 'Email me a code instead' }).click();
           const request = page.locator('#code');
           await request.waitFor();
           await assertAccessible(page, `the code request at ${label}`);
           await request.getByLabel('Email address').fill(email);
+          await shot(`code-request-${viewport.width}`);
           const mark = service.logs.length;
           await request.getByRole('button', { name: 'Send me a code' }).click();
           await status(`If an account uses ${email}, we sent it a sign-in code`, 'success');
