@@ -131,6 +131,29 @@ describe('signing in with a code', () => {
       assert.deepEqual(stableHeaders(unknown), stableHeaders(existing));
     });
 
+    test('verified, unverified, unknown and malformed identities get identical answers, and an identical 429 within the minute', async () => {
+      const t = await harness.start();
+      await allowCodes(t);
+      const verified = await registeredCustomer(t);
+      const code = await t.codeFor(verified.identity, 'verification');
+      assert.equal((await t.post(`${auth}/verify`, { identity: verified.identity, code })).status, 200);
+      const unverified = await registeredCustomer(t, { email: 'babbage@example.com' });
+      const identities = [verified.identity, unverified.identity, 'nobody@example.com', 'not an email'];
+      for (const round of [
+        { status: 202, replies: [] as Reply[] },
+        { status: 429, replies: [] as Reply[] },
+      ]) {
+        for (const identity of identities) round.replies.push(await requestCode(t, identity));
+        const [first, ...rest] = round.replies;
+        assert.equal(first!.status, round.status);
+        for (const reply of rest) {
+          assert.equal(reply.status, round.status);
+          assert.deepEqual(withoutRequestId(reply.body), withoutRequestId(first!.body));
+          assert.deepEqual(stableHeaders(reply), stableHeaders(first!));
+        }
+      }
+    });
+
     test('sends a sign_in code through the outbox only to an account, verified or not, naming the store and no link', async () => {
       const t = await harness.start();
       await allowCodes(t);
