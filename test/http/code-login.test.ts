@@ -299,6 +299,7 @@ describe('signing in with a code', () => {
       const t = await harness.start();
       await allowCodes(t);
       const customer = await withSignInCode(t);
+      await t.post(`${auth}/login`, { identity: customer.identity, password: 'not the password 1' });
       await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
       await codeLogin(t, customer.identity, otherThan(customer.code));
       await codeLogin(t, customer.identity, customer.code);
@@ -309,6 +310,7 @@ describe('signing in with a code', () => {
       assert.deepEqual(
         events.map((entry) => [entry.event, entry.customer_id, entry.details]),
         [
+          ['login.failed', customer.id, { method: 'password' }],
           ['login.succeeded', customer.id, { method: 'password' }],
           ['login.failed', customer.id, { method: 'code' }],
           ['login.succeeded', customer.id, { method: 'code' }],
@@ -316,7 +318,7 @@ describe('signing in with a code', () => {
       );
       const metrics = await t.services.metrics.registry.getSingleMetricAsString('storefront_login_attempts_total');
       assert.match(metrics, /storefront_login_attempts_total\{outcome="success"\} 2/);
-      assert.match(metrics, /storefront_login_attempts_total\{outcome="failure"\} 1/);
+      assert.match(metrics, /storefront_login_attempts_total\{outcome="failure"\} 2/);
     });
   });
 

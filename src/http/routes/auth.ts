@@ -228,7 +228,7 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
         const result = await login(deps, request.store, request.body.identity, request.body.password, previous);
         metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
-          audit(request, 'login.failed', result.customerId);
+          audit(request, 'login.failed', result.customerId, { method: 'password' });
           // One text for all three refusals: it must not tell which part was wrong.
           throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
         }
