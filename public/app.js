@@ -10,7 +10,9 @@
   const noun = mode === 'phone' ? 'phone number' : 'email address';
   const storeName = document.body.dataset.storeName;
   const statusBox = document.getElementById('status');
-  const views = ['account', 'login', 'register', 'verify', 'forgot', 'reset'];
+  const views = ['account', 'login', 'code', 'code-login', 'register', 'verify', 'forgot', 'reset'];
+  // Whether the store lets customers sign in with a code sent to them instead of a password.
+  const signInWithCode = document.body.dataset.signInWithCode === 'true';
 
   // ---- The API ------------------------------------------------------------------------------
 
@@ -333,6 +335,34 @@
     },
   );
 
+  // The store may stop allowing codes while the page is open: the calls then answer 404.
+  const codesOff = {
+    not_found: () => `${storeName} does not offer signing in with a code right now. Log in with your password.`,
+  };
+
+  onSubmit(
+    'code-request-form',
+    async (values, form) => {
+      await call('POST', `${auth}/code/request`, values);
+      form.reset();
+      fill('code-login-form', 'identity', values.identity);
+      show('code-login');
+      setStatus(`If an account uses ${values.identity}, we sent it a sign-in code; enter it below.`, 'success');
+    },
+    codesOff,
+  );
+
+  onSubmit(
+    'code-login-form',
+    async (values, form) => {
+      const session = await call('POST', `${auth}/code/login`, values);
+      form.reset();
+      showAccount(session.customer);
+      setStatus(`Welcome, ${session.customer.name}. You are signed in.`, 'success');
+    },
+    codesOff,
+  );
+
   onSubmit('forgot-form', async (values, form) => {
     await call('POST', `${auth}/password/forgot`, values);
     form.reset();
@@ -384,15 +414,23 @@
     setStatus('');
     show(button.dataset.view);
   });
-  document.querySelector('#forgot [data-view="reset"]').addEventListener('click', () => {
-    setStatus('');
-    show('reset');
-  });
+  // Links between views inside the sections (reset code, sign-in code, back to the password).
+  for (const link of document.querySelectorAll('main section [data-view]')) {
+    link.addEventListener('click', () => {
+      setStatus('');
+      show(link.dataset.view);
+    });
+  }
 
   // ---- Start --------------------------------------------------------------------------------
 
   setUpIdentityFields();
   setUpFieldErrors();
+  if (signInWithCode) {
+    document.getElementById('code-path-button').textContent =
+      mode === 'phone' ? 'Text me a code instead' : 'Email me a code instead';
+    document.getElementById('code-path').hidden = false;
+  }
   /** Shows the account or the log-in form, as the store says who is signed in. */
   function loadSession() {
     return call('GET', `${auth}/session`)

@@ -21,6 +21,7 @@ import { accountRoutes } from './http/routes/account.js';
 import { authRoutes } from './http/routes/auth.js';
 import { erasureRoutes } from './http/routes/erasure.js';
 import { sessionRoutes } from './http/routes/sessions.js';
+import { codeLoginRoutes } from './http/routes/code-login.js';
 import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
 import { registerOpenApi } from './http/openapi.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
@@ -239,6 +240,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(erasureRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(accountRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(sessionRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(codeLoginRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
   await app.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
   if (config.signInPage) await app.register(signInPage(services));

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { acceptedKeys, type Keys } from '../keys.js';
 import type { Queryable } from '../storage/database.js';
 
-export type ChallengePurpose = 'verification' | 'password_reset';
+export type ChallengePurpose = 'verification' | 'password_reset' | 'sign_in';
 
 export const codeLifetimeSeconds = 10 * 60;
 export const maxCodeAttempts = 5;

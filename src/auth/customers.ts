@@ -70,6 +70,15 @@ export async function deleteCustomer(tx: Queryable, id: string): Promise<boolean
   return rows.length === 1;
 }
 
+/** Sets verified_at when it is still null (a code sent to the identity proves it) and returns the row. */
+export async function markVerified(tx: Queryable, id: string, now: Date): Promise<CustomerRow> {
+  const [row] = await tx.query<CustomerRow>(
+    `UPDATE customers SET verified_at = $2, updated_at = $2 WHERE id = $1 AND verified_at IS NULL RETURNING ${customerColumns}`,
+    [id, now],
+  );
+  return row ?? (await findCustomerById(tx, id))!;
+}
+
 export { customerColumns };
 
 /** The customer's row, locked until the transaction ends: changes of credentials queue behind it. */

@@ -21,7 +21,7 @@ const usage = `Usage: storefront-auth <command>
   migrate                                 apply database migrations
   store show                              print the store context
   store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
-            [--status active|paused|closed] [--force]
+            [--sign-in-with-code true|false] [--status active|paused|closed] [--force]
   customer show <identity>                print a customer
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
   customer sessions <identity>            a customer's live sessions, newest first
@@ -56,6 +56,7 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       name: { type: 'string' },
       'identity-mode': { type: 'string' },
       'verification-required': { type: 'string' },
+      'sign-in-with-code': { type: 'string' },
       status: { type: 'string' },
       force: { type: 'boolean', default: false },
       yes: { type: 'boolean', default: false },
@@ -89,11 +90,13 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       if (mode !== undefined) changes.identityMode = mode;
       const required = choice('--verification-required', values['verification-required'], ['true', 'false'] as const);
       if (required !== undefined) changes.verificationRequired = required === 'true';
+      const withCode = choice('--sign-in-with-code', values['sign-in-with-code'], ['true', 'false'] as const);
+      if (withCode !== undefined) changes.signInWithCode = withCode === 'true';
       const status = choice<StoreStatus>('--status', values.status, storeStatuses);
       if (status !== undefined) changes.status = status;
       if (Object.keys(changes).length === 0)
         throw new UsageError(
-          'store set needs at least one of --name, --identity-mode, --verification-required, --status',
+          'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --status',
         );
       return { name: 'store.set', changes, force: values.force };
     }

@@ -125,6 +125,12 @@ export interface StorefrontAuthClient {
   /** Signs every other device out; the client's own session cookie and XSRF-TOKEN are replaced. */
   changePassword(body: ChangePasswordBody): Promise<PasswordChangedStatus>;
   changeProfile(body: ProfileBody): Promise<Customer>;
+
+  // Signing in with a code: a 404 `not_found` unless the store allows it.
+  /** Sends a sign-in code to the identity when it has an account; 202 either way. */
+  requestSignInCode(body: IdentityBody): Promise<AcceptedStatus>;
+  /** Signs in with the code: sets the session cookie, as login does. */
+  loginWithCode(body: VerifyBody): Promise<AuthSession>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -306,5 +312,8 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
 
     changePassword: (body) => post(`${authPath}/password/change`, body),
     changeProfile: (body) => post(`${authPath}/profile`, body),
+
+    requestSignInCode: (body) => post(`${authPath}/code/request`, body),
+    loginWithCode: (body) => post(`${authPath}/code/login`, body),
   };
 }

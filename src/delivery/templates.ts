@@ -39,6 +39,14 @@ export function renderMessage(input: TemplateInput): MessageContent {
         'If you did not ask to reset your password, ignore this message; your password stays as it is.',
       ];
       break;
+    case 'sign_in':
+      subject = `${code} is your ${storeName} sign-in code`;
+      lines = [
+        `Your ${storeName} sign-in code is ${code}.`,
+        `It expires in ${lifetimeMinutes} minutes and works once.`,
+        'If you did not ask to sign in, ignore this message; nobody can sign in without the code.',
+      ];
+      break;
     case 'password_changed':
       subject = `Your ${storeName} password was changed`;
       lines = [

@@ -1,15 +1,19 @@
 import type { FastifyReply } from 'fastify';
 import { sessionAbsoluteLifetimeSeconds } from '../auth/sessions.js';
-import type { Config } from '../config.js';
 import { setCsrfCookie } from './csrf.js';
 
+export interface SessionCookieSettings {
+  sessionCookieName: string;
+  cookieSecure: boolean;
+}
+
 /**
- * Hands the browser a session: the HttpOnly session cookie and a CSRF token bound to it. Every
- * session id is new, so the token of the one before stops working with it.
+ * Hands a newly opened session to the browser: the session cookie and a fresh XSRF-TOKEN bound to
+ * it. Every way of signing in goes through here, so their cookies cannot drift apart.
  */
-export function issueSessionCookies(
+export function startSessionCookies(
   reply: FastifyReply,
-  settings: Pick<Config, 'sessionCookieName' | 'cookieSecure'>,
+  settings: SessionCookieSettings,
   csrfKey: Buffer,
   sessionId: string,
 ): void {

@@ -7,7 +7,7 @@ interface Migration {
 }
 
 // Append only: a migration that has run anywhere is never edited.
-const migrations: Migration[] = [
+export const migrations: Migration[] = [
   {
     version: 1,
     name: 'initial',
@@ -140,6 +140,17 @@ const migrations: Migration[] = [
       -- Listing a customer's sessions newest first reads only theirs, already in order.
       DROP INDEX sessions_customer;
       CREATE INDEX sessions_customer_created ON sessions (customer_id, created_at);
+    `,
+  },
+  {
+    version: 6,
+    name: 'sign_in_codes',
+    sql: `
+      -- A code can also sign a customer in, where the store allows it. The constraint keeps its
+      -- name, so the allowed purposes stay in one CHECK that later migrations can replace the same way.
+      ALTER TABLE challenges DROP CONSTRAINT challenges_purpose_check;
+      ALTER TABLE challenges ADD CONSTRAINT challenges_purpose_check
+        CHECK (purpose IN ('verification', 'password_reset', 'sign_in'));
     `,
   },
 ];

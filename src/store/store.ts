@@ -11,6 +11,8 @@ export interface StoreContext {
   status: StoreStatus;
   identityMode: IdentityMode;
   verificationRequired: boolean;
+  /** `auth.sign_in_with_code`: customers may sign in with a code sent to their identity. */
+  signInWithCode: boolean;
   updatedAt: string;
 }
 
@@ -33,6 +35,8 @@ function toStore(row: StoreRow): StoreContext {
     status: row.status,
     identityMode: row.identity_mode,
     verificationRequired: row.settings['auth.customer_verification_required'] === true,
+    // Absent in stores made before the setting existed: off.
+    signInWithCode: row.settings['auth.sign_in_with_code'] === true,
     updatedAt: new Date(row.updated_at).toISOString(),
   };
 }
@@ -66,6 +70,7 @@ export interface StoreChanges {
   status?: StoreStatus;
   identityMode?: IdentityMode;
   verificationRequired?: boolean;
+  signInWithCode?: boolean;
 }
 
 export type StoreUpdateResult =
@@ -87,10 +92,12 @@ export async function updateStore(
       const [count] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
       if ((count?.n ?? 0) > 0) return { ok: false, reason: 'identity_mode_in_use', customers: count!.n };
     }
-    const settings =
-      changes.verificationRequired === undefined
+    const settings = {
+      ...(changes.verificationRequired === undefined
         ? {}
-        : { 'auth.customer_verification_required': changes.verificationRequired };
+        : { 'auth.customer_verification_required': changes.verificationRequired }),
+      ...(changes.signInWithCode === undefined ? {} : { 'auth.sign_in_with_code': changes.signInWithCode }),
+    };
     await tx.query(
       `UPDATE store SET name = COALESCE($2, name), status = COALESCE($3, status),
               identity_mode = COALESCE($4, identity_mode), settings = settings || $5::text::jsonb, updated_at = $6

@@ -31,10 +31,12 @@ export function signInPage(services: Services): FastifyPluginAsync {
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => {
       const store = await services.store.get();
-      // The page learns the store's name and identity mode from attributes on <body>.
+      // The page learns the store's name, identity mode and whether it offers sign-in codes from
+      // attributes on <body>.
       const html = template
         .replaceAll('{{STORE_NAME}}', escapeAttribute(store.name))
-        .replaceAll('{{IDENTITY_MODE}}', store.identityMode);
+        .replaceAll('{{IDENTITY_MODE}}', store.identityMode)
+        .replaceAll('{{SIGN_IN_WITH_CODE}}', String(store.signInWithCode));
       reply
         .header('content-security-policy', pageCsp)
         .header('cache-control', 'no-store')

@@ -403,6 +403,14 @@ describe('the sign-in page of an email store', () => {
     });
   }
 
+  test('a store that does not offer sign-in codes shows no way to ask for one', async (t) => {
+    await openPage(t, service, async ({ page }) => {
+      await page.locator('#login').waitFor();
+      assert.equal(await page.locator('#code-path').isHidden(), true);
+      assert.equal(await page.getByRole('button', { name: 'Email me a code instead' }).count(), 0);
+    });
+  });
+
   test('the page has an SVG favicon, served as an image the CSP allows', async (t) => {
     await openPage(t, service, async ({ page }) => {
       const href = await page.locator('link[rel="icon"]').getAttribute('href');
@@ -566,4 +574,87 @@ describe('the sign-in page of a phone store', () => {
       await shot('phone-signed-in');
     });
   });
+});
+
+describe('the sign-in page of a store that offers sign-in codes', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+
+  before(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-page-code-'));
+    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Hopper Hardware' });
+    // Not offered until the operator turns it on; the page says so from its first load after.
+    const offered = async () => (await (await fetch(service.url)).text()).includes('data-sign-in-with-code="true"');
+    assert.equal(await offered(), false, 'off by default');
+    const child = runCli(['store', 'set', '--sign-in-with-code', 'true'], { DATA_DIR: dataDir });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    assert.equal(await new Promise((resolve) => child.once('exit', resolve)), 0, stderr);
+    const deadline = Date.now() + 15_000;
+    while (!(await offered())) {
+      assert.ok(Date.now() < deadline, 'the page did not offer codes in time');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+
+  after(async () => {
+    await service?.stop();
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  for (const [label, viewport] of [
+    ['375 px', phone],
+    ['desktop', desktop],
+  ] as const) {
+    test(`at ${label} a shopper signs in with an emailed code instead of a password`, async (t) => {
+      const email = `code-${viewport.width}@example.com`;
+      const client = createStorefrontAuthClient({ baseUrl: service.url });
+      await client.register({
+        name: 'Grace Hopper',
+        email,
+        password: 'first compiler 1952',
+        password_confirmation: 'first compiler 1952',
+      });
+      await openPage(
+        t,
+        service,
+        async ({ page, shot, status, api }) => {
+          await page.locator('#login').waitFor();
+          await shot(`code-offered-${viewport.width}`);
+          await page.locator('#login').getByRole('button', { name: 'Email me a code instead' }).click();
+          const request = page.locator('#code');
+          await request.waitFor();
+          await assertAccessible(page, `the code request at ${label}`);
+          await request.getByLabel('Email address').fill(email);
+          await shot(`code-request-${viewport.width}`);
+          const mark = service.logs.length;
+          await request.getByRole('button', { name: 'Send me a code' }).click();
+          await status(`If an account uses ${email}, we sent it a sign-in code`, 'success');
+
+          const signIn = page.locator('#code-login');
+          assert.equal(await signIn.getByLabel('Email address').inputValue(), email);
+          const code = await waitForCode(service, email, 'sign_in', { from: mark });
+          await signIn.getByLabel('Six-digit code').fill(String((Number(code) + 1) % 1_000_000).padStart(6, '0'));
+          await signIn.getByRole('button', { name: 'Sign in' }).click();
+          const refused = await status('That code is wrong, has expired or was already used.', 'error');
+          assert.doesNotMatch(refused, /invalid_identity_challenge|422/);
+          await assertAccessible(page, `a refused code at ${label}`);
+          await signIn.getByLabel('Six-digit code').fill(code);
+          await signIn.getByRole('button', { name: 'Sign in' }).click();
+          await page.locator('#account').getByText(`Signed in as Grace Hopper (${email}).`).waitFor();
+          await status('You are signed in.', 'success');
+          assert.equal(await page.locator('#account-unverified').isHidden(), true, 'the code verified the address');
+          assert.equal(
+            await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+            true,
+            'nothing scrolls sideways',
+          );
+          await assertAccessible(page, `signed in with a code at ${label}`);
+          await shot(`code-signed-in-${viewport.width}`);
+          assert.ok(api.includes('POST /api/v1/customer/auth/code/login 200'));
+        },
+        viewport,
+      );
+    });
+  }
 });

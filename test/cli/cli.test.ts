@@ -269,7 +269,10 @@ describe('the command line on its own', () => {
       assert.equal(store['status'], 'active');
       assert.equal(store['name'], 'Corner Shop');
       assert.equal(store['identity_mode'], 'email');
-      assert.deepEqual(store['settings'], { 'auth.customer_verification_required': false });
+      assert.deepEqual(store['settings'], {
+        'auth.customer_verification_required': false,
+        'auth.sign_in_with_code': false,
+      });
       assert.equal(serverPid(dataDir), undefined, 'the command stopped the server it started');
       assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');
       assert.equal(fs.statSync(path.join(dataDir, 'secret')).mode & 0o777, 0o600, 'only the owner reads the secret');
@@ -278,7 +281,10 @@ describe('the command line on its own', () => {
 
   test('store set --status paused is kept: the next store show says paused', slow, async () => {
     const env = cliEnv(freshFolder());
-    const set = await run(['store', 'set', '--status', 'paused', '--name', 'Night Shop'], env);
+    const set = await run(
+      ['store', 'set', '--status', 'paused', '--name', 'Night Shop', '--sign-in-with-code', 'true'],
+      env,
+    );
     assert.equal(set.code, 0, set.stderr);
     assert.equal(json(set.stdout)['status'], 'paused');
 
@@ -286,6 +292,16 @@ describe('the command line on its own', () => {
     assert.equal(shown.code, 0, shown.stderr);
     assert.equal(json(shown.stdout)['status'], 'paused');
     assert.equal(json(shown.stdout)['name'], 'Night Shop');
+    assert.deepEqual(json(shown.stdout)['settings'], {
+      'auth.customer_verification_required': false,
+      'auth.sign_in_with_code': true,
+    });
+  });
+
+  test('store set --sign-in-with-code with a value other than true or false exits 2', async () => {
+    const result = await run(['store', 'set', '--sign-in-with-code', 'yes'], cliEnv(freshFolder()));
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--sign-in-with-code must be one of true, false/);
   });
 });
 

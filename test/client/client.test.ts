@@ -11,6 +11,7 @@ import {
   type StorefrontAuthClientOptions,
   type StorefrontAuthErrorCode,
 } from '../../src/client/index.js';
+import { cliEnv, runCommand } from '../helpers/cli.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 import { waitForCode } from './service-codes.js';
 
@@ -283,5 +284,43 @@ describe('the typed client against a running service', () => {
       redirecting.close();
       target.close();
     }
+  });
+
+  test('signs in with a code once the store allows it, and reports not_found before', async () => {
+    const client = clientFor();
+    const identity = 'code-signer@example.com';
+    await client.register({
+      name: 'Grace Hopper',
+      email: identity,
+      password: 'compiler pioneer 1952',
+      password_confirmation: 'compiler pioneer 1952',
+    });
+    await assertFails(client.requestSignInCode({ identity }), 404, 'not_found');
+    await assertFails(client.loginWithCode({ identity, code: '123456' }), 404, 'not_found');
+
+    const set = await runCommand(['store', 'set', '--sign-in-with-code', 'true'], cliEnv(dataDir));
+    assert.equal(set.code, 0, set.stderr);
+    const mark = service.logs.length;
+    // The service reads the store again within two seconds; until then the path is still 404.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const error = await client.requestSignInCode({ identity }).then(
+        (accepted) => {
+          assert.deepEqual(accepted, { status: 'accepted' });
+          return undefined;
+        },
+        (failure: unknown) => failure,
+      );
+      if (error === undefined) break;
+      assert.ok(error instanceof StorefrontAuthError && error.code === 'not_found', String(error));
+      assert.ok(Date.now() < deadline, 'the service took up --sign-in-with-code within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const code = await waitForCode(service, identity, 'sign_in', { from: mark });
+    const signedIn = await client.loginWithCode({ identity, code });
+    assert.equal(signedIn.auth_type, 'session');
+    assert.equal(typeof signedIn.customer.identity.verified_at, 'string', 'the code verified the identity');
+    assert.deepEqual(await client.session(), signedIn);
+    await assertFails(client.loginWithCode({ identity, code }), 422, 'invalid_identity_challenge');
   });
 });

@@ -36,6 +36,8 @@ describe('the OpenAPI document', () => {
       'GET /api/v1/platform',
       'GET /sanctum/csrf-cookie',
       'POST /api/v1/customer/auth/account/delete',
+      'POST /api/v1/customer/auth/code/login',
+      'POST /api/v1/customer/auth/code/request',
       'POST /api/v1/customer/auth/login',
       'POST /api/v1/customer/auth/logout',
       'POST /api/v1/customer/auth/password/change',
@@ -62,6 +64,15 @@ describe('the OpenAPI document', () => {
     assert.ok(deletion['401'] && deletion['422'] && deletion['429'], 'account deletion documents 401, 422 and 429');
     const exported = document.paths['/api/v1/customer/auth/account/export'].get.responses;
     assert.ok(exported['401'] && exported['429'], 'the export documents 401 and 429');
+    const codeLogin = document.paths['/api/v1/customer/auth/code/login'].post.responses;
+    assert.deepEqual([...codeLogin['422'].content['application/problem+json'].schema.properties.code.enum].sort(), [
+      'invalid_identity_challenge',
+      'validation_failed',
+    ]);
+    for (const path of ['/api/v1/customer/auth/code/request', '/api/v1/customer/auth/code/login']) {
+      const notFound = document.paths[path].post.responses['404'];
+      assert.deepEqual(notFound.content['application/problem+json'].schema.properties.code.enum, ['not_found'], path);
+    }
     const ready = document.paths['/api/v1/health/ready'].get.responses['503'];
     assert.deepEqual(ready.content['application/problem+json'].schema.properties.code.enum, ['deployment_not_ready']);
     const documented = new Set<string>();

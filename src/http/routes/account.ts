@@ -9,7 +9,7 @@ import { findSessionCustomer } from '../../auth/sessions.js';
 import type { Services } from '../../services.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { issueSessionCookies } from '../session-cookie.js';
+import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
 import { refuseInvalidBody } from './auth.js';
 
@@ -96,7 +96,7 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
         metrics.passwordChanges.inc({ outcome: 'success' });
         audit(request, 'password.changed', customer.id);
         await limiter.forget(limits.failedLogins, customer.identity_value);
-        issueSessionCookies(reply, settings, keys.csrf, result.sessionId);
+        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
         return { status: 'password_changed' as const };
       },
     );

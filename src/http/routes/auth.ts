@@ -7,12 +7,13 @@ import { login } from '../../auth/login.js';
 import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../auth/password-reset.js';
 import { register, registrationErrors } from '../../auth/registration.js';
 import { toCustomer } from '../../auth/customers.js';
-import { deleteSession, findSessionCustomer, sessionAbsoluteLifetimeSeconds } from '../../auth/sessions.js';
+import { deleteSession, findSessionCustomer } from '../../auth/sessions.js';
 import { resendVerification, verifyIdentity } from '../../auth/verification.js';
 import type { Services } from '../../services.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
+import { startSessionCookies } from '../session-cookie.js';
 import { textFields, validationErrors } from '../validation.js';
 import {
   AcceptedStatus,
@@ -32,7 +33,7 @@ import {
 
 export const loginRefusedDetail = 'The identity or password is not correct.';
 
-function describe(operationId: string, summary: string, description: string) {
+export function describe(operationId: string, summary: string, description: string) {
   // Public unless a route says otherwise: these are used before a session exists.
   return { tags: ['auth'], operationId, summary, description, security: [] as Array<Record<string, string[]>> };
 }
@@ -41,7 +42,7 @@ function describe(operationId: string, summary: string, description: string) {
 const config = { customer: true };
 
 /** The counting key for an identity: normalized when it can be, so "A@x.com" and "a@x.com" are one. */
-function identitySubject(request: FastifyRequest, raw: string): string {
+export function identitySubject(request: FastifyRequest, raw: string): string {
   return normalizeIdentity(request.store.identityMode, raw) ?? raw.trim().toLowerCase();
 }
 
@@ -77,8 +78,19 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
   };
   const sessionCookie = settings.sessionCookieName;
 
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string | null) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
+  function audit(
+    request: FastifyRequest,
+    event: AuditEvent,
+    customerId: string | null,
+    details?: Record<string, string>,
+  ) {
+    services.audit({
+      event,
+      customerId,
+      clientAddress: request.ip,
+      requestId: request.id,
+      ...(details && { details }),
+    });
   }
 
   function acceptMessageRequest(reply: FastifyReply, operation: string, work: () => Promise<void>) {
@@ -220,20 +232,13 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
         const result = await login(deps, request.store, request.body.identity, request.body.password, previous, client);
         metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
-          audit(request, 'login.failed', result.customerId);
+          audit(request, 'login.failed', result.customerId, { method: 'password' });
           // One text for all three refusals: it must not tell which part was wrong.
           throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
         }
-        audit(request, 'login.succeeded', result.customer.id);
+        audit(request, 'login.succeeded', result.customer.id, { method: 'password' });
         await limiter.forget(limits.failedLogins, identity);
-        reply.setCookie(sessionCookie, result.sessionId, {
-          httpOnly: true,
-          sameSite: 'lax',
-          path: '/',
-          secure: settings.cookieSecure,
-          maxAge: sessionAbsoluteLifetimeSeconds,
-        });
-        setCsrfCookie(reply, keys.csrf, result.sessionId, settings.cookieSecure);
+        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
         return { auth_type: 'session' as const, customer: result.customer };
       },
     );

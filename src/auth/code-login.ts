@@ -1,0 +1,51 @@
+import type { StoreContext } from '../store/store.js';
+import { consumeChallenge } from './codes.js';
+import { findCustomerByIdentity, markVerified, toCustomer } from './customers.js';
+import type { AuthDeps } from './deps.js';
+import { normalizeIdentity } from './identity.js';
+import type { LoginResult } from './login.js';
+import { sendCodeIfWanted } from './send-code.js';
+import { createSession, deleteSession, type SessionClient } from './sessions.js';
+
+/**
+ * Sends a sign-in code when the identity names an account, verified or not: the code proves the
+ * identity on its own. The caller answers 202 before this runs, so nothing tells who has an account.
+ */
+export async function requestSignInCode(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
+  const value = normalizeIdentity(store.identityMode, identity);
+  if (value === null) return;
+  await sendCodeIfWanted(deps, store, value, 'sign_in', () => true);
+}
+
+/**
+ * Signs in with a live sign-in code. Unknown identity, wrong code and expired code take the same
+ * path through consumeChallenge (one attempt query, the same MAC work, an unsynchronised commit)
+ * and fail alike. The customer row is locked before the code is spent, as a reset does, so the
+ * credential version the session is opened against (see createSession) is the current one and a
+ * password change waits for this sign-in rather than racing it. A session the request already
+ * carried is replaced, never reused.
+ */
+export async function loginWithCode(
+  deps: AuthDeps,
+  store: StoreContext,
+  identity: string,
+  code: string,
+  previousSessionId: string | undefined,
+  /** The device signing in: its session keeps the user agent and masked address. */
+  client?: SessionClient,
+): Promise<LoginResult> {
+  const value = normalizeIdentity(store.identityMode, identity);
+  return deps.db.transaction(async (tx): Promise<LoginResult> => {
+    const customer =
+      value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
+    const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'sign_in', code);
+    if (!accepted || customer === null) return { ok: false, customerId: customer?.id ?? null };
+    // Receiving the code proves the identity, so the account counts as verified from now on, and
+    // a store that requires verification lets it in.
+    const verified = customer.verified_at === null ? await markVerified(tx, customer.id, deps.clock.now()) : customer;
+    const session = await createSession(tx, deps.clock, customer.id, verified.credential_version, client);
+    if (session === null) return { ok: false, customerId: customer.id };
+    if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
+    return { ok: true, customer: toCustomer(verified), sessionId: session.sessionId, expiresAt: session.expiresAt };
+  });
+}

@@ -1,0 +1,116 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import type { AuditEvent } from '../../audit.js';
+import { loginWithCode, requestSignInCode } from '../../auth/code-login.js';
+import type { AuthDeps } from '../../auth/deps.js';
+import type { Services } from '../../services.js';
+import { ProblemError } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
+import { startSessionCookies } from '../session-cookie.js';
+import { describe, identitySubject } from './auth.js';
+
+/**
+ * Signing in with a code sent to the identity, where the store allows it
+ * (`auth.sign_in_with_code`). With the setting off both paths answer 404 not_found, before the
+ * body is looked at, as if they did not exist.
+ */
+export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
+  const { config: settings, keys, metrics, limiter } = services;
+  const deps: AuthDeps = {
+    db: services.db,
+    clock: services.clock,
+    hasher: services.hasher,
+    keys,
+    allowedCallingCodes: settings.smsAllowedCallingCodes,
+    messagesQueued: () => services.dispatcher.nudge(),
+  };
+
+  function audit(request: FastifyRequest, event: AuditEvent, customerId: string | null) {
+    services.audit({
+      event,
+      customerId,
+      clientAddress: request.ip,
+      requestId: request.id,
+      details: { method: 'code' },
+    });
+  }
+
+  // The store gate has run by now (onRequest), so request.store is this request's store.
+  const config = { customer: true };
+  async function requireSetting(request: FastifyRequest) {
+    if (!request.store.signInWithCode) throw new ProblemError('not_found');
+  }
+
+  return async (app) => {
+    app.post(
+      '/code/request',
+      {
+        config,
+        preValidation: requireSetting,
+        schema: {
+          ...describe(
+            'requestSignInCode',
+            'Send a sign-in code',
+            'Sends a six-digit code that signs the customer in with `POST /code/login`. Answers 202 whether or not an account exists, so identities cannot be probed. 404 not_found while the store does not allow signing in with a code.',
+          ),
+          body: IdentityBody,
+          response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody, ['not_found']) },
+        },
+      },
+      async (request, reply) => {
+        const subject = `sign-in-code:${identitySubject(request, request.body.identity)}`;
+        await limiter.consume([
+          [limits.messagesPerIdentityMinute, subject],
+          [limits.messagesPerIdentityHour, subject],
+          [limits.messagesPerAddress, request.clientKey],
+        ]);
+        const store = request.store;
+        const identity = request.body.identity;
+        // Answered before any lookup, so the time to answer cannot tell who has an account.
+        services.background.run('sign-in-code', () => requestSignInCode(deps, store, identity));
+        reply.code(202);
+        return { status: 'accepted' as const };
+      },
+    );
+
+    app.post(
+      '/code/login',
+      {
+        config,
+        preValidation: requireSetting,
+        schema: {
+          ...describe(
+            'loginWithCode',
+            'Log in with a sign-in code',
+            'Spends the sign-in code and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. Sets verified_at when it was null, and works on a store that requires verification. A wrong, expired or used code and an unknown identity are the same 422. 404 not_found while the store does not allow signing in with a code.',
+          ),
+          body: VerifyBody,
+          response: {
+            200: AuthSession,
+            ...bodyProblemResponses(VerifyBody, ['invalid_identity_challenge', 'not_found']),
+          },
+        },
+      },
+      async (request, reply) => {
+        await limiter.consume([[limits.codeAttempts, request.clientKey]]).catch((error: unknown) => {
+          metrics.logins.inc({ outcome: 'throttled' });
+          throw error;
+        });
+        const previous = request.cookies[settings.sessionCookieName];
+        const result = await loginWithCode(deps, request.store, request.body.identity, request.body.code, previous, {
+          userAgent: request.headers['user-agent'],
+          address: request.ip,
+        });
+        metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
+        if (!result.ok) {
+          audit(request, 'login.failed', result.customerId);
+          throw new ProblemError('invalid_identity_challenge');
+        }
+        audit(request, 'login.succeeded', result.customer.id);
+        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
+        return { auth_type: 'session' as const, customer: result.customer };
+      },
+    );
+  };
+}
