@@ -60,7 +60,10 @@ function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>
     name: store.name,
     status: store.status,
     identity_mode: store.identityMode,
-    settings: { 'auth.customer_verification_required': store.verificationRequired },
+    settings: {
+      'auth.customer_verification_required': store.verificationRequired,
+      'auth.sign_in_notices': store.signInNotices,
+    },
     updated_at: store.updatedAt,
   };
 }

@@ -21,6 +21,7 @@ const usage = `Usage: storefront-auth <command>
   migrate                                 apply database migrations
   store show                              print the store context
   store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
+            [--sign-in-notices true|false]
             [--status active|paused|closed] [--force]
   customer show <identity>                print a customer
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
@@ -56,6 +57,7 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       name: { type: 'string' },
       'identity-mode': { type: 'string' },
       'verification-required': { type: 'string' },
+      'sign-in-notices': { type: 'string' },
       status: { type: 'string' },
       force: { type: 'boolean', default: false },
       yes: { type: 'boolean', default: false },
@@ -89,11 +91,13 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       if (mode !== undefined) changes.identityMode = mode;
       const required = choice('--verification-required', values['verification-required'], ['true', 'false'] as const);
       if (required !== undefined) changes.verificationRequired = required === 'true';
+      const notices = choice('--sign-in-notices', values['sign-in-notices'], ['true', 'false'] as const);
+      if (notices !== undefined) changes.signInNotices = notices === 'true';
       const status = choice<StoreStatus>('--status', values.status, storeStatuses);
       if (status !== undefined) changes.status = status;
       if (Object.keys(changes).length === 0)
         throw new UsageError(
-          'store set needs at least one of --name, --identity-mode, --verification-required, --status',
+          'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-notices, --status',
         );
       return { name: 'store.set', changes, force: values.force };
     }

@@ -1,5 +1,5 @@
 export type Channel = 'email' | 'sms';
-export type MessagePurpose = 'verification' | 'password_reset' | 'password_changed' | 'account_deleted';
+export type MessagePurpose = 'verification' | 'password_reset' | 'password_changed' | 'account_deleted' | 'new_sign_in';
 
 export interface MessageContent {
   subject: string;

@@ -11,6 +11,8 @@ export interface StoreContext {
   status: StoreStatus;
   identityMode: IdentityMode;
   verificationRequired: boolean;
+  /** Whether a sign-in from a device not seen for 90 days sends the customer a notice. */
+  signInNotices: boolean;
   updatedAt: string;
 }
 
@@ -33,6 +35,8 @@ function toStore(row: StoreRow): StoreContext {
     status: row.status,
     identityMode: row.identity_mode,
     verificationRequired: row.settings['auth.customer_verification_required'] === true,
+    // On unless an operator turned it off: stores made before the setting existed get notices too.
+    signInNotices: row.settings['auth.sign_in_notices'] !== false,
     updatedAt: new Date(row.updated_at).toISOString(),
   };
 }
@@ -66,6 +70,7 @@ export interface StoreChanges {
   status?: StoreStatus;
   identityMode?: IdentityMode;
   verificationRequired?: boolean;
+  signInNotices?: boolean;
 }
 
 export type StoreUpdateResult =
@@ -87,10 +92,12 @@ export async function updateStore(
       const [count] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
       if ((count?.n ?? 0) > 0) return { ok: false, reason: 'identity_mode_in_use', customers: count!.n };
     }
-    const settings =
-      changes.verificationRequired === undefined
+    const settings = {
+      ...(changes.verificationRequired === undefined
         ? {}
-        : { 'auth.customer_verification_required': changes.verificationRequired };
+        : { 'auth.customer_verification_required': changes.verificationRequired }),
+      ...(changes.signInNotices === undefined ? {} : { 'auth.sign_in_notices': changes.signInNotices }),
+    };
     await tx.query(
       `UPDATE store SET name = COALESCE($2, name), status = COALESCE($3, status),
               identity_mode = COALESCE($4, identity_mode), settings = settings || $5::text::jsonb, updated_at = $6

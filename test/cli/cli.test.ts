@@ -269,7 +269,10 @@ describe('the command line on its own', () => {
       assert.equal(store['status'], 'active');
       assert.equal(store['name'], 'Corner Shop');
       assert.equal(store['identity_mode'], 'email');
-      assert.deepEqual(store['settings'], { 'auth.customer_verification_required': false });
+      assert.deepEqual(store['settings'], {
+        'auth.customer_verification_required': false,
+        'auth.sign_in_notices': true,
+      });
       assert.equal(serverPid(dataDir), undefined, 'the command stopped the server it started');
       assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');
       assert.equal(fs.statSync(path.join(dataDir, 'secret')).mode & 0o777, 0o600, 'only the owner reads the secret');

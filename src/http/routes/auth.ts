@@ -225,6 +225,11 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
           throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
         }
         audit(request, 'login.succeeded', result.customer.id);
+        if (typeof result.signInNotice === 'object')
+          request.log.warn({ err: result.signInNotice.failed }, 'the new sign-in notice could not be queued');
+        metrics.signInNotices.inc({
+          outcome: typeof result.signInNotice === 'object' ? 'failed' : result.signInNotice,
+        });
         await limiter.forget(limits.failedLogins, identity);
         reply.setCookie(sessionCookie, result.sessionId, {
           httpOnly: true,
