@@ -62,7 +62,7 @@ export async function deleteOldKnownDevices(
   return row?.n ?? 0;
 }
 
-/** Every device kept for the customer, for their data export and for tests. */
+/** Every device kept for the customer, the most recently seen first. */
 export async function listKnownDevices(
   db: Queryable,
   customerId: string,
