@@ -33,6 +33,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly signInNotices = new Counter({
+    name: 'storefront_sign_in_notices_total',
+    help: 'What each successful login made of the new sign-in notice: sent, known_device, first_sign_in, off or failed.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly accountRequests = new Counter({
     name: 'storefront_account_requests_total',
     help: 'Data exports and account deletions done by customers, by operation.',

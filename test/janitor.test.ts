@@ -22,7 +22,7 @@ import { runCli } from './helpers/service-process.js';
 const day = 24 * 60 * 60;
 const secret = 'janitor-test-secret-janitor-test-secret-0123';
 const keys = deriveKeys(secret);
-const nothing: RemovedRows = { sessions: 0, challenges: 0, outbox: 0, audit_events: 0 };
+const nothing: RemovedRows = { sessions: 0, challenges: 0, outbox: 0, audit_events: 0, known_devices: 0 };
 
 /** A fake clock that moves to "start + offset seconds", so each step reads as a point on one timeline. */
 function timeline() {
@@ -276,6 +276,7 @@ describe('the janitor', () => {
       ['outbox', ['outbox_finished']],
       ['challenges', ['challenges_finished', 'outbox_challenge']],
       ['audit_events', ['audit_events_time']],
+      ['known_devices', ['known_devices_last_seen']],
       ['outbox.challenge_id', ['outbox_challenge']],
     ] as const;
     assert.equal(plans.length, expected.length);

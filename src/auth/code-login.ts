@@ -6,6 +6,7 @@ import { normalizeIdentity } from './identity.js';
 import type { LoginResult } from './login.js';
 import { sendCodeIfWanted } from './send-code.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
+import { noteSignIn } from './sign-in-notice.js';
 
 /**
  * Sends a sign-in code when the identity names an account, verified or not: the code proves the
@@ -32,20 +33,33 @@ export async function loginWithCode(
   code: string,
   previousSessionId: string | undefined,
   /** The device signing in: its session keeps the user agent and masked address. */
-  client?: SessionClient,
+  client: SessionClient,
 ): Promise<LoginResult> {
   const value = normalizeIdentity(store.identityMode, identity);
-  return deps.db.transaction(async (tx): Promise<LoginResult> => {
+  const opened = await deps.db.transaction(async (tx) => {
     const customer =
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'sign_in', code);
-    if (!accepted || customer === null) return { ok: false, customerId: customer?.id ?? null };
+    if (!accepted || customer === null) return { ok: false as const, customerId: customer?.id ?? null };
     // Receiving the code proves the identity, so the account counts as verified from now on, and
     // a store that requires verification lets it in.
     const verified = customer.verified_at === null ? await markVerified(tx, customer.id, deps.clock.now()) : customer;
     const session = await createSession(tx, deps.clock, customer.id, verified.credential_version, client);
-    if (session === null) return { ok: false, customerId: customer.id };
+    if (session === null) return { ok: false as const, customerId: customer.id };
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
-    return { ok: true, customer: toCustomer(verified), sessionId: session.sessionId, expiresAt: session.expiresAt };
+    return { ok: true as const, row: verified, session };
   });
+  if (!opened.ok) return opened;
+  // As after a password login: a notice for a device not seen lately, never failing the sign-in.
+  const { row, session } = opened;
+  const signInNotice = await noteSignIn(deps, store, row, session.sessionId, client).catch((error: unknown) => ({
+    failed: error,
+  }));
+  return {
+    ok: true,
+    customer: toCustomer(row),
+    sessionId: session.sessionId,
+    expiresAt: session.expiresAt,
+    signInNotice,
+  };
 }

@@ -3,9 +3,17 @@ import { findCustomerByIdentity, toCustomer, type Customer } from './customers.j
 import type { AuthDeps } from './deps.js';
 import { normalizeIdentity } from './identity.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
+import { noteSignIn, type SignInNotice } from './sign-in-notice.js';
 
 export type LoginResult =
-  | { ok: true; customer: Customer; sessionId: string; expiresAt: Date }
+  | {
+      ok: true;
+      customer: Customer;
+      sessionId: string;
+      expiresAt: Date;
+      /** What became of the new sign-in notice; a failure is the caller's to log, the login stands. */
+      signInNotice: SignInNotice | { failed: unknown };
+    }
   /** `customerId` is for the audit trail only; the answer never depends on it. */
   | { ok: false; customerId: string | null };
 
@@ -20,7 +28,7 @@ export async function login(
   identity: string,
   password: string,
   previousSessionId: string | undefined,
-  client?: SessionClient,
+  client: SessionClient,
 ): Promise<LoginResult> {
   const value = normalizeIdentity(store.identityMode, identity);
   const customer = value === null ? null : await findCustomerByIdentity(deps.db, store.identityMode, value);
@@ -55,5 +63,17 @@ export async function login(
         });
   // The password was changed while it was being checked: the one given is no longer the password.
   if (session === null) return { ok: false, customerId: customer.id };
-  return { ok: true, customer: toCustomer(customer), sessionId: session.sessionId, expiresAt: session.expiresAt };
+  // After the session, outside its statement: the notice is a few more queries on the success path
+  // only (a wrong password never reaches here, so its timing is untouched), and a failure to queue
+  // it must not turn a correct password into a refused login.
+  const signInNotice = await noteSignIn(deps, store, customer, session.sessionId, client).catch((error: unknown) => ({
+    failed: error,
+  }));
+  return {
+    ok: true,
+    customer: toCustomer(customer),
+    sessionId: session.sessionId,
+    expiresAt: session.expiresAt,
+    signInNotice,
+  };
 }

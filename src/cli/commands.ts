@@ -63,6 +63,7 @@ function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>
     settings: {
       'auth.customer_verification_required': store.verificationRequired,
       'auth.sign_in_with_code': store.signInWithCode,
+      'auth.sign_in_notices': store.signInNotices,
     },
     updated_at: store.updatedAt,
   };

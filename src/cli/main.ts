@@ -21,7 +21,8 @@ const usage = `Usage: storefront-auth <command>
   migrate                                 apply database migrations
   store show                              print the store context
   store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
-            [--sign-in-with-code true|false] [--status active|paused|closed] [--force]
+            [--sign-in-with-code true|false] [--sign-in-notices true|false]
+            [--status active|paused|closed] [--force]
   customer show <identity>                print a customer
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
   customer sessions <identity>            a customer's live sessions, newest first
@@ -57,6 +58,7 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       'identity-mode': { type: 'string' },
       'verification-required': { type: 'string' },
       'sign-in-with-code': { type: 'string' },
+      'sign-in-notices': { type: 'string' },
       status: { type: 'string' },
       force: { type: 'boolean', default: false },
       yes: { type: 'boolean', default: false },
@@ -92,11 +94,13 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       if (required !== undefined) changes.verificationRequired = required === 'true';
       const withCode = choice('--sign-in-with-code', values['sign-in-with-code'], ['true', 'false'] as const);
       if (withCode !== undefined) changes.signInWithCode = withCode === 'true';
+      const notices = choice('--sign-in-notices', values['sign-in-notices'], ['true', 'false'] as const);
+      if (notices !== undefined) changes.signInNotices = notices === 'true';
       const status = choice<StoreStatus>('--status', values.status, storeStatuses);
       if (status !== undefined) changes.status = status;
       if (Object.keys(changes).length === 0)
         throw new UsageError(
-          'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --status',
+          'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --sign-in-notices, --status',
         );
       return { name: 'store.set', changes, force: values.force };
     }

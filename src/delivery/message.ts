@@ -1,5 +1,6 @@
 export type Channel = 'email' | 'sms';
-export type MessagePurpose = 'verification' | 'password_reset' | 'password_changed' | 'account_deleted' | 'sign_in';
+export type MessagePurpose =
+  'verification' | 'password_reset' | 'password_changed' | 'account_deleted' | 'sign_in' | 'new_sign_in';
 
 export interface MessageContent {
   subject: string;

@@ -3,7 +3,7 @@ import type { Keys } from '../keys.js';
 import type { Queryable } from '../storage/database.js';
 import type { Channel, MessagePurpose } from './message.js';
 import { sealContent } from './seal.js';
-import { renderMessage } from './templates.js';
+import { renderMessage, type SignInDetails } from './templates.js';
 
 export type OutboxStatus = 'pending' | 'sent' | 'failed' | 'dropped';
 export const outboxStatuses: readonly OutboxStatus[] = ['pending', 'sent', 'failed', 'dropped'];
@@ -21,6 +21,7 @@ export interface NewMessage {
   customerName: string;
   code?: string;
   signedOut?: 'every_device' | 'other_devices';
+  signIn?: SignInDetails;
   challengeId?: string;
 }
 

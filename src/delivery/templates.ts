@@ -9,6 +9,19 @@ export interface TemplateInput {
   code?: string;
   /** For `password_changed`: a reset ends every session, a change keeps the device that made it. */
   signedOut?: 'every_device' | 'other_devices';
+  /** For `new_sign_in`: when, the device's family in a few words and the masked address. */
+  signIn?: SignInDetails;
+}
+
+export interface SignInDetails {
+  at: Date;
+  device: string;
+  address: string;
+}
+
+/** "2026-11-23 22:24 UTC": one unambiguous form, whatever the reader's locale. */
+function formatWhen(at: Date): string {
+  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
 function escapeHtml(text: string): string {
@@ -56,6 +69,16 @@ export function renderMessage(input: TemplateInput): MessageContent {
         'If this was not you, reset your password right away.',
       ];
       break;
+    case 'new_sign_in': {
+      const signIn = input.signIn!;
+      subject = `New sign-in to your ${storeName} account`;
+      lines = [
+        `Your ${storeName} account was signed in to at ${formatWhen(signIn.at)} from ${signIn.device}, network ${signIn.address}.`,
+        'If this was not you, reset your password right away.',
+        'If it was you, there is nothing to do.',
+      ];
+      break;
+    }
     case 'account_deleted':
       subject = `Your ${storeName} account was deleted`;
       lines = [

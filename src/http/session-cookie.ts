@@ -1,5 +1,8 @@
 import type { FastifyReply } from 'fastify';
 import { sessionAbsoluteLifetimeSeconds } from '../auth/sessions.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { SignInNotice } from '../auth/sign-in-notice.js';
+import type { Metrics } from '../metrics.js';
 import { setCsrfCookie } from './csrf.js';
 
 export interface SessionCookieSettings {
@@ -25,4 +28,14 @@ export function startSessionCookies(
     maxAge: sessionAbsoluteLifetimeSeconds,
   });
   setCsrfCookie(reply, csrfKey, sessionId, settings.cookieSecure);
+}
+
+/** Counts what became of a sign-in's new-device notice; a failure to queue it is logged, the sign-in stands. */
+export function reportSignInNotice(
+  log: FastifyBaseLogger,
+  metrics: Pick<Metrics, 'signInNotices'>,
+  notice: SignInNotice | { failed: unknown },
+): void {
+  if (typeof notice === 'object') log.warn({ err: notice.failed }, 'the new sign-in notice could not be queued');
+  metrics.signInNotices.inc({ outcome: typeof notice === 'object' ? 'failed' : notice });
 }

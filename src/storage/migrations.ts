@@ -153,6 +153,24 @@ export const migrations: Migration[] = [
         CHECK (purpose IN ('verification', 'password_reset', 'sign_in'));
     `,
   },
+  {
+    version: 8,
+    name: 'known_devices',
+    sql: `
+      -- The devices each customer signed in from: a browser-and-system family and the masked
+      -- address, never the full user-agent or address. Sessions end at logout, so this is what
+      -- remembers a device for the 90 days a new sign-in notice looks back; the janitor prunes
+      -- older rows, and the customer's deletion takes theirs.
+      CREATE TABLE known_devices (
+        customer_id uuid NOT NULL REFERENCES customers (id) ON DELETE CASCADE,
+        family text NOT NULL,
+        masked_address text NOT NULL,
+        last_seen_at timestamptz NOT NULL,
+        PRIMARY KEY (customer_id, family, masked_address)
+      );
+      CREATE INDEX known_devices_last_seen ON known_devices (last_seen_at);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -13,6 +13,8 @@ export interface StoreContext {
   verificationRequired: boolean;
   /** `auth.sign_in_with_code`: customers may sign in with a code sent to their identity. */
   signInWithCode: boolean;
+  /** Whether a sign-in from a device not seen for 90 days sends the customer a notice. */
+  signInNotices: boolean;
   updatedAt: string;
 }
 
@@ -37,6 +39,8 @@ function toStore(row: StoreRow): StoreContext {
     verificationRequired: row.settings['auth.customer_verification_required'] === true,
     // Absent in stores made before the setting existed: off.
     signInWithCode: row.settings['auth.sign_in_with_code'] === true,
+    // On unless an operator turned it off: stores made before the setting existed get notices too.
+    signInNotices: row.settings['auth.sign_in_notices'] !== false,
     updatedAt: new Date(row.updated_at).toISOString(),
   };
 }
@@ -71,6 +75,7 @@ export interface StoreChanges {
   identityMode?: IdentityMode;
   verificationRequired?: boolean;
   signInWithCode?: boolean;
+  signInNotices?: boolean;
 }
 
 export type StoreUpdateResult =
@@ -97,6 +102,7 @@ export async function updateStore(
         ? {}
         : { 'auth.customer_verification_required': changes.verificationRequired }),
       ...(changes.signInWithCode === undefined ? {} : { 'auth.sign_in_with_code': changes.signInWithCode }),
+      ...(changes.signInNotices === undefined ? {} : { 'auth.sign_in_notices': changes.signInNotices }),
     };
     await tx.query(
       `UPDATE store SET name = COALESCE($2, name), status = COALESCE($3, status),

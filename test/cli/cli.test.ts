@@ -272,6 +272,7 @@ describe('the command line on its own', () => {
       assert.deepEqual(store['settings'], {
         'auth.customer_verification_required': false,
         'auth.sign_in_with_code': false,
+        'auth.sign_in_notices': true,
       });
       assert.equal(serverPid(dataDir), undefined, 'the command stopped the server it started');
       assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');

@@ -13,7 +13,7 @@ import type { Services } from '../../services.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { startSessionCookies } from '../session-cookie.js';
+import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
 import { textFields, validationErrors } from '../validation.js';
 import {
   AcceptedStatus,
@@ -204,7 +204,7 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
           ...describe(
             'login',
             'Log in',
-            'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct."',
+            'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct." A login from a device the customer has not signed in from for 90 days queues a new_sign_in message (store setting auth.sign_in_notices); the answer does not depend on it.',
           ),
           body: LoginBody,
           response: {
@@ -237,6 +237,7 @@ export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
           throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
         }
         audit(request, 'login.succeeded', result.customer.id, { method: 'password' });
+        reportSignInNotice(request.log, metrics, result.signInNotice);
         await limiter.forget(limits.failedLogins, identity);
         startSessionCookies(reply, settings, keys.csrf, result.sessionId);
         return { auth_type: 'session' as const, customer: result.customer };

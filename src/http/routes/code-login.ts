@@ -7,7 +7,7 @@ import type { Services } from '../../services.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
-import { startSessionCookies } from '../session-cookie.js';
+import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
 import { describe, identitySubject } from './auth.js';
 
 /**
@@ -108,6 +108,7 @@ export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
           throw new ProblemError('invalid_identity_challenge');
         }
         audit(request, 'login.succeeded', result.customer.id);
+        reportSignInNotice(request.log, metrics, result.signInNotice);
         startSessionCookies(reply, settings, keys.csrf, result.sessionId);
         return { auth_type: 'session' as const, customer: result.customer };
       },

@@ -1,0 +1,75 @@
+import type { Clock } from '../clock.js';
+import type { Queryable } from '../storage/database.js';
+
+/** How far back a sign-in counts as having seen a device; older rows are pruned. */
+export const knownDeviceDays = 90;
+const knownDeviceSeconds = knownDeviceDays * 24 * 60 * 60;
+
+export interface DeviceKey {
+  family: string;
+  maskedAddress: string;
+}
+
+export interface DeviceHistory {
+  /** The customer signed in from this device (family and masked address) in the last 90 days. */
+  seen: boolean;
+  /** The customer signed in from any device in the last 90 days. */
+  anySeen: boolean;
+}
+
+/**
+ * Records a sign-in from `device` and says what was known before it. One statement reads the
+ * history and one upsert writes it, so two sign-ins racing from the same new device may both
+ * find it unseen: at worst two notices, never none.
+ */
+export async function recordSignIn(
+  db: Queryable,
+  clock: Clock,
+  customerId: string,
+  device: DeviceKey,
+): Promise<DeviceHistory> {
+  const now = clock.now();
+  const cutoff = new Date(now.getTime() - knownDeviceSeconds * 1000);
+  const [history] = await db.query<{ seen: boolean; any_seen: boolean }>(
+    `SELECT coalesce(bool_or(family = $2 AND masked_address = $3), false) AS seen, count(*) > 0 AS any_seen
+       FROM known_devices WHERE customer_id = $1 AND last_seen_at > $4`,
+    [customerId, device.family, device.maskedAddress, cutoff],
+  );
+  await db.query(
+    `INSERT INTO known_devices (customer_id, family, masked_address, last_seen_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (customer_id, family, masked_address) DO UPDATE SET last_seen_at = excluded.last_seen_at`,
+    [customerId, device.family, device.maskedAddress, now],
+  );
+  return { seen: history?.seen ?? false, anySeen: history?.any_seen ?? false };
+}
+
+/** Deletes up to `limit` devices not seen for `retentionSeconds`; returns how many. */
+export async function deleteOldKnownDevices(
+  db: Queryable,
+  clock: Clock,
+  retentionSeconds: number,
+  limit: number,
+): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM known_devices WHERE (customer_id, family, masked_address) IN (
+         SELECT customer_id, family, masked_address FROM known_devices WHERE last_seen_at <= $1
+          LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [new Date(clock.now().getTime() - retentionSeconds * 1000), limit],
+  );
+  return row?.n ?? 0;
+}
+
+/** Every device kept for the customer, the most recently seen first. */
+export async function listKnownDevices(
+  db: Queryable,
+  customerId: string,
+): Promise<Array<{ family: string; masked_address: string; last_seen_at: string }>> {
+  const rows = await db.query<{ family: string; masked_address: string; last_seen_at: Date }>(
+    'SELECT family, masked_address, last_seen_at FROM known_devices WHERE customer_id = $1 ORDER BY last_seen_at DESC',
+    [customerId],
+  );
+  return rows.map((row) => ({ ...row, last_seen_at: new Date(row.last_seen_at).toISOString() }));
+}
