@@ -1,5 +1,12 @@
 export type Channel = 'email' | 'sms';
-export type MessagePurpose = 'verification' | 'password_reset' | 'password_changed' | 'account_deleted';
+export type MessagePurpose =
+  | 'verification'
+  | 'password_reset'
+  | 'password_changed'
+  | 'account_deleted'
+  | 'identity_change'
+  | 'identity_taken'
+  | 'identity_changed';
 
 export interface MessageContent {
   subject: string;

@@ -21,6 +21,8 @@ export interface NewMessage {
   customerName: string;
   code?: string;
   signedOut?: 'every_device' | 'other_devices';
+  /** For `identity_changed`: the new identity, masked (maskIdentity). */
+  maskedIdentity?: string;
   challengeId?: string;
 }
 
