@@ -36,6 +36,8 @@ describe('the OpenAPI document', () => {
       'GET /api/v1/platform',
       'GET /sanctum/csrf-cookie',
       'POST /api/v1/customer/auth/account/delete',
+      'POST /api/v1/customer/auth/identity/change',
+      'POST /api/v1/customer/auth/identity/confirm',
       'POST /api/v1/customer/auth/login',
       'POST /api/v1/customer/auth/logout',
       'POST /api/v1/customer/auth/password/change',
@@ -62,6 +64,18 @@ describe('the OpenAPI document', () => {
     assert.ok(deletion['401'] && deletion['422'] && deletion['429'], 'account deletion documents 401, 422 and 429');
     const exported = document.paths['/api/v1/customer/auth/account/export'].get.responses;
     assert.ok(exported['401'] && exported['429'], 'the export documents 401 and 429');
+    const confirm = document.paths['/api/v1/customer/auth/identity/confirm'].post.responses;
+    const confirmCodes = confirm['422'].content['application/problem+json'].schema.properties.code.enum;
+    assert.deepEqual([...confirmCodes].sort(), [
+      'identity_unavailable',
+      'invalid_identity_challenge',
+      'validation_failed',
+    ]);
+    const change = document.paths['/api/v1/customer/auth/identity/change'].post.responses;
+    assert.ok(
+      change['202'] && change['401'] && change['422'] && change['429'],
+      'identity change documents 202, 401, 422, 429',
+    );
     const ready = document.paths['/api/v1/health/ready'].get.responses['503'];
     assert.deepEqual(ready.content['application/problem+json'].schema.properties.code.enum, ['deployment_not_ready']);
     const documented = new Set<string>();
