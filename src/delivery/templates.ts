@@ -61,7 +61,7 @@ export function renderMessage(input: TemplateInput): MessageContent {
     case 'identity_change':
       subject = `${code} is your ${storeName} code to change your ${identity}`;
       lines = [
-        `Your ${storeName} code to use this ${identity} for your account is ${code}.`,
+        `Your ${storeName} confirmation code is ${code}; it moves your account to this ${identity}.`,
         `It expires in ${lifetimeMinutes} minutes and works once.`,
         `If you did not ask to change your ${identity} at ${storeName}, ignore this message; nothing changes.`,
       ];
