@@ -20,6 +20,7 @@ import { limits, RateLimitedError } from './http/rate-limit.js';
 import { accountRoutes } from './http/routes/account.js';
 import { authRoutes } from './http/routes/auth.js';
 import { erasureRoutes } from './http/routes/erasure.js';
+import { identityRoutes } from './http/routes/identity.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { codeLoginRoutes } from './http/routes/code-login.js';
 import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
@@ -237,6 +238,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await registerOpenApi(app, config, packageVersion);
   await app.register(platformRoutes(services), { prefix: '/api/v1' });
   await app.register(authRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(identityRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(erasureRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(accountRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(sessionRoutes(services), { prefix: '/api/v1/customer/auth' });

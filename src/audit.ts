@@ -14,6 +14,8 @@ export const auditEvents = [
   'rate_limited',
   'account.exported',
   'account.deleted',
+  'identity.change_requested',
+  'identity.changed',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 

@@ -54,6 +54,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly identityChanges = new Counter({
+    name: 'storefront_identity_changes_total',
+    help: 'Changes of email or phone by signed-in customers, by step (request, confirm) and outcome.',
+    labelNames: ['step', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly sessionsRevoked = new Counter({
     name: 'storefront_sessions_revoked_total',
     help: 'Sessions a customer revoked from the account area: one by its id, or the others at once.',

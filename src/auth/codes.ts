@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { acceptedKeys, type Keys } from '../keys.js';
 import type { Queryable } from '../storage/database.js';
 
-export type ChallengePurpose = 'verification' | 'password_reset' | 'sign_in';
+export type ChallengePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
 
 export const codeLifetimeSeconds = 10 * 60;
 export const maxCodeAttempts = 5;
@@ -36,6 +36,8 @@ export async function issueChallenge(
   deps: CodeDeps,
   customerId: string,
   purpose: ChallengePurpose,
+  /** For `identity_change`: the normalized identity the code would switch the account to. */
+  newIdentityValue: string | null = null,
 ): Promise<IssuedChallenge> {
   const now = deps.clock.now();
   await tx.query(
@@ -47,9 +49,9 @@ export async function issueChallenge(
   const code = generateCode();
   const expiresAt = new Date(now.getTime() + codeLifetimeSeconds * 1000);
   await tx.query(
-    `INSERT INTO challenges (id, customer_id, purpose, code_mac, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6)`,
-    [challengeId, customerId, purpose, codeMac(deps.keys.codes, challengeId, code), now, expiresAt],
+    `INSERT INTO challenges (id, customer_id, purpose, code_mac, created_at, expires_at, new_identity_value)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [challengeId, customerId, purpose, codeMac(deps.keys.codes, challengeId, code), now, expiresAt, newIdentityValue],
   );
   return { challengeId, code, expiresAt };
 }
@@ -68,6 +70,22 @@ export async function consumeChallenge(
   purpose: ChallengePurpose,
   code: string,
 ): Promise<boolean> {
+  return (await consumeChallengeOf(tx, deps, customerId, purpose, code)) !== null;
+}
+
+export interface ConsumedChallenge {
+  challengeId: string;
+  newIdentityValue: string | null;
+}
+
+/** As consumeChallenge, answering with the consumed code's id and pending identity, or null. */
+export async function consumeChallengeOf(
+  tx: Queryable,
+  deps: CodeDeps,
+  customerId: string | null,
+  purpose: ChallengePurpose,
+  code: string,
+): Promise<ConsumedChallenge | null> {
   const now = deps.clock.now();
   const [attempt] = await tx.query<{ id: string; code_mac: string }>(
     `UPDATE challenges SET attempts = attempts + 1
@@ -94,13 +112,13 @@ export async function consumeChallenge(
     // Both refusals commit without waiting. A database crash in the next few hundred
     // milliseconds can lose that one attempt's count, never a consumed code.
     await tx.query('SET LOCAL synchronous_commit = off');
-    return false;
+    return null;
   }
-  const consumed = await tx.query(
-    'UPDATE challenges SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL RETURNING id',
+  const [consumed] = await tx.query<{ new_identity_value: string | null }>(
+    'UPDATE challenges SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL RETURNING new_identity_value',
     [challengeId, now],
   );
-  return consumed.length === 1;
+  return consumed === undefined ? null : { challengeId, newIdentityValue: consumed.new_identity_value };
 }
 
 /** Deletes every code of the customer, live or finished (account deletion). */

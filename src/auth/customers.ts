@@ -113,3 +113,31 @@ export async function updateCustomerName(
   );
   return rows[0] ?? null;
 }
+
+/**
+ * Moves the customer to another identity, verified at `now`; null when an account already has it.
+ * The unique index decides against a concurrent switch or registration: its violation is undone
+ * to a savepoint, so the caller's transaction (and the code it spent) still commits.
+ */
+export async function switchIdentity(
+  tx: Queryable,
+  id: string,
+  type: IdentityMode,
+  value: string,
+  now: Date,
+): Promise<CustomerRow | null> {
+  await tx.query('SAVEPOINT switch_identity');
+  try {
+    const [row] = await tx.query<CustomerRow>(
+      `UPDATE customers SET identity_type = $2, identity_value = $3, verified_at = $4, updated_at = $4
+        WHERE id = $1 RETURNING ${customerColumns}`,
+      [id, type, value, now],
+    );
+    await tx.query('RELEASE SAVEPOINT switch_identity');
+    return row ?? null;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== '23505') throw error;
+    await tx.query('ROLLBACK TO SAVEPOINT switch_identity');
+    return null;
+  }
+}

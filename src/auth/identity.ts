@@ -33,3 +33,17 @@ export function normalizeIdentity(mode: IdentityMode, raw: string): string | nul
 export function callingCodeOf(e164: string): string | undefined {
   return parsePhoneNumberFromString(e164)?.countryCallingCode;
 }
+
+/**
+ * An identity as a notice may show it to someone who may not own it: the first character of an
+ * email's local part and its domain, or a number's country code and last two digits. The hidden
+ * part is a fixed run of dots, so the mask does not tell its length either.
+ */
+export function maskIdentity(mode: IdentityMode, value: string): string {
+  if (mode === 'email') {
+    const at = value.lastIndexOf('@');
+    return `${[...value.slice(0, at)][0] ?? ''}•••${value.slice(at)}`;
+  }
+  const countryCode = callingCodeOf(value) ?? '';
+  return `+${countryCode}•••••••${value.slice(-2)}`;
+}

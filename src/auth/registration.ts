@@ -41,7 +41,7 @@ export function validateNewPassword(password: string, confirmation: string | und
   }
 }
 
-function validateIdentity(
+export function validateIdentity(
   store: StoreContext,
   input: Pick<RegisterInput, 'email' | 'phone'>,
   allowedCallingCodes: readonly string[],

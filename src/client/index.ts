@@ -38,6 +38,8 @@ export type Session = Static<typeof schemas.Session>;
 export type SessionList = Static<typeof schemas.SessionList>;
 export type RevokedStatus = Static<typeof schemas.RevokedStatus>;
 export type RevokedCountStatus = Static<typeof schemas.RevokedCountStatus>;
+export type IdentityChangeBody = schemas.IdentityChangeBody;
+export type IdentityConfirmBody = schemas.IdentityConfirmBody;
 
 /** The API's problem codes, plus `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's). */
 export type StorefrontAuthErrorCode = ProblemCode | 'network_error' | 'invalid_response';
@@ -131,6 +133,12 @@ export interface StorefrontAuthClient {
   requestSignInCode(body: IdentityBody): Promise<AcceptedStatus>;
   /** Signs in with the code: sets the session cookie, as login does. */
   loginWithCode(body: VerifyBody): Promise<AuthSession>;
+
+  // Moving the account to another email address or phone number.
+  /** Always 202 once `current_password` is right: a code goes to the new identity when it is free. */
+  changeIdentity(body: IdentityChangeBody): Promise<AcceptedStatus>;
+  /** Switches to the new identity; signs every other device out. */
+  confirmIdentity(body: IdentityConfirmBody): Promise<Customer>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -315,5 +323,8 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
 
     requestSignInCode: (body) => post(`${authPath}/code/request`, body),
     loginWithCode: (body) => post(`${authPath}/code/login`, body),
+
+    changeIdentity: (body) => post(`${authPath}/identity/change`, body),
+    confirmIdentity: (body) => post(`${authPath}/identity/confirm`, body),
   };
 }

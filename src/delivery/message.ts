@@ -1,6 +1,14 @@
 export type Channel = 'email' | 'sms';
 export type MessagePurpose =
-  'verification' | 'password_reset' | 'password_changed' | 'account_deleted' | 'sign_in' | 'new_sign_in';
+  | 'verification'
+  | 'password_reset'
+  | 'password_changed'
+  | 'account_deleted'
+  | 'sign_in'
+  | 'new_sign_in'
+  | 'identity_change'
+  | 'identity_taken'
+  | 'identity_changed';
 
 export interface MessageContent {
   subject: string;

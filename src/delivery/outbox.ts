@@ -22,6 +22,8 @@ export interface NewMessage {
   code?: string;
   signedOut?: 'every_device' | 'other_devices';
   signIn?: SignInDetails;
+  /** For `identity_changed`: the new identity, masked (maskIdentity). */
+  maskedIdentity?: string;
   challengeId?: string;
 }
 

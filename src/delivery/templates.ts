@@ -9,6 +9,8 @@ export interface TemplateInput {
   code?: string;
   /** For `password_changed`: a reset ends every session, a change keeps the device that made it. */
   signedOut?: 'every_device' | 'other_devices';
+  /** For `identity_changed`: the account's new identity, masked. */
+  maskedIdentity?: string;
   /** For `new_sign_in`: when, the device's family in a few words and the masked address. */
   signIn?: SignInDetails;
 }
@@ -35,6 +37,7 @@ export function renderMessage(input: TemplateInput): MessageContent {
   const { storeName, customerName, code = '' } = input;
   let subject: string;
   let lines: string[];
+  const identity = input.channel === 'email' ? 'email address' : 'phone number';
   switch (input.purpose) {
     case 'verification':
       subject = `${code} is your ${storeName} verification code`;
@@ -84,6 +87,28 @@ export function renderMessage(input: TemplateInput): MessageContent {
       lines = [
         `Your ${storeName} account and everything it held were just deleted, and every device was signed out.`,
         `This address can be used to create a new account at ${storeName} at any time.`,
+      ];
+      break;
+    case 'identity_change':
+      subject = `${code} is your ${storeName} code to change your ${identity}`;
+      lines = [
+        `Your ${storeName} confirmation code is ${code}; it moves your account to this ${identity}.`,
+        `It expires in ${lifetimeMinutes} minutes and works once.`,
+        `If you did not ask to change your ${identity} at ${storeName}, ignore this message; nothing changes.`,
+      ];
+      break;
+    case 'identity_taken':
+      subject = `This ${identity} already has a ${storeName} account`;
+      lines = [
+        `Someone asked to move a ${storeName} account to this ${identity}, but it already has an account, so nothing changed.`,
+        `If this was you, sign in with this ${identity} instead; otherwise ignore this message.`,
+      ];
+      break;
+    case 'identity_changed':
+      subject = `Your ${storeName} ${identity} was changed`;
+      lines = [
+        `Your ${storeName} account now uses ${input.maskedIdentity ?? `another ${identity}`} instead of this one, and every other device was signed out.`,
+        `If this was not you, contact ${storeName} right away.`,
       ];
       break;
   }

@@ -63,6 +63,26 @@ export const ProfileBody = Type.Object({
 });
 export type ProfileBody = Static<typeof ProfileBody>;
 
+export const IdentityChangeBody = Type.Object({
+  email: Type.Optional(
+    Type.String({
+      maxLength: 254,
+      description: 'The new email address; required on an email store and refused on a phone store.',
+    }),
+  ),
+  phone: Type.Optional(
+    Type.String({
+      maxLength: 254,
+      description: 'The new phone number (E.164); required on a phone store and refused on an email store.',
+    }),
+  ),
+  current_password: Type.String({ minLength: 1, maxLength: 255, description: 'The password the account has now.' }),
+});
+export type IdentityChangeBody = Static<typeof IdentityChangeBody>;
+
+export const IdentityConfirmBody = Type.Object({ code: codeField });
+export type IdentityConfirmBody = Static<typeof IdentityConfirmBody>;
+
 export const Customer = Type.Object({
   id: Type.String(),
   name: Type.String(),

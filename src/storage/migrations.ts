@@ -171,6 +171,19 @@ export const migrations: Migration[] = [
       CREATE INDEX known_devices_last_seen ON known_devices (last_seen_at);
     `,
   },
+  {
+    version: 9,
+    name: 'identity_change_codes',
+    sql: `
+      -- A code may confirm a change of email or phone. The whole list is restated, so the check is
+      -- the same whichever other migration that widens it ran first.
+      ALTER TABLE challenges DROP CONSTRAINT IF EXISTS challenges_purpose_check;
+      ALTER TABLE challenges ADD CONSTRAINT challenges_purpose_check
+        CHECK (purpose IN ('verification', 'password_reset', 'sign_in', 'identity_change'));
+      -- The identity a change code would switch to, normalized; null for every other purpose.
+      ALTER TABLE challenges ADD COLUMN new_identity_value text;
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { maxIdentityLength, normalizeEmail, normalizeIdentity, normalizePhone } from '../../src/auth/identity.js';
+import {
+  maskIdentity,
+  maxIdentityLength,
+  normalizeEmail,
+  normalizeIdentity,
+  normalizePhone,
+} from '../../src/auth/identity.js';
 
 const label63 = (c: string) => c.repeat(63);
 /** An address of exactly `length` characters: a long local part and three 63-character labels. */
@@ -122,4 +128,18 @@ describe('normalizeIdentity', () => {
     assert.equal(normalizeIdentity('phone', '+1 (650) 253-0000'), '+16502530000');
     assert.equal(normalizeIdentity('phone', 'ada@example.com'), null);
   });
+});
+
+describe('maskIdentity', () => {
+  const cases: Array<[string, 'email' | 'phone', string, string]> = [
+    ['an email: first character and domain', 'email', 'ada@example.com', 'a•••@example.com'],
+    ['a one-character local part', 'email', 'a@example.com', 'a•••@example.com'],
+    ['a long local part hides its length', 'email', 'augusta.ada.king@example.com', 'a•••@example.com'],
+    ['a non-ASCII first character stays whole', 'email', 'é@x.org', 'é•••@x.org'],
+    ['a UK number: country code and last two digits', 'phone', '+447911123458', '+44•••••••58'],
+    ['a US number', 'phone', '+14155550123', '+1•••••••23'],
+  ];
+  for (const [name, mode, value, masked] of cases) {
+    test(name, () => assert.equal(maskIdentity(mode, value), masked));
+  }
 });

@@ -1,6 +1,6 @@
 import type { ServiceProcess } from '../helpers/service-process.js';
 
-export type CodePurpose = 'verification' | 'password_reset' | 'sign_in';
+export type CodePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
 
 /**
  * The newest six-digit code sent to `to` for `purpose`, read from the service's `log` transport

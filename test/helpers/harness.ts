@@ -50,7 +50,7 @@ export interface TestApp {
   /** Waits for work behind the answers (resend, forgot) and sends every due message. */
   deliver(): Promise<OutgoingMessage[]>;
   /** The code in the newest message to `to` of that purpose (delivering first). */
-  codeFor(to: string, purpose: 'verification' | 'password_reset' | 'sign_in'): Promise<string>;
+  codeFor(to: string, purpose: 'verification' | 'password_reset' | 'sign_in' | 'identity_change'): Promise<string>;
   close(): Promise<void>;
 }
 

@@ -38,6 +38,8 @@ describe('the OpenAPI document', () => {
       'POST /api/v1/customer/auth/account/delete',
       'POST /api/v1/customer/auth/code/login',
       'POST /api/v1/customer/auth/code/request',
+      'POST /api/v1/customer/auth/identity/change',
+      'POST /api/v1/customer/auth/identity/confirm',
       'POST /api/v1/customer/auth/login',
       'POST /api/v1/customer/auth/logout',
       'POST /api/v1/customer/auth/password/change',
@@ -73,6 +75,18 @@ describe('the OpenAPI document', () => {
       const notFound = document.paths[path].post.responses['404'];
       assert.deepEqual(notFound.content['application/problem+json'].schema.properties.code.enum, ['not_found'], path);
     }
+    const confirm = document.paths['/api/v1/customer/auth/identity/confirm'].post.responses;
+    const confirmCodes = confirm['422'].content['application/problem+json'].schema.properties.code.enum;
+    assert.deepEqual([...confirmCodes].sort(), [
+      'identity_unavailable',
+      'invalid_identity_challenge',
+      'validation_failed',
+    ]);
+    const change = document.paths['/api/v1/customer/auth/identity/change'].post.responses;
+    assert.ok(
+      change['202'] && change['401'] && change['422'] && change['429'],
+      'identity change documents 202, 401, 422, 429',
+    );
     const ready = document.paths['/api/v1/health/ready'].get.responses['503'];
     assert.deepEqual(ready.content['application/problem+json'].schema.properties.code.enum, ['deployment_not_ready']);
     const documented = new Set<string>();

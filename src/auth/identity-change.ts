@@ -1,0 +1,138 @@
+import { enqueueMessage } from '../delivery/outbox.js';
+import type { StoreContext } from '../store/store.js';
+import { consumeChallengeOf, issueChallenge } from './codes.js';
+import {
+  findCustomerByIdentity,
+  lockCustomerById,
+  switchIdentity,
+  toCustomer,
+  type Customer,
+  type CustomerRow,
+} from './customers.js';
+import { wrongCurrentPassword } from './account.js';
+import { addFieldError, channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { maskIdentity } from './identity.js';
+import { validateIdentity } from './registration.js';
+import { revokeCustomerSessions } from './sessions.js';
+
+/** A signed-in customer moving their account to another email address or phone number. */
+
+export interface IdentityChangeInput {
+  email?: string | undefined;
+  phone?: string | undefined;
+  current_password: string;
+}
+
+/** The identity field's errors when other fields were refused already (see registrationErrors). */
+export function identityChangeErrors(
+  store: StoreContext,
+  input: Partial<IdentityChangeInput>,
+  allowedCallingCodes: readonly string[],
+): FieldErrors {
+  const errors: FieldErrors = {};
+  validateIdentity(store, input, allowedCallingCodes, errors);
+  return errors;
+}
+
+export type CheckIdentityChangeResult =
+  { ok: true; newIdentityValue: string } | { ok: false; errors: FieldErrors; wrongPassword: boolean };
+
+/**
+ * The part answered to the caller: the current password (always verified, so a guess costs one
+ * full verification whatever else is wrong) and the new identity's form. Nothing here looks at
+ * whether the new identity is taken; that happens behind the 202 (requestIdentityChange).
+ */
+export async function checkIdentityChange(
+  deps: AuthDeps,
+  store: StoreContext,
+  customer: CustomerRow,
+  input: IdentityChangeInput,
+): Promise<CheckIdentityChangeResult> {
+  const errors: FieldErrors = {};
+  const matches = await deps.hasher.verify(customer.password_hash, input.current_password);
+  if (!matches) addFieldError(errors, 'current_password', wrongCurrentPassword);
+  const value = validateIdentity(store, input, deps.allowedCallingCodes, errors);
+  if (Object.keys(errors).length > 0) return { ok: false, errors, wrongPassword: !matches };
+  return { ok: true, newIdentityValue: value };
+}
+
+/**
+ * Behind the 202: a code to the new identity when it is free, or, when an account already uses
+ * it, a message telling that identity so, and no code. The caller sees neither.
+ */
+export async function requestIdentityChange(
+  deps: AuthDeps,
+  store: StoreContext,
+  customerId: string,
+  newIdentityValue: string,
+): Promise<void> {
+  const queued = await deps.db.transaction(async (tx) => {
+    const customer = await lockCustomerById(tx, customerId);
+    if (customer === null) return false;
+    const channel = channelFor(store.identityMode);
+    const owner = await findCustomerByIdentity(tx, store.identityMode, newIdentityValue);
+    if (owner !== null) {
+      await enqueueMessage(tx, deps, {
+        channel,
+        purpose: 'identity_taken',
+        to: newIdentityValue,
+        storeName: store.name,
+        customerName: owner.name,
+      });
+      return true;
+    }
+    const challenge = await issueChallenge(tx, deps, customer.id, 'identity_change', newIdentityValue);
+    await enqueueMessage(tx, deps, {
+      channel,
+      purpose: 'identity_change',
+      to: newIdentityValue,
+      storeName: store.name,
+      customerName: customer.name,
+      code: challenge.code,
+      challengeId: challenge.challengeId,
+    });
+    return true;
+  });
+  if (queued) deps.messagesQueued();
+}
+
+export type ConfirmIdentityChangeResult =
+  | { ok: true; customer: Customer }
+  | { ok: false; reason: 'invalid_challenge' | 'identity_unavailable' | 'unauthenticated' };
+
+/**
+ * Switches the identity with a live change code, in one transaction with the customer row locked:
+ * the code spent, the new identity set and verified now, every other session ended, and a notice
+ * to the old identity naming the new one masked. The unique index on identities decides between
+ * two customers confirming the same new identity (or a registration of it): one switch wins, and
+ * the other answer is identity_unavailable with its code spent.
+ */
+export async function confirmIdentityChange(
+  deps: AuthDeps,
+  store: StoreContext,
+  customerId: string,
+  sessionId: string,
+  code: string,
+): Promise<ConfirmIdentityChangeResult> {
+  const result = await deps.db.transaction(async (tx): Promise<ConfirmIdentityChangeResult> => {
+    const locked = await lockCustomerById(tx, customerId);
+    const consumed = await consumeChallengeOf(tx, deps, locked?.id ?? null, 'identity_change', code);
+    if (locked === null) return { ok: false, reason: 'unauthenticated' };
+    if (consumed === null || consumed.newIdentityValue === null) return { ok: false, reason: 'invalid_challenge' };
+    const now = deps.clock.now();
+    const switched = await switchIdentity(tx, locked.id, store.identityMode, consumed.newIdentityValue, now);
+    if (switched === null) return { ok: false, reason: 'identity_unavailable' };
+    await revokeCustomerSessions(tx, deps.clock, locked.id, sessionId);
+    await enqueueMessage(tx, deps, {
+      channel: channelFor(locked.identity_type),
+      purpose: 'identity_changed',
+      to: locked.identity_value,
+      storeName: store.name,
+      customerName: locked.name,
+      maskedIdentity: maskIdentity(store.identityMode, consumed.newIdentityValue),
+    });
+    return { ok: true, customer: toCustomer(switched) };
+  });
+  if (result.ok) deps.messagesQueued();
+  return result;
+}

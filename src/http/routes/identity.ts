@@ -1,0 +1,152 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import type { AuditEvent } from '../../audit.js';
+import type { CustomerRow } from '../../auth/customers.js';
+import type { AuthDeps } from '../../auth/deps.js';
+import {
+  checkIdentityChange,
+  confirmIdentityChange,
+  identityChangeErrors,
+  requestIdentityChange,
+} from '../../auth/identity-change.js';
+import { findSessionCustomer } from '../../auth/sessions.js';
+import type { Services } from '../../services.js';
+import { ProblemError } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import { AcceptedStatus, bodyProblemResponses, Customer, IdentityChangeBody, IdentityConfirmBody } from '../schemas.js';
+import { refuseInvalidBody } from './auth.js';
+
+function describe(operationId: string, summary: string, description: string) {
+  // Every identity route needs the session cookie.
+  return { tags: ['account'], operationId, summary, description, security: [{ session: [] }] };
+}
+
+// Behind the store gate and answered with Cache-Control: no-store, as every customer route.
+const config = { customer: true };
+
+/** The signed-in customer moving their account to another email address or phone number. */
+export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
+  const { config: settings, keys, metrics, limiter } = services;
+  const deps: AuthDeps = {
+    db: services.db,
+    clock: services.clock,
+    hasher: services.hasher,
+    keys,
+    allowedCallingCodes: settings.smsAllowedCallingCodes,
+    messagesQueued: () => services.dispatcher.nudge(),
+  };
+
+  function audit(request: FastifyRequest, event: AuditEvent, customerId: string) {
+    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
+  }
+
+  /** The session cookie and its live customer, or 401 before anything else is looked at. */
+  async function signedIn(request: FastifyRequest): Promise<{ sessionId: string; customer: CustomerRow }> {
+    const sessionId = request.cookies[settings.sessionCookieName];
+    const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
+    if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
+    return { sessionId, customer };
+  }
+
+  return async (app) => {
+    app.post(
+      '/identity/change',
+      {
+        config,
+        attachValidation: true,
+        schema: {
+          ...describe(
+            'changeIdentity',
+            'Ask to change the email address or phone number',
+            'Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), then answers 202 whether or not the new identity is free. A free one is sent a code for POST /identity/confirm; one that already has an account is told so instead. Send `email` on an email store and `phone` on a phone store.',
+          ),
+          body: IdentityChangeBody,
+          response: {
+            202: AcceptedStatus,
+            ...bodyProblemResponses(IdentityChangeBody, ['unauthenticated'], {
+              fieldErrors: { email: ['Must be a valid email address.'], current_password: ['Is not correct.'] },
+            }),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { customer } = await signedIn(request);
+        const store = request.store;
+        refuseInvalidBody(request, (fields) => identityChangeErrors(store, fields, deps.allowedCallingCodes));
+        const count = (outcome: string) => metrics.identityChanges.inc({ step: 'request', outcome });
+        // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
+        await limiter
+          .consume([
+            [limits.loginAttempts, request.clientKey],
+            [limits.failedLogins, customer.identity_value],
+          ])
+          .catch((error: unknown) => {
+            count('throttled');
+            throw error;
+          });
+        const checked = await checkIdentityChange(deps, store, customer, request.body);
+        if (!checked.ok) {
+          count(checked.wrongPassword ? 'wrong_password' : 'invalid');
+          throw new ProblemError('validation_failed', { errors: checked.errors });
+        }
+        await limiter.forget(limits.failedLogins, customer.identity_value);
+        // The message limits of resend and forgot, per new identity and per address.
+        const subject = `identity-change:${checked.newIdentityValue}`;
+        await limiter
+          .consume([
+            [limits.messagesPerIdentityMinute, subject],
+            [limits.messagesPerIdentityHour, subject],
+            [limits.messagesPerAddress, request.clientKey],
+          ])
+          .catch((error: unknown) => {
+            count('throttled');
+            throw error;
+          });
+        count('accepted');
+        audit(request, 'identity.change_requested', customer.id);
+        // Answered before the new identity is looked up, so the time to answer cannot tell whether
+        // it has an account (as forgot-password does).
+        services.background.run('identity-change', () =>
+          requestIdentityChange(deps, store, customer.id, checked.newIdentityValue),
+        );
+        reply.code(202);
+        return { status: 'accepted' as const };
+      },
+    );
+
+    app.post(
+      '/identity/confirm',
+      {
+        config,
+        schema: {
+          ...describe(
+            'confirmIdentity',
+            'Confirm the change of email address or phone number',
+            'Switches the account to the new identity (verified now) when the code is the live change code, signs every other session out, and tells the old identity, naming the new one masked.',
+          ),
+          body: IdentityConfirmBody,
+          response: {
+            200: Customer,
+            ...bodyProblemResponses(IdentityConfirmBody, [
+              'unauthenticated',
+              'invalid_identity_challenge',
+              'identity_unavailable',
+            ]),
+          },
+        },
+      },
+      async (request) => {
+        const { sessionId, customer } = await signedIn(request);
+        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
+        if (!result.ok) {
+          metrics.identityChanges.inc({ step: 'confirm', outcome: result.reason });
+          throw new ProblemError(result.reason === 'invalid_challenge' ? 'invalid_identity_challenge' : result.reason);
+        }
+        metrics.identityChanges.inc({ step: 'confirm', outcome: 'changed' });
+        audit(request, 'identity.changed', customer.id);
+        return result.customer;
+      },
+    );
+  };
+}
