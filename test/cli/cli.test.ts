@@ -296,6 +296,7 @@ describe('the command line on its own', () => {
     assert.deepEqual(json(shown.stdout)['settings'], {
       'auth.customer_verification_required': false,
       'auth.sign_in_with_code': true,
+      'auth.sign_in_notices': true,
     });
   });
 
