@@ -11,6 +11,7 @@ import {
 } from './customers.js';
 import { channelFor, type AuthDeps } from './deps.js';
 import { deleteCustomerSessions, listCustomerSessions, type SessionView } from './sessions.js';
+import { listKnownDevices } from './known-devices.js';
 
 /** An audit event as the customer sees it in their export: the customer id is theirs, so it is left out. */
 export interface ExportedAuditEvent {
@@ -25,11 +26,14 @@ export interface AccountExport {
   exported_at: string;
   customer: Customer & { created_at: string };
   sessions: SessionView[];
+  /** The devices remembered for new-sign-in notices: a family and a masked address each. */
+  known_devices: Array<{ family: string; masked_address: string; last_seen_at: string }>;
   audit_events: ExportedAuditEvent[];
 }
 
 /**
- * Everything kept about one customer: the account, their sessions and their audit events, each
+ * Everything kept about one customer: the account, their sessions, the devices remembered for
+ * new-sign-in notices and their audit events, each
  * read by the customer id only. Null when the account is gone.
  */
 export async function exportAccount(
@@ -40,14 +44,16 @@ export async function exportAccount(
   const row = await findCustomerById(deps.db, customerId);
   const createdAt = row === null ? null : await customerCreatedAt(deps.db, customerId);
   if (row === null || createdAt === null) return null;
-  const [sessions, events] = await Promise.all([
+  const [sessions, devices, events] = await Promise.all([
     listCustomerSessions(deps.db, deps.clock, customerId, currentSessionId),
+    listKnownDevices(deps.db, customerId),
     listCustomerAudit(deps.db, customerId),
   ]);
   return {
     exported_at: deps.clock.now().toISOString(),
     customer: { ...toCustomer(row), created_at: createdAt },
     sessions,
+    known_devices: devices,
     audit_events: events.map((event) => ({
       occurred_at: event.occurred_at,
       event: event.event,

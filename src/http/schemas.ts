@@ -132,6 +132,10 @@ export const AccountExport = Type.Object(
     exported_at: isoTime,
     customer: Type.Object({ ...Customer.properties, created_at: isoTime }),
     sessions: Type.Array(Session, { description: 'The live sessions, newest first, as `GET /sessions` lists them.' }),
+    known_devices: Type.Array(
+      Type.Object({ family: Type.String(), masked_address: Type.String(), last_seen_at: isoTime }),
+      { description: 'The devices remembered for new-sign-in notices (90 days), most recent first.' },
+    ),
     audit_events: Type.Array(
       Type.Object({
         occurred_at: isoTime,

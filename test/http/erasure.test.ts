@@ -131,6 +131,10 @@ describe('export my data and delete my account', () => {
           'last_seen_at',
         ]);
       }
+      // Both logins came from one device: remembered once, as its family and masked network only.
+      assert.equal(data.known_devices.length, 1);
+      assert.deepEqual(Object.keys(data.known_devices[0]).sort(), ['family', 'last_seen_at', 'masked_address']);
+      assert.match(data.known_devices[0].masked_address, /\/(24|48)$/);
       const events = data.audit_events.map((e: { event: string }) => e.event);
       assert.deepEqual(events, ['login.succeeded', 'login.succeeded', 'customer.registered']);
       assert.equal(JSON.stringify(data).includes(ada.session), false, 'no session id');

@@ -2,16 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { changeName, changePassword, changePasswordErrors } from '../../auth/account.js';
-import type { CustomerRow } from '../../auth/customers.js';
-import type { AuthDeps } from '../../auth/deps.js';
 import { validateName } from '../../auth/registration.js';
-import { findSessionCustomer } from '../../auth/sessions.js';
 import type { Services } from '../../services.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
 import { refuseInvalidBody } from './auth.js';
+import { authDeps, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   // Every account route needs the session cookie.
@@ -24,25 +22,10 @@ const config = { customer: true };
 /** The signed-in customer's own account: password and name. */
 export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
-  const deps: AuthDeps = {
-    db: services.db,
-    clock: services.clock,
-    hasher: services.hasher,
-    keys,
-    allowedCallingCodes: settings.smsAllowedCallingCodes,
-    messagesQueued: () => services.dispatcher.nudge(),
-  };
+  const deps = authDeps(services);
 
   function audit(request: FastifyRequest, event: AuditEvent, customerId: string) {
     services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
-  }
-
-  /** The session cookie and its live customer, or 401 before anything else is looked at. */
-  async function signedIn(request: FastifyRequest): Promise<{ sessionId: string; customer: CustomerRow }> {
-    const sessionId = request.cookies[settings.sessionCookieName];
-    const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
-    if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
-    return { sessionId, customer };
   }
 
   return async (app) => {
@@ -71,7 +54,7 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { sessionId, customer } = await signedIn(request);
+        const { sessionId, customer } = await signedIn(services, request);
         refuseInvalidBody(request, changePasswordErrors);
         // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
         await limiter
@@ -116,7 +99,7 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const { customer } = await signedIn(request);
+        const { customer } = await signedIn(services, request);
         refuseInvalidBody(request, (fields) => {
           const errors = {};
           if (fields['name'] !== undefined) validateName(fields['name'], errors);

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
-import type { AuthDeps, FieldErrors } from '../../auth/deps.js';
+import type { FieldErrors } from '../../auth/deps.js';
 import { normalizeIdentity } from '../../auth/identity.js';
 import { login } from '../../auth/login.js';
 import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../auth/password-reset.js';
@@ -30,6 +30,7 @@ import {
   SignedOutStatus,
   VerifyBody,
 } from '../schemas.js';
+import { authDeps } from '../route-support.js';
 
 export const loginRefusedDetail = 'The identity or password is not correct.';
 
@@ -68,14 +69,7 @@ export function refuseInvalidBody(
 export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { config: settings, keys } = services;
   const { metrics, limiter } = services;
-  const deps: AuthDeps = {
-    db: services.db,
-    clock: services.clock,
-    hasher: services.hasher,
-    keys,
-    allowedCallingCodes: settings.smsAllowedCallingCodes,
-    messagesQueued: () => services.dispatcher.nudge(),
-  };
+  const deps = authDeps(services);
   const sessionCookie = settings.sessionCookieName;
 
   function audit(

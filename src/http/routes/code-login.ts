@@ -2,13 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { loginWithCode, requestSignInCode } from '../../auth/code-login.js';
-import type { AuthDeps } from '../../auth/deps.js';
 import type { Services } from '../../services.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
 import { describe, identitySubject } from './auth.js';
+import { authDeps } from '../route-support.js';
 
 /**
  * Signing in with a code sent to the identity, where the store allows it
@@ -17,14 +17,7 @@ import { describe, identitySubject } from './auth.js';
  */
 export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
-  const deps: AuthDeps = {
-    db: services.db,
-    clock: services.clock,
-    hasher: services.hasher,
-    keys,
-    allowedCallingCodes: settings.smsAllowedCallingCodes,
-    messagesQueued: () => services.dispatcher.nudge(),
-  };
+  const deps = authDeps(services);
 
   function audit(request: FastifyRequest, event: AuditEvent, customerId: string | null) {
     services.audit({

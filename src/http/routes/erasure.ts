@@ -1,9 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
-import type { CustomerRow } from '../../auth/customers.js';
 import { deleteAccountWithPassword, exportAccount } from '../../auth/erasure.js';
-import { findSessionCustomer } from '../../auth/sessions.js';
 import type { Services } from '../../services.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
@@ -17,6 +15,7 @@ import {
   DeletedStatus,
   problemResponses,
 } from '../schemas.js';
+import { signedIn } from '../route-support.js';
 
 export const wrongPasswordMessage = 'Is not the current password.';
 
@@ -43,14 +42,6 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
     services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
   }
 
-  /** The customer of the request's live session; 401 without one. */
-  async function signedIn(request: FastifyRequest): Promise<{ customer: CustomerRow; sessionId: string }> {
-    const sessionId = request.cookies[sessionCookie];
-    const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
-    if (customer === null || sessionId === undefined) throw new ProblemError('unauthenticated');
-    return { customer, sessionId };
-  }
-
   return async (app) => {
     app.get(
       '/account/export',
@@ -66,7 +57,7 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { customer, sessionId } = await signedIn(request);
+        const { customer, sessionId } = await signedIn(services, request);
         await limiter.consume([[limits.accountExports, customer.id]]);
         const data = await exportAccount(deps, customer.id, sessionId);
         if (data === null) throw new ProblemError('unauthenticated');
@@ -100,7 +91,7 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { customer } = await signedIn(request);
+        const { customer } = await signedIn(services, request);
         const failure = request.validationError;
         if (failure !== undefined && failure !== null) {
           throw new ProblemError('validation_failed', { errors: validationErrors(failure.validation) });

@@ -1,20 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
-import type { CustomerRow } from '../../auth/customers.js';
-import type { AuthDeps } from '../../auth/deps.js';
 import {
   checkIdentityChange,
   confirmIdentityChange,
   identityChangeErrors,
   requestIdentityChange,
 } from '../../auth/identity-change.js';
-import { findSessionCustomer } from '../../auth/sessions.js';
 import type { Services } from '../../services.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, bodyProblemResponses, Customer, IdentityChangeBody, IdentityConfirmBody } from '../schemas.js';
 import { refuseInvalidBody } from './auth.js';
+import { authDeps, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   // Every identity route needs the session cookie.
@@ -26,26 +24,11 @@ const config = { customer: true };
 
 /** The signed-in customer moving their account to another email address or phone number. */
 export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
-  const { config: settings, keys, metrics, limiter } = services;
-  const deps: AuthDeps = {
-    db: services.db,
-    clock: services.clock,
-    hasher: services.hasher,
-    keys,
-    allowedCallingCodes: settings.smsAllowedCallingCodes,
-    messagesQueued: () => services.dispatcher.nudge(),
-  };
+  const { metrics, limiter } = services;
+  const deps = authDeps(services);
 
   function audit(request: FastifyRequest, event: AuditEvent, customerId: string) {
     services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
-  }
-
-  /** The session cookie and its live customer, or 401 before anything else is looked at. */
-  async function signedIn(request: FastifyRequest): Promise<{ sessionId: string; customer: CustomerRow }> {
-    const sessionId = request.cookies[settings.sessionCookieName];
-    const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
-    if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
-    return { sessionId, customer };
   }
 
   return async (app) => {
@@ -70,7 +53,7 @@ export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { customer } = await signedIn(request);
+        const { customer } = await signedIn(services, request);
         const store = request.store;
         refuseInvalidBody(request, (fields) => identityChangeErrors(store, fields, deps.allowedCallingCodes));
         const count = (outcome: string) => metrics.identityChanges.inc({ step: 'request', outcome });
@@ -136,7 +119,7 @@ export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const { sessionId, customer } = await signedIn(request);
+        const { sessionId, customer } = await signedIn(services, request);
         await limiter.consume([[limits.codeAttempts, request.clientKey]]);
         const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
         if (!result.ok) {

@@ -1,17 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import {
-  findSessionCustomer,
-  listCustomerSessions,
-  revokeCustomerSession,
-  revokeCustomerSessions,
-} from '../../auth/sessions.js';
+import { listCustomerSessions, revokeCustomerSession, revokeCustomerSessions } from '../../auth/sessions.js';
 import type { Services } from '../../services.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
+import { signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
@@ -24,14 +20,6 @@ const config = { customer: true };
 export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics, db, clock } = services;
   const sessionCookie = settings.sessionCookieName;
-
-  /** The caller's live session and its customer, or 401: every call here needs one. */
-  async function signedIn(request: FastifyRequest): Promise<{ sessionId: string; customerId: string }> {
-    const sessionId = request.cookies[sessionCookie];
-    const customer = sessionId === undefined ? null : await findSessionCustomer(db, clock, sessionId);
-    if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
-    return { sessionId, customerId: customer.id };
-  }
 
   function audit(request: FastifyRequest, customerId: string, details: Record<string, string>) {
     services.audit({
@@ -64,7 +52,8 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const { sessionId, customerId } = await signedIn(request);
+        const { sessionId, customer } = await signedIn(services, request);
+        const customerId = customer.id;
         return { sessions: await listCustomerSessions(db, clock, customerId, sessionId) };
       },
     );
@@ -87,7 +76,8 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { sessionId, customerId } = await signedIn(request);
+        const { sessionId, customer } = await signedIn(services, request);
+        const customerId = customer.id;
         await limiter.consume([[limits.sessionRevocations, customerId]]);
         const revoked = await revokeCustomerSession(db, clock, customerId, request.params.id, sessionId);
         if (revoked === null) throw new ProblemError('not_found');
@@ -112,7 +102,8 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const { sessionId, customerId } = await signedIn(request);
+        const { sessionId, customer } = await signedIn(services, request);
+        const customerId = customer.id;
         await limiter.consume([[limits.sessionRevocations, customerId]]);
         const count = await revokeCustomerSessions(db, clock, customerId, sessionId);
         metrics.sessionsRevoked.inc({ scope: 'others' }, count);
