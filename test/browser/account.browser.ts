@@ -151,10 +151,7 @@ describe('the account area: devices and password, at both widths', () => {
             await status('Some fields need another look', 'error');
             const currentPassword = form.getByLabel('Current password');
             assert.equal(await currentPassword.getAttribute('aria-invalid'), 'true');
-            assert.equal(
-              await page.locator('#password-change-current-error').textContent(),
-              'Is not correct.',
-            );
+            assert.equal(await page.locator('#password-change-current-error').textContent(), 'Is not correct.');
             assert.equal(await page.evaluate(() => document.activeElement?.id), 'password-change-current');
             await assertNoSidewaysScroll(page, `the password form with an error at ${label}`);
             await assertAccessible(page, `the password form with an error at ${label}`);

@@ -393,8 +393,13 @@ describe('the sign-in page of an email store', () => {
       await page.context().clearCookies({ name: 'XSRF-TOKEN' });
       const from = api.length;
       await logIn(page, 'nocookie@example.com', 'cookie monster 42');
-      await page.locator('#account').getByText('Signed in as').waitFor();
-      assert.deepEqual(api.slice(from), ['GET /api/v1/csrf-cookie 204', 'POST /api/v1/customer/auth/login 200']);
+      // Signed in, the account area lists the devices: that call is the last one.
+      await page.locator('#sessions:not([aria-busy]) #sessions-list li').first().waitFor();
+      assert.deepEqual(api.slice(from), [
+        'GET /api/v1/csrf-cookie 204',
+        'POST /api/v1/customer/auth/login 200',
+        'GET /api/v1/customer/auth/sessions 200',
+      ]);
     });
   });
 
@@ -402,7 +407,7 @@ describe('the sign-in page of an email store', () => {
     await existingCustomer('stale@example.com', 'stale bread 99');
     await openPage(t, service, async ({ page, api, shot, status }) => {
       await logIn(page, 'stale@example.com', 'stale bread 99');
-      await page.locator('#account').getByText('Signed in as').waitFor();
+      await page.locator('#sessions:not([aria-busy]) #sessions-list li').first().waitFor();
       // A token the server never signed, as after a secret rotation or a token of another session.
       await page.context().addCookies([{ name: 'XSRF-TOKEN', value: 'stale.token', url: service.url }]);
       const from = api.length;
