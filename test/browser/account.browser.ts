@@ -43,11 +43,16 @@ const firefoxOnWindows = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Ge
  * A service of its own for each group of tests: every login, password check and change counts
  * under the per-address login limit (20 a minute), and all of them come from 127.0.0.1.
  */
-function serviceFor(label: string) {
+function serviceFor(label: string, env: Record<string, string> = {}) {
   const state: { service?: ServiceProcess; dataDir?: string } = {};
   before(async () => {
     state.dataDir = await fs.mkdtemp(path.join(os.tmpdir(), `sfa-account-${label}-`));
-    state.service = await startService({ DATA_DIR: state.dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Babbage Books' });
+    state.service = await startService({
+      DATA_DIR: state.dataDir,
+      LOG_LEVEL: 'info',
+      STORE_NAME: 'Babbage Books',
+      ...env,
+    });
   });
   after(async () => {
     await state.service?.stop();
@@ -57,9 +62,10 @@ function serviceFor(label: string) {
     get service() {
       return state.service!;
     },
-    async customer(name: string, email: string, password: string) {
+    async customer(name: string, identity: string, password: string) {
       const client = createStorefrontAuthClient({ baseUrl: state.service!.url });
-      await client.register({ name, email, password, password_confirmation: password });
+      const field = env['STORE_IDENTITY_MODE'] === 'phone' ? { phone: identity } : { email: identity };
+      await client.register({ name, ...field, password, password_confirmation: password });
     },
     open(t: TestContext, run: (session: PageSession) => Promise<void>, viewport = desktop) {
       return openBrowserPage(browser, shots, t, state.service!, run, viewport);
@@ -67,8 +73,8 @@ function serviceFor(label: string) {
   };
 }
 
-async function signIn(page: Page, email: string, password: string) {
-  await logIn(page, email, password);
+async function signIn(page: Page, identity: string, password: string) {
+  await logIn(page, identity, password);
   await statusOf(page, 'You are signed in.', 'success');
   // The list is filled once the page has asked for it.
   await page.locator('#sessions:not([aria-busy]) #sessions-list li').first().waitFor();
@@ -306,5 +312,42 @@ describe('the account area: name, email, export and deletion', () => {
       await register(page, 'Hertha Ayrton', 'hertha@example.com', 'new beginning 2026');
       await status('Account created. We sent a code to hertha@example.com', 'success');
     });
+  });
+});
+
+describe('the account area of a phone store', () => {
+  const store = serviceFor('phone', { STORE_IDENTITY_MODE: 'phone' });
+
+  test('at 375 px a shopper changes the phone number with the code texted to the new one', async (t) => {
+    await store.customer('Tom Thumb', '+447911123456', 'little finger 77');
+    await store.open(
+      t,
+      async ({ page, shot, status }) => {
+        const login = page.locator('#login');
+        await login.getByLabel('Phone number').fill('+447911123456');
+        await login.getByLabel('Password').fill('little finger 77');
+        await login.getByRole('button', { name: 'Log in' }).click();
+        await status('You are signed in.', 'success');
+        const section = page.locator('#identity-change');
+        assert.equal(await section.getByRole('heading').textContent(), 'Change your phone number');
+        const number = section.getByLabel('New phone number');
+        assert.equal(await number.getAttribute('type'), 'tel');
+        assert.equal(await number.getAttribute('name'), 'phone');
+        await number.fill('+44 7911 123999');
+        await section.getByLabel('Current password').fill('little finger 77');
+        const mark = store.service.logs.length;
+        await section.getByRole('button', { name: 'Send a code' }).click();
+        await status('We sent a code to +44 7911 123999; enter it below.', 'success');
+        const code = await waitForCode(store.service, '+447911123999', 'identity_change', { from: mark });
+        await section.getByLabel('Six-digit code').fill(code);
+        await assertNoSidewaysScroll(page, 'the code step at 375 px');
+        await assertAccessible(page, 'the code step of a phone change at 375 px');
+        await section.getByRole('button', { name: 'Confirm' }).click();
+        await status('Your account now uses +447911123999.', 'success');
+        await page.locator('#account').getByText('Signed in as Tom Thumb (+447911123999).').waitFor();
+        await shot('phone-changed-375');
+      },
+      phone,
+    );
   });
 });
