@@ -197,18 +197,20 @@ describe('the account area: devices and password, at both widths', () => {
 describe('the account area: name, email, export and deletion', () => {
   const store = serviceFor('profile');
 
-  test('a shopper changes the name', async (t) => {
+  test('a shopper changes the name, and markup in it is shown as the characters typed', async (t) => {
     await store.customer('Charles Babbage', 'charles@example.com', 'analytical engine 1837');
     await store.open(t, async ({ page, status }) => {
       await signIn(page, 'charles@example.com', 'analytical engine 1837');
       const name = page.locator('#profile').getByLabel('Name');
       assert.equal(await name.inputValue(), 'Charles Babbage', 'the form starts from the current name');
-      await name.fill('Charles B.');
+      await name.fill('Charles <b>B.</b>');
       await page.locator('#profile').getByRole('button', { name: 'Save name' }).click();
-      await status('Your name is now Charles B.', 'success');
-      await page.locator('#account').getByText('Signed in as Charles B. (charles@example.com).').waitFor();
+      await status('Your name is now Charles <b>B.</b>', 'success');
+      await page.locator('#account').getByText('Signed in as Charles <b>B.</b> (charles@example.com).').waitFor();
+      assert.equal(await page.locator('#account-name').textContent(), 'Charles <b>B.</b>');
+      assert.equal(await page.locator('main b').count(), 0, 'no element made from the name');
       await page.reload();
-      await page.locator('#account').getByText('Signed in as Charles B.').waitFor();
+      await page.locator('#account').getByText('Signed in as Charles <b>B.</b>').waitFor();
     });
   });
 
