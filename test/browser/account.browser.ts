@@ -23,7 +23,7 @@ import {
   statusOf,
   type PageSession,
 } from '../helpers/browser.js';
-import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { setStoreStatus, startService, type ServiceProcess } from '../helpers/service-process.js';
 import { waitForCode } from '../client/service-codes.js';
 
 const shots = screenshots('account-');
@@ -61,6 +61,9 @@ function serviceFor(label: string, env: Record<string, string> = {}) {
   return {
     get service() {
       return state.service!;
+    },
+    setStoreStatus(status: 'paused' | 'active') {
+      return setStoreStatus(state.service!, state.dataDir!, status);
     },
     async customer(name: string, identity: string, password: string) {
       const client = createStorefrontAuthClient({ baseUrl: state.service!.url });
@@ -211,6 +214,37 @@ describe('the account area: name, email, export and deletion', () => {
       assert.equal(await page.locator('main b').count(), 0, 'no element made from the name');
       await page.reload();
       await page.locator('#account').getByText('Signed in as Charles <b>B.</b>').waitFor();
+    });
+  });
+
+  test('a store paused while the account area is open disables all of it, and a new check opens it again', async (t) => {
+    await store.customer('Ida Rhodes', 'ida@example.com', 'punched cards 1949');
+    const other = createStorefrontAuthClient({ baseUrl: store.service.url });
+    await other.login({ identity: 'ida@example.com', password: 'punched cards 1949' });
+    await store.open(t, async ({ page, shot }) => {
+      await signIn(page, 'ida@example.com', 'punched cards 1949');
+      const revoke = page.locator('#sessions').getByRole('button', { name: 'Revoke' });
+      assert.equal(await revoke.isEnabled(), true);
+      await store.setStoreStatus('paused');
+      try {
+        await page.locator('#profile').getByRole('button', { name: 'Save name' }).click();
+        const closed = page.getByRole('alert').filter({ hasText: 'Babbage Books is not taking sign-ins right now.' });
+        await closed.waitFor();
+        const controls = page.locator('#account').locator('button:visible, input:visible');
+        assert.ok((await controls.count()) > 8);
+        for (const control of await controls.all()) {
+          assert.equal(await control.isDisabled(), true, `${await control.evaluate((e) => e.outerHTML)} is disabled`);
+        }
+        await assertAccessible(page, 'the account area of a paused store');
+        await shot('account-paused');
+        await store.setStoreStatus('active');
+        await closed.getByRole('button', { name: 'Check again' }).click();
+        await closed.waitFor({ state: 'hidden' });
+        assert.equal(await revoke.isEnabled(), true);
+        assert.equal(await page.locator('#export').getByRole('button', { name: 'Download my data' }).isEnabled(), true);
+      } finally {
+        await store.setStoreStatus('active');
+      }
     });
   });
 

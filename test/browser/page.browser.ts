@@ -21,7 +21,12 @@ import {
   screenshots,
   type PageSession,
 } from '../helpers/browser.js';
-import { runCli, startService, type ServiceProcess } from '../helpers/service-process.js';
+import {
+  runCli,
+  setStoreStatus as setStoreStatusOf,
+  startService,
+  type ServiceProcess,
+} from '../helpers/service-process.js';
 import { waitForCode } from '../client/service-codes.js';
 
 const shots = screenshots();
@@ -80,25 +85,7 @@ describe('the sign-in page of an email store', () => {
     await client.register({ name: 'Existing Customer', email, password, password_confirmation: password });
   }
 
-  /** Pauses or opens the store with the command line, as an operator would, and waits until the service sees it. */
-  async function setStoreStatus(status: 'paused' | 'active') {
-    const child = runCli(['store', 'set', '--status', status], { DATA_DIR: dataDir });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise((resolve) => child.once('exit', resolve));
-    assert.equal(code, 0, stderr);
-    // The store gate reads the store row through a short cache of its own (readiness reads it
-    // afresh, so it can report the change earlier): ask a customer-facing call until it agrees.
-    const expected = status === 'active' ? 204 : 503;
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const reply = await fetch(`${service.url}/api/v1/csrf-cookie`);
-      await reply.arrayBuffer();
-      if (reply.status === expected) return;
-      assert.ok(Date.now() < deadline, `the service did not see the store ${status} in time`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  const setStoreStatus = (status: 'paused' | 'active') => setStoreStatusOf(service, dataDir, status);
 
   test('a shopper registers, verifies with the emailed code, logs in, is recognised after a reload and logs out', async (t) => {
     await openPage(t, service, async ({ page, shot, status }) => {
