@@ -575,6 +575,8 @@
   onSubmit('identity-change-form', async (values, form) => {
     await call('POST', `${auth}/identity/change`, values);
     form.reset();
+    // Said next to the code field too: on a phone the status line may be scrolled out of sight.
+    document.getElementById('identity-confirm-sent').textContent = `Enter the code we sent to ${values[mode]}.`;
     identityStep(true);
     document.getElementById('identity-confirm-code').focus();
     setStatus(
