@@ -55,30 +55,6 @@ export function accountArea(page) {
     setStatus('You are no longer signed in on this device. Log in again.', 'error');
   }
 
-  // The device in a few words, as the service's new-sign-in notice names it: no versions, and the
-  // first match wins (Edge, Opera and Samsung Internet also claim Chrome; Chrome claims Safari).
-  const browserNames = [
-    [/\bEdg(?:e|A|iOS)?\//, 'Edge'],
-    [/\bOPR\/|\bOpera\b/, 'Opera'],
-    [/\bSamsungBrowser\//, 'Samsung Internet'],
-    [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
-    [/\bChrome\/|\bCriOS\/|\bChromium\//, 'Chrome'],
-    [/\bSafari\//, 'Safari'],
-  ];
-  const systemNames = [
-    [/\bWindows\b/, 'Windows'],
-    [/\bAndroid\b/, 'Android'],
-    [/\b(?:iPhone|iPad|iPod)\b/, 'iOS'],
-    [/\bCrOS\b/, 'ChromeOS'],
-    [/\bMac OS X\b|\bMacintosh\b/, 'macOS'],
-    [/\bLinux\b/, 'Linux'],
-  ];
-  function deviceWords(userAgent) {
-    const agent = userAgent || '';
-    const name = (list, fallback) => list.find(([pattern]) => pattern.test(agent))?.[1] ?? fallback;
-    return `${name(browserNames, 'Unknown browser')} on ${name(systemNames, 'unknown system')}`;
-  }
-
   function timeOf(iso) {
     const element = document.createElement('time');
     element.dateTime = iso;
@@ -91,7 +67,7 @@ export function accountArea(page) {
     const item = document.createElement('li');
     const device = document.createElement('p');
     device.id = `session-${session.id}`;
-    const words = deviceWords(session.client.user_agent);
+    const words = session.client.device;
     const name = document.createElement('strong');
     name.textContent = words;
     device.append(name);

@@ -7,13 +7,14 @@
  *
  * Order matters: Edge, Opera and Samsung Internet also claim to be Chrome and Safari, Chrome
  * claims to be Safari, and iOS browsers other than Safari name themselves with their own tokens.
+ * Headless Chrome (automation, and the project's own browser tests) calls itself HeadlessChrome.
  */
 const browsers: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bEdg(?:e|A|iOS)?\//, 'Edge'],
   [/\bOPR\/|\bOpera\b/, 'Opera'],
   [/\bSamsungBrowser\//, 'Samsung Internet'],
   [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
-  [/\bChrome\/|\bCriOS\/|\bChromium\//, 'Chrome'],
+  [/(?:\b|Headless)Chrome\/|\bCriOS\/|\bChromium\//, 'Chrome'],
   [/\bSafari\//, 'Safari'],
 ];
 

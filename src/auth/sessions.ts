@@ -3,6 +3,7 @@ import net from 'node:net';
 import type { Clock } from '../clock.js';
 import type { Database, Queryable } from '../storage/database.js';
 import { customerColumns, type CustomerRow } from './customers.js';
+import { deviceFamily } from './device-family.js';
 
 export const sessionIdleTimeoutSeconds = 14 * 24 * 60 * 60;
 export const sessionAbsoluteLifetimeSeconds = 30 * 24 * 60 * 60;
@@ -131,7 +132,7 @@ export interface SessionView {
   created_at: string;
   last_seen_at: string;
   expires_at: string;
-  client: { user_agent: string | null; address: string | null };
+  client: { user_agent: string | null; device: string; address: string | null };
 }
 
 interface SessionRow {
@@ -173,7 +174,7 @@ export async function listCustomerSessions(
     created_at: new Date(row.created_at).toISOString(),
     last_seen_at: new Date(row.last_seen_at).toISOString(),
     expires_at: new Date(row.expires_at).toISOString(),
-    client: { user_agent: row.user_agent, address: row.client_address },
+    client: { user_agent: row.user_agent, device: deviceFamily(row.user_agent), address: row.client_address },
   }));
 }
 

@@ -102,6 +102,9 @@ export const SessionClient = Type.Object({
   user_agent: Type.Union([Type.String({ maxLength: 256 }), Type.Null()], {
     description: 'What the browser sent at login, cut to 256 characters; null when it sent none.',
   }),
+  device: Type.String({
+    description: 'The device in a few words, e.g. `Firefox on Windows`: browser and system, no versions.',
+  }),
   address: Type.Union([Type.String(), Type.Null()], {
     description: 'The login address masked to its /24 (IPv4) or /48 (IPv6), e.g. `203.0.113.0/24`.',
   }),

@@ -73,7 +73,9 @@ describe('account area: sessions', () => {
     test('lists the live sessions newest first, with the current one marked and the client as at login', async () => {
       const t = await harness.start();
       const ada = await registeredCustomer(t);
-      const phone = await loginFrom(t, ada, { userAgent: 'Phone Safari', address: '198.51.100.23' });
+      const phoneAgent =
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1';
+      const phone = await loginFrom(t, ada, { userAgent: phoneAgent, address: '198.51.100.23' });
       t.clock.advance(minute);
       const laptop = await loginFrom(t, ada, { userAgent: 'Laptop Firefox', address: '2001:db8:abcd:12:3456::1' });
       const reply = await list(t, laptop);
@@ -84,8 +86,15 @@ describe('account area: sessions', () => {
       assert.deepEqual(
         sessions.map((session) => [session.current, session.client]),
         [
-          [true, { user_agent: 'Laptop Firefox', address: '2001:db8:abcd::/48' }],
-          [false, { user_agent: 'Phone Safari', address: '198.51.100.0/24' }],
+          [
+            true,
+            {
+              user_agent: 'Laptop Firefox',
+              device: 'Unknown browser on unknown system',
+              address: '2001:db8:abcd::/48',
+            },
+          ],
+          [false, { user_agent: phoneAgent, device: 'Safari on iOS', address: '198.51.100.0/24' }],
         ],
       );
       const [newest] = sessions;
