@@ -16,6 +16,7 @@ export const auditEvents = [
   'account.deleted',
   'identity.change_requested',
   'identity.changed',
+  'reauthentication.failed',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 

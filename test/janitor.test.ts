@@ -123,7 +123,13 @@ describe('the janitor', () => {
 
   test('sent and dropped messages go after 7 days, failed ones after 30, pending ones never', async () => {
     const { clock, at, moveTo } = timeline();
-    const message = { channel: 'email', purpose: 'password_changed', storeName: 'S', customerName: 'Ada' } as const;
+    const message = {
+      channel: 'email',
+      purpose: 'password_changed',
+      customerId: null,
+      storeName: 'S',
+      customerName: 'Ada',
+    } as const;
     const enqueue = async (status: string, withBody: boolean) => {
       const id = await enqueueMessage(db, { clock, keys }, { ...message, to: `${status}@example.com` });
       await db.query(
@@ -166,6 +172,7 @@ describe('the janitor', () => {
         channel: 'email',
         purpose: 'verification',
         to: 'ada@example.com',
+        customerId: ada,
         storeName: 'S',
         customerName: 'Ada',
         code: issued.code,

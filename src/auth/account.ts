@@ -78,6 +78,7 @@ export async function changePassword(
       channel: channelFor(store.identityMode),
       purpose: 'password_changed',
       to: locked.identity_value,
+      customerId: locked.id,
       storeName: store.name,
       customerName: locked.name,
       signedOut: 'other_devices',

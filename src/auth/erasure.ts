@@ -1,5 +1,5 @@
 import { listCustomerAudit, scrubAuditIdentity } from '../audit.js';
-import { eraseRecipient, enqueueMessage } from '../delivery/outbox.js';
+import { eraseCustomerMessages, enqueueMessage } from '../delivery/outbox.js';
 import { deleteCustomerChallenges } from './codes.js';
 import {
   customerCreatedAt,
@@ -84,7 +84,8 @@ export async function deleteAccountWithPassword(
 
 /**
  * Erases an account in one transaction: its sessions and codes, the customer row, every outbox
- * message to its identity (unsent ones are dropped, all lose the address), and every identity
+ * message about it or to its identity, whichever identity it went to (unsent ones are dropped,
+ * all lose the address and body), and every identity
  * value in the details of its audit events, which keep the customer id. Then one
  * `account_deleted` notice is queued to the identity, the only row that still holds it, until it
  * is sent. The identity is free for a new registration as soon as this commits.
@@ -109,13 +110,15 @@ export async function eraseAccount(
     const channel = channelFor(customer.identity_type);
     await deleteCustomerSessions(tx, customer.id);
     await deleteCustomerChallenges(tx, customer.id);
-    await eraseRecipient(tx, deps.clock, channel, customer.identity_value);
+    await eraseCustomerMessages(tx, deps.clock, customer.id, { channel, recipient: customer.identity_value });
     await scrubAuditIdentity(tx, customer.id, customer.identity_value);
     await deleteCustomer(tx, customer.id);
     await enqueueMessage(tx, deps, {
       channel,
       purpose: 'account_deleted',
       to: customer.identity_value,
+      // The customer row is gone: this message is about no one the database still knows.
+      customerId: null,
       storeName,
       customerName: customer.name,
     });

@@ -76,6 +76,8 @@ export async function requestIdentityChange(
         channel,
         purpose: 'identity_taken',
         to: newIdentityValue,
+        // About the account that holds the address, not the one asking: it goes with the owner's.
+        customerId: owner.id,
         storeName: store.name,
         customerName: owner.name,
       });
@@ -86,6 +88,7 @@ export async function requestIdentityChange(
       channel,
       purpose: 'identity_change',
       to: newIdentityValue,
+      customerId: customer.id,
       storeName: store.name,
       customerName: customer.name,
       code: challenge.code,
@@ -127,6 +130,7 @@ export async function confirmIdentityChange(
       channel: channelFor(locked.identity_type),
       purpose: 'identity_changed',
       to: locked.identity_value,
+      customerId: locked.id,
       storeName: store.name,
       customerName: locked.name,
       maskedIdentity: maskIdentity(store.identityMode, consumed.newIdentityValue),

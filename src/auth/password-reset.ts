@@ -71,6 +71,7 @@ export async function resetPassword(
       channel: channelFor(store.identityMode),
       purpose: 'password_changed',
       to: customer.identity_value,
+      customerId: customer.id,
       storeName: store.name,
       customerName: customer.name,
     });

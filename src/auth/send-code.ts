@@ -20,6 +20,7 @@ export async function sendCode(
     channel: channelFor(store.identityMode),
     purpose,
     to: customer.identity_value,
+    customerId: customer.id,
     storeName: store.name,
     customerName: customer.name,
     code: challenge.code,

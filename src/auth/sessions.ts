@@ -178,6 +178,16 @@ export async function listCustomerSessions(
   }));
 }
 
+/** How many live sessions the customer has, by the same rule as every other reader of sessions. */
+export async function countLiveCustomerSessions(db: Queryable, clock: Clock, customerId: string): Promise<number> {
+  const { now, idleCutoff } = idleCutoffOf(clock);
+  const [row] = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1 AND ${liveCondition}`,
+    [customerId, now, idleCutoff],
+  );
+  return row?.n ?? 0;
+}
+
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**

@@ -43,6 +43,7 @@ export async function noteSignIn(
       channel: channelFor(store.identityMode),
       purpose: 'new_sign_in',
       to: customer.identity_value,
+      customerId: customer.id,
       storeName: store.name,
       customerName: customer.name,
       signIn: { at: deps.clock.now(), device: family, address: maskedAddress },

@@ -10,7 +10,7 @@ import {
   type RetentionSettings,
 } from '../config.js';
 import { findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/customers.js';
-import { listCustomerSessions, revokeCustomerSessions } from '../auth/sessions.js';
+import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions } from '../auth/sessions.js';
 import { normalizeIdentity } from '../auth/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
 import { prune } from '../janitor.js';
@@ -113,11 +113,8 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
       const value = normalizeIdentity(mode, command.identity);
       const row = value === null ? null : await findCustomerByIdentity(db, mode, value);
       if (row === null) return { ok: false, error: `no customer with ${mode} ${command.identity}` };
-      const [sessions] = await db.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1 AND expires_at > $2',
-        [row.id, clock.now()],
-      );
-      return { ok: true, output: { ...toCustomer(row), active_sessions: sessions?.n ?? 0 } };
+      const activeSessions = await countLiveCustomerSessions(db, clock, row.id);
+      return { ok: true, output: { ...toCustomer(row), active_sessions: activeSessions } };
     }
     case 'customer.delete': {
       const store = await loadStore(db);

@@ -17,6 +17,12 @@ export interface NewMessage {
   channel: Channel;
   purpose: MessagePurpose;
   to: string;
+  /**
+   * The customer the message is about, whatever address it goes to (a code to an identity they
+   * are moving to, a notice to one they left), so deleting the account finds it. Null only for a
+   * message about no customer: the notice of a deletion, queued once the customer is gone.
+   */
+  customerId: string | null;
   storeName: string;
   customerName: string;
   code?: string;
@@ -32,12 +38,13 @@ export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: N
   const now = deps.clock.now();
   const content = renderMessage(message);
   const [row] = await tx.query<{ id: string }>(
-    `INSERT INTO outbox (channel, purpose, recipient, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $6, $6) RETURNING id::text AS id`,
+    `INSERT INTO outbox (channel, purpose, recipient, customer_id, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) RETURNING id::text AS id`,
     [
       message.channel,
       message.purpose,
       message.to,
+      message.customerId,
       sealContent(deps.keys.outbox, content),
       message.challengeId ?? null,
       now,
@@ -50,26 +57,28 @@ export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: N
 export const erasedRecipient = '(erased)';
 
 /**
- * Forgets an address everywhere in the outbox, in the caller's transaction (account deletion):
- * its unsent messages (pending, or failed and so retryable) become `dropped` with their sealed
- * bodies gone, and every message to it, sent ones included, loses the address. Returns how many
- * were dropped. The dispatcher only claims pending messages, so a dropped one is never sent.
+ * Forgets a customer everywhere in the outbox, in the caller's transaction (account deletion):
+ * every message about them, whatever address it went to, and every message to their current
+ * address (which also covers messages queued before the outbox named customers and left without
+ * one, see migration 10). Unsent ones (pending, or failed and so retryable) become `dropped`;
+ * all of them lose the address, the sealed body and the customer. Returns how many were dropped.
+ * The dispatcher only claims pending messages, so a dropped one is never sent.
  */
-export async function eraseRecipient(
+export async function eraseCustomerMessages(
   tx: Queryable,
   clock: Clock,
-  channel: Channel,
-  recipient: string,
+  customerId: string,
+  current: { channel: Channel; recipient: string },
 ): Promise<number> {
   const rows = await tx.query<{ dropped: boolean }>(
     `UPDATE outbox o
         SET status = CASE WHEN o.status IN ('pending', 'failed') THEN 'dropped' ELSE o.status END,
-            sealed_body = NULL, recipient = $3, locked_until = NULL, updated_at = $4
+            sealed_body = NULL, recipient = $4, customer_id = NULL, locked_until = NULL, updated_at = $5
        FROM (SELECT id, status IN ('pending', 'failed') AS dropped FROM outbox
-              WHERE channel = $1 AND recipient = $2 FOR UPDATE) old
+              WHERE customer_id = $1 OR (channel = $2 AND recipient = $3) FOR UPDATE) old
       WHERE o.id = old.id
       RETURNING old.dropped`,
-    [channel, recipient, erasedRecipient, clock.now()],
+    [customerId, current.channel, current.recipient, erasedRecipient, clock.now()],
   );
   return rows.filter((row) => row.dropped).length;
 }

@@ -184,6 +184,26 @@ export const migrations: Migration[] = [
       ALTER TABLE challenges ADD COLUMN new_identity_value text;
     `,
   },
+  {
+    version: 10,
+    name: 'outbox_customer',
+    sql: `
+      -- The customer a message is about, whichever address it went to, so deleting the account
+      -- erases them all: a change code sent to an identity being moved to, a notice sent to one
+      -- left behind. SET NULL rather than CASCADE: the deletion drops or strips these rows itself,
+      -- and the last message, the notice of the deletion, is queued after the customer row is gone.
+      ALTER TABLE outbox ADD COLUMN customer_id uuid REFERENCES customers (id) ON DELETE SET NULL;
+      CREATE INDEX outbox_customer ON outbox (customer_id) WHERE customer_id IS NOT NULL;
+      -- Messages queued before this column: a code's message belongs to its code's customer, any
+      -- other to the account whose address it went to. What is left is a notice to an identity its
+      -- customer has since left; the deletion cannot find it, and the janitor deletes it when the
+      -- outbox retention ends, as it did before.
+      UPDATE outbox o SET customer_id = ch.customer_id FROM challenges ch WHERE o.challenge_id = ch.id;
+      UPDATE outbox o SET customer_id = c.id FROM customers c
+       WHERE o.customer_id IS NULL AND o.recipient = c.identity_value
+         AND o.channel = CASE c.identity_type WHEN 'email' THEN 'email' ELSE 'sms' END;
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -49,6 +49,22 @@ describe('operator commands for sessions', () => {
     assert.ok(sessions.every((session) => session.current === false));
   });
 
+  test('customer show counts only live sessions: one idle for 14 days is ended though not expired', async () => {
+    const t = await harness.start();
+    const ada = await registeredCustomer(t);
+    const day = 24 * 60 * 60;
+    await signIn(t, ada);
+    t.clock.advance(13 * day);
+    const recent = await signIn(t, ada);
+    t.clock.advance(day + 1);
+    const shown = await admin(t, { name: 'customer.show', identity: ada.identity });
+    assert.equal(shown.ok, true, shown.error);
+    assert.equal((shown.output as { active_sessions: number }).active_sessions, 1, 'the idle session is not counted');
+    const listed = await admin(t, { name: 'customer.sessions', identity: ada.identity });
+    assert.equal((listed.output as unknown[]).length, 1, 'the count agrees with the listing');
+    assert.equal((await t.get(`${auth}/session`, { cookie: `storefront_session=${recent}` })).status, 200);
+  });
+
   test('customer revoke-sessions signs the customer out everywhere, only them, audited as the operator', async () => {
     const t = await harness.start();
     const ada = await registeredCustomer(t);

@@ -12,6 +12,7 @@ const notice: NewMessage = {
   channel: 'email',
   purpose: 'password_changed',
   to: 'ada@example.com',
+  customerId: null,
   storeName: 'My Store',
   customerName: 'Ada Lovelace',
 };

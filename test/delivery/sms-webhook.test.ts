@@ -194,6 +194,7 @@ describe('SMS delivery through the provider hook', () => {
         channel: 'sms',
         purpose: 'password_changed',
         to: phone,
+        customerId: null,
         storeName,
         customerName: 'Ada Lovelace',
       },

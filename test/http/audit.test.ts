@@ -72,6 +72,49 @@ describe('the audit trail', () => {
     }
   });
 
+  test('records a wrong current_password on password change, identity change and deletion as reauthentication.failed', async () => {
+    const t = await harness.start();
+    const customer = await registeredCustomer(t);
+    const login = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
+    const cookie = login.cookies.find((c) => c.name === 'storefront_session')!;
+    const headers = (requestId: string) => ({ cookie: `${cookie.name}=${cookie.value}`, 'x-request-id': requestId });
+    const wrong = 'not the password 1';
+    const attempts: Array<[string, string, Record<string, unknown>]> = [
+      [
+        'password.change',
+        '/password/change',
+        { current_password: wrong, password: 'brand new words 9', password_confirmation: 'brand new words 9' },
+      ],
+      ['identity.change', '/identity/change', { email: 'ada.new@example.org', current_password: wrong }],
+      ['account.delete', '/account/delete', { current_password: wrong }],
+    ];
+    for (const [operation, path, body] of attempts) {
+      const reply = await t.post(`${auth}${path}`, body, headers(`req-${operation}`));
+      assert.equal(reply.status, 422, `${path}: ${JSON.stringify(reply.body)}`);
+      assert.ok(reply.body.errors.current_password, path);
+    }
+    // A refusal for another field, with the right password, is no guess at it.
+    const mismatch = {
+      current_password: customer.password,
+      password: 'brand new words 9',
+      password_confirmation: 'other words 9',
+    };
+    assert.equal((await t.post(`${auth}/password/change`, mismatch, headers('req-mismatch'))).status, 422);
+    await t.services.background.drain();
+
+    const events = (await listAudit(t.db, { limit: 100 }))
+      .reverse()
+      .filter((e) => e.event === 'reauthentication.failed');
+    assert.deepEqual(
+      events.map((e) => [e.request_id, e.customer_id, e.client_address, e.details]),
+      attempts.map(([operation]) => [`req-${operation}`, customer.id, '127.0.0.1', { operation }]),
+    );
+    assert.ok(
+      !JSON.stringify(await t.db.query('SELECT * FROM audit_events')).includes(wrong),
+      'no password in the trail',
+    );
+  });
+
   test('keeps the order of events recorded in a burst, though background work runs in parallel', async () => {
     const t = await harness.start();
     const ids = Array.from({ length: 40 }, (_, i) => `burst-${String(i).padStart(2, '0')}`);

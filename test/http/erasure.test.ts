@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, createHarness, registeredCustomer, registration, type Reply, type TestApp } from '../helpers/harness.js';
 
@@ -386,6 +387,82 @@ describe('export my data and delete my account', () => {
       // Grace is untouched.
       assert.ok((await placesHolding(t, grace.identity)).includes('customers.identity_value'));
       assert.equal((await t.get(`${auth}/session`, withSession(grace.session))).status, 200);
+    });
+
+    test('after a change of identity it leaves none of the old, the new or a requested identity, nor the customer id', async () => {
+      const t = await harness.start();
+      const ada = await signedIn(t);
+      const grace = await signedIn(t, { email: 'grace@example.com' });
+      await t.deliver();
+      const changeTo = (email: string) =>
+        t.post(`${auth}/identity/change`, { email, current_password: ada.password }, withSession(ada.session));
+      // A code to the new address (sent), the switch, and its notice to the old address (still queued).
+      const current = 'ada.new@example.org';
+      assert.equal((await changeTo(current)).status, 202);
+      const code = await t.codeFor(current, 'identity_change');
+      t.clock.advance(60);
+      const confirmed = await t.post(`${auth}/identity/confirm`, { code }, withSession(ada.session));
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      // A second change asked for and never confirmed: its code to a third address is still queued.
+      t.clock.advance(120);
+      const requested = 'ada.third@example.net';
+      assert.equal((await changeTo(requested)).status, 202);
+      // A message about Grace: it must outlive Ada's deletion.
+      assert.equal((await changeTo(grace.identity)).status, 202);
+      await t.services.background.drain();
+      for (const identity of [ada.identity, current, requested]) {
+        assert.ok(
+          (await placesHolding(t, identity)).includes('outbox.recipient'),
+          `the outbox holds ${identity} before`,
+        );
+      }
+
+      assert.equal((await deleteAccount(t, ada.session, { current_password: ada.password })).status, 200);
+      await t.services.background.drain();
+      assert.deepEqual(await placesHolding(t, ada.identity), [], 'the old identity is nowhere');
+      assert.deepEqual(await placesHolding(t, requested), [], 'the requested identity is nowhere');
+      // Until it is sent, the notice's recipient is the one place the current identity is kept.
+      assert.deepEqual(await placesHolding(t, current), ['outbox.recipient']);
+      assert.equal(await count(t, "outbox WHERE recipient = $1 AND purpose = 'account_deleted'", [current]), 1);
+      assert.deepEqual(await placesHolding(t, ada.id), ['audit_events.customer_id']);
+      const sent = await t.deliver();
+      assert.deepEqual(
+        sent.map((m) => `${m.purpose} to ${m.to}`).sort(),
+        [`account_deleted to ${current}`, `identity_taken to ${grace.identity}`],
+        'only the notice of deletion and the message to Grace are sent; the rest were dropped',
+      );
+      assert.deepEqual(await placesHolding(t, current), [], 'the identity is nowhere once the notice is sent');
+      assert.deepEqual(await placesHolding(t, ada.id), ['audit_events.customer_id']);
+      assert.ok((await placesHolding(t, grace.identity)).includes('customers.identity_value'));
+    });
+
+    test('messages queued before the outbox named customers get theirs from their code or their address', async () => {
+      const t = await harness.start();
+      const ada = await signedIn(t);
+      const grace = await registeredCustomer(t, { email: 'grace@example.com' });
+      const current = 'ada.new@example.org';
+      const change = { email: current, current_password: ada.password };
+      assert.equal((await t.post(`${auth}/identity/change`, change, withSession(ada.session))).status, 202);
+      const code = await t.codeFor(current, 'identity_change');
+      assert.equal((await t.post(`${auth}/identity/confirm`, { code }, withSession(ada.session))).status, 200);
+      await t.services.background.drain();
+      await t.close();
+      // Back to the outbox before the column, with these messages in it, then forward again.
+      await harness.db.exec(`
+        ALTER TABLE outbox DROP COLUMN customer_id;
+        DELETE FROM schema_migrations WHERE version = 10;
+      `);
+      assert.deepEqual(await migrate(harness.db), [10]);
+      const rows = await harness.db.query<{ message: string; customer_id: string | null }>(
+        `SELECT purpose || ' to ' || recipient AS message, customer_id::text AS customer_id FROM outbox ORDER BY id`,
+      );
+      assert.deepEqual(rows, [
+        { message: `verification to ${ada.identity}`, customer_id: ada.id },
+        { message: `verification to ${grace.identity}`, customer_id: grace.id },
+        { message: `identity_change to ${current}`, customer_id: ada.id },
+        // Its code is gone and the address is no one's now: the janitor's retention ends it.
+        { message: `identity_changed to ${ada.identity}`, customer_id: null },
+      ]);
     });
   });
 });

@@ -34,10 +34,21 @@ const samplesPerSlowCase = 600;
  * same precision; they are cheap, so 1,500 a case.
  */
 const samplesPerFastCase = 1_500;
+/**
+ * Forgot, reset and the sign-in code request and login run in each of the four store
+ * configurations (email or phone identities, verification required or not), with a third to a half
+ * of the samples above per configuration, so that the four of them and the phone store's customers
+ * keep the whole run within about 1.5 times what one configuration took. Reset and the code login
+ * are held to the wide 20% bound, which 200 and 700 samples resolve with room to spare; forgot
+ * and the code request answer in a millisecond or two, where the 0.15 ms floor is the bound, and
+ * 700 samples keep the shift's 95% interval well inside it (about ±0.03–0.06 ms on a busy host).
+ */
+const samplesPerConfigurationSlowCase = 200;
+const samplesPerConfigurationFastCase = 700;
 const warmUpsPerCase = 20;
 /**
- * Significance: with eight pairs a run, p < 0.001 keeps the chance that noise alone trips any
- * pair below 0.8%, so no pair needs a second measurement.
+ * Significance: with twenty pairs a run, p < 0.001 keeps the chance that noise alone trips any
+ * pair below 2%, so no pair needs a second measurement.
  */
 const maxP = 0.001;
 /**
@@ -368,109 +379,215 @@ describe('the rule that judges a pair', () => {
   });
 });
 
-describe('response times do not tell who has an account', { timeout: 10 * 60_000 }, () => {
-  let service: ServiceProcess;
-  let dataDir: string;
-  let base: string;
-  /**
-   * Unverified customers with `password`, one per sample and warm-up: every comparison uses each
-   * once (login, forgot and resend count separately, so no per-identity limit is reached).
-   */
-  const needed = Math.max(samplesPerSlowCase, samplesPerFastCase) + warmUpsPerCase;
-  const customers: string[] = [];
+type IdentityMode = 'email' | 'phone';
 
+/** One identity mode's service, its customers and the identities it knows nothing of. */
+interface TimingStore {
+  mode: IdentityMode;
+  base: string;
+  dataDir: string;
+  /** Unverified customers with `password`, in registration order. */
+  customers: string[];
+  /** An identity of the mode's form that has no account. */
+  unknown: (i: number) => string;
+}
+
+const identitiesOf: Record<IdentityMode, { known: (i: number) => string; unknown: (i: number) => string }> = {
+  email: { known: (i) => `timing-${i}@example.com`, unknown: (i) => `nobody${i}@example.com` },
+  // Valid US numbers: the known ones in 415, the unknown ones in 650.
+  phone: { known: (i) => `+1415${2_000_000 + i}`, unknown: (i) => `+1650${2_000_000 + i}` },
+};
+
+/**
+ * Starts a service of the identity mode (verification not required, signing in with a code on)
+ * with `needed` customers registered, before the suite's tests; stops it after them.
+ */
+function timingStore(mode: IdentityMode, needed: number): TimingStore {
+  const store: TimingStore = { mode, base: '', dataDir: '', customers: [], unknown: identitiesOf[mode].unknown };
+  let service: ServiceProcess | undefined;
   before(async () => {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'sfa-timing-'));
+    store.dataDir = mkdtempSync(path.join(os.tmpdir(), 'sfa-timing-'));
     service = await startService({
-      DATA_DIR: dataDir,
+      DATA_DIR: store.dataDir,
       TRUST_PROXY: 'true',
       DELIVERY_BUDGET_PER_HOUR: '1000000',
       SIGN_IN_PAGE: 'false',
+      STORE_IDENTITY_MODE: mode,
+      STORE_VERIFICATION_REQUIRED: 'false',
     });
-    base = service.url;
-    const ids = Array.from({ length: needed }, (_, i) => `timing-${i}@example.com`);
+    store.base = service.url;
+    const ids = Array.from({ length: needed }, (_, i) => identitiesOf[mode].known(i));
     // Eight at a time: the service hashes two at a time and queues the rest.
     for (let i = 0; i < ids.length; i += 8) {
       const batch = ids.slice(i, i + 8);
       const answers = await Promise.all(
-        batch.map((email) =>
-          post(base, '/register', { name: 'Timing', email, password, password_confirmation: password }),
+        batch.map((identity) =>
+          post(store.base, '/register', {
+            name: 'Timing',
+            [mode]: identity,
+            password,
+            password_confirmation: password,
+          }),
         ),
       );
       answers.forEach((answer, k) => assert.equal(answer.status, 201, `registering ${batch[k]}`));
-      customers.push(...batch);
+      store.customers.push(...batch);
     }
     // Signing in with a code is off by default; the running service sees the change within its
     // store refresh, so wait until the path stops answering 404.
-    const set = await runCommand(['store', 'set', '--sign-in-with-code', 'true'], cliEnv(dataDir));
+    const set = await runCommand(['store', 'set', '--sign-in-with-code', 'true'], cliEnv(store.dataDir));
     assert.equal(set.code, 0, set.stderr);
     const deadline = Date.now() + 10_000;
-    while ((await post(base, '/code/request', { identity: 'probe@example.com' })).status === 404) {
+    while ((await post(store.base, '/code/request', { identity: store.unknown(999_999) })).status === 404) {
       assert.ok(Date.now() < deadline, 'the service took up --sign-in-with-code within 10 s');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   });
-
   after(async () => {
     await service?.stop();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+    if (store.dataDir !== '') rmSync(store.dataDir, { recursive: true, force: true });
   });
+  return store;
+}
+
+/**
+ * Turns `auth.customer_verification_required` on and waits until the service applies it: the
+ * right password of an unverified customer (one no pair uses) stops opening a session.
+ */
+async function requireVerification(store: TimingStore, probe: string): Promise<void> {
+  const set = await runCommand(['store', 'set', '--verification-required', 'true'], cliEnv(store.dataDir));
+  assert.equal(set.code, 0, set.stderr);
+  const deadline = Date.now() + 10_000;
+  while ((await post(store.base, '/login', { identity: probe, password })).status === 200) {
+    assert.ok(Date.now() < deadline, 'the service took up --verification-required within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * The pairs whose path could differ by store configuration (the identity's form, and whether an
+ * account must be verified), run in one of the four. `first` is the first customer they use:
+ * forgot and the code request allow one message a minute per identity, known or not, so each
+ * configuration of a store has customers and unknown identities of its own. Forgot leaves each of them a live reset code and the code
+ * request a live sign-in code, so a wrong code after them is counted against a real one.
+ */
+function configurationPairs(store: TimingStore, verificationRequired: boolean, first: number): void {
+  const where = `${store.mode} store, verification ${verificationRequired ? 'required' : 'not required'}`;
+  const known = (i: number) => store.customers[first + i]!;
+  // Unknown identities are counted against the same limits as known ones, so they do not repeat.
+  const unknownIdentity = (i: number) => store.unknown(first + i);
+  const samples = { fast: samplesPerConfigurationFastCase, slow: samplesPerConfigurationSlowCase };
+
+  test(`forgot password (${where}): an existing and an unknown identity take the same time`, async (context) => {
+    const request = (identity: string) => post(store.base, '/password/forgot', { identity });
+    const existing: Case = { label: 'existing identity', status: 202, request: (i) => request(known(i)) };
+    const unknown: Case = { label: 'unknown identity', status: 202, request: (i) => request(unknownIdentity(i)) };
+    await assertIndistinguishable(context, existing, unknown, samples.fast, contractShiftBound);
+  });
+
+  test(`reset password (${where}): an unknown identity and a wrong code for an existing one take nearly the same time`, async (context) => {
+    const request = (identity: string) =>
+      post(store.base, '/password/reset', {
+        identity,
+        code: '000000',
+        password: 'difference engine 1822',
+        password_confirmation: 'difference engine 1822',
+      });
+    const wrongCode: Case = { label: 'wrong code', status: 422, request: (i) => request(known(i)) };
+    const unknown: Case = { label: 'unknown identity', status: 422, request: (i) => request(unknownIdentity(i)) };
+    await assertIndistinguishable(context, wrongCode, unknown, samples.slow, challengeShiftBound);
+  });
+
+  test(`sign-in code request (${where}): an existing and an unknown identity take the same time`, async (context) => {
+    const request = (identity: string) => post(store.base, '/code/request', { identity });
+    const existing: Case = { label: 'existing identity', status: 202, request: (i) => request(known(i)) };
+    const unknown: Case = { label: 'unknown identity', status: 202, request: (i) => request(unknownIdentity(i)) };
+    await assertIndistinguishable(context, existing, unknown, samples.fast, contractShiftBound);
+  });
+
+  // A wrong code is counted against the live sign-in code the request pair left, as in verify and
+  // reset, and is held to the same wider bound.
+  test(`sign-in code login (${where}): an unknown identity and a wrong code for an existing one take nearly the same time`, async (context) => {
+    const request = (identity: string) => post(store.base, '/code/login', { identity, code: '000000' });
+    const wrongCode: Case = { label: 'wrong code', status: 422, request: (i) => request(known(i)) };
+    const unknown: Case = { label: 'unknown identity', status: 422, request: (i) => request(unknownIdentity(i)) };
+    await assertIndistinguishable(context, wrongCode, unknown, samples.fast, challengeShiftBound);
+  });
+}
+
+/** Customers one configuration's pairs use: a sample each, and a warm-up each. */
+const customersPerConfiguration =
+  Math.max(samplesPerConfigurationFastCase, samplesPerConfigurationSlowCase) + warmUpsPerCase;
+
+/**
+ * Each identity mode runs its configuration pairs without, then with, verification required; the
+ * email store also runs the pairs that do not depend on the configuration, in the default one.
+ */
+for (const mode of ['email', 'phone'] as const) {
+  describe(`response times do not tell who has an account: ${mode} store`, { timeout: 15 * 60_000 }, () => {
+    /**
+     * Two configurations' customers, and for the email store one per sample and warm-up of the
+     * default-configuration pairs (login, resend and verify count separately, so no per-identity
+     * limit is reached), and one more to probe the verification setting with.
+     */
+    const needed =
+      Math.max(2 * customersPerConfiguration, mode === 'email' ? samplesPerFastCase + warmUpsPerCase : 0) + 1;
+    const store = timingStore(mode, needed);
+
+    if (mode === 'email') defaultConfigurationPairs(store);
+    describe('verification not required', () => configurationPairs(store, false, 0));
+    describe('verification required', () => {
+      before(() => requireVerification(store, store.customers[needed - 1]!));
+      configurationPairs(store, true, customersPerConfiguration);
+    });
+  });
+}
+
+/** The pairs run in the default configuration only (email store, verification not required). */
+function defaultConfigurationPairs(store: TimingStore): void {
+  const customers = store.customers;
 
   test('login: an unknown identity and a wrong password take the same time', async (context) => {
     const unknown: Case = {
       label: 'unknown identity',
       status: 401,
-      request: (i) => post(base, '/login', { identity: `nobody${i}@example.com`, password }),
+      request: (i) => post(store.base, '/login', { identity: store.unknown(i), password }),
     };
     const wrong: Case = {
       label: 'wrong password',
       status: 401,
-      request: (i) => post(base, '/login', { identity: customers[i]!, password: 'analytical engine 1844' }),
+      request: (i) => post(store.base, '/login', { identity: customers[i]!, password: 'analytical engine 1844' }),
     };
     await assertIndistinguishable(context, unknown, wrong, samplesPerSlowCase, contractShiftBound);
-  });
-
-  test('forgot password: an existing and an unknown identity take the same time', async (context) => {
-    const existing: Case = {
-      label: 'existing identity',
-      status: 202,
-      request: (i) => post(base, '/password/forgot', { identity: customers[i]! }),
-    };
-    const unknown: Case = {
-      label: 'unknown identity',
-      status: 202,
-      request: (i) => post(base, '/password/forgot', { identity: `nobody${i}@example.com` }),
-    };
-    await assertIndistinguishable(context, existing, unknown, samplesPerFastCase, contractShiftBound);
   });
 
   test('resend verification: an existing unverified and an unknown identity take the same time', async (context) => {
     const existing: Case = {
       label: 'existing unverified identity',
       status: 202,
-      request: (i) => post(base, '/verification/resend', { identity: customers[i]! }),
+      request: (i) => post(store.base, '/verification/resend', { identity: customers[i]! }),
     };
     const unknown: Case = {
       label: 'unknown identity',
       status: 202,
-      request: (i) => post(base, '/verification/resend', { identity: `nobody${i}@example.com` }),
+      request: (i) => post(store.base, '/verification/resend', { identity: store.unknown(i) }),
     };
     await assertIndistinguishable(context, existing, unknown, samplesPerFastCase, contractShiftBound);
   });
 
-  // Verify and reset answer 422 invalid_identity_challenge alike for an unknown identity and a wrong
-  // code; their times are held to the wider bound (see challengeShiftBound). Each customer's live
-  // code takes one wrong guess here (of its five).
+  // Verify answers 422 invalid_identity_challenge alike for an unknown identity and a wrong code;
+  // its times are held to the wider bound (see challengeShiftBound). Each customer's live code
+  // takes one wrong guess here (of its five).
   test('verify: an unknown identity and a wrong code for an existing one take nearly the same time', async (context) => {
     const wrongCode: Case = {
       label: 'wrong code',
       status: 422,
-      request: (i) => post(base, '/verify', { identity: customers[i]!, code: '000000' }),
+      request: (i) => post(store.base, '/verify', { identity: customers[i]!, code: '000000' }),
     };
     const unknown: Case = {
       label: 'unknown identity',
       status: 422,
-      request: (i) => post(base, '/verify', { identity: `nobody${i}@example.com`, code: '000000' }),
+      request: (i) => post(store.base, '/verify', { identity: store.unknown(i), code: '000000' }),
     };
     await assertIndistinguishable(context, wrongCode, unknown, samplesPerFastCase, challengeShiftBound);
   });
@@ -479,14 +596,14 @@ describe('response times do not tell who has an account', { timeout: 10 * 60_000
   // 202 goes out before the lookup, so the two must take the same time (held to the 5% bound).
   test('identity change: a taken and a free new identity take the same time', async (context) => {
     const mover = 'timing-mover@example.com';
-    const registered = await post(base, '/register', {
+    const registered = await post(store.base, '/register', {
       name: 'Timing',
       email: mover,
       password,
       password_confirmation: password,
     });
     assert.equal(registered.status, 201);
-    const login = await fetch(`${base}/api/v1/customer/auth/login`, {
+    const login = await fetch(`${store.base}/api/v1/customer/auth/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-forwarded-for': nextAddress() },
       body: JSON.stringify({ identity: mover, password }),
@@ -499,64 +616,15 @@ describe('response times do not tell who has an account', { timeout: 10 * 60_000
     const taken: Case = {
       label: 'taken identity',
       status: 202,
-      request: (i) => post(base, '/identity/change', { email: customers[i]!, current_password: password }, session),
+      request: (i) =>
+        post(store.base, '/identity/change', { email: customers[i]!, current_password: password }, session),
     };
     const free: Case = {
       label: 'free identity',
       status: 202,
       request: (i) =>
-        post(base, '/identity/change', { email: `free${i}@example.com`, current_password: password }, session),
+        post(store.base, '/identity/change', { email: `free${i}@example.com`, current_password: password }, session),
     };
     await assertIndistinguishable(context, taken, free, samplesPerSlowCase, contractShiftBound);
   });
-
-  test('reset password: an unknown identity and a wrong code for an existing one take nearly the same time', async (context) => {
-    const body = (identity: string) => ({
-      identity,
-      code: '000000',
-      password: 'difference engine 1822',
-      password_confirmation: 'difference engine 1822',
-    });
-    const wrongCode: Case = {
-      label: 'wrong code',
-      status: 422,
-      request: (i) => post(base, '/password/reset', body(customers[i]!)),
-    };
-    const unknown: Case = {
-      label: 'unknown identity',
-      status: 422,
-      request: (i) => post(base, '/password/reset', body(`nobody${i}@example.com`)),
-    };
-    await assertIndistinguishable(context, wrongCode, unknown, samplesPerSlowCase, challengeShiftBound);
-  });
-
-  test('sign-in code request: an existing and an unknown identity take the same time', async (context) => {
-    const existing: Case = {
-      label: 'existing identity',
-      status: 202,
-      request: (i) => post(base, '/code/request', { identity: customers[i]! }),
-    };
-    const unknown: Case = {
-      label: 'unknown identity',
-      status: 202,
-      request: (i) => post(base, '/code/request', { identity: `nobody${i}@example.com` }),
-    };
-    await assertIndistinguishable(context, existing, unknown, samplesPerFastCase, contractShiftBound);
-  });
-
-  // The request pair above left each customer a live sign-in code, so a wrong code here is counted
-  // against a real code, as in verify and reset, and is held to the same wider bound.
-  test('sign-in code login: an unknown identity and a wrong code for an existing one take nearly the same time', async (context) => {
-    const wrongCode: Case = {
-      label: 'wrong code',
-      status: 422,
-      request: (i) => post(base, '/code/login', { identity: customers[i]!, code: '000000' }),
-    };
-    const unknown: Case = {
-      label: 'unknown identity',
-      status: 422,
-      request: (i) => post(base, '/code/login', { identity: `nobody${i}@example.com`, code: '000000' }),
-    };
-    await assertIndistinguishable(context, wrongCode, unknown, samplesPerFastCase, challengeShiftBound);
-  });
-});
+}

@@ -24,8 +24,8 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
+  function audit(request: FastifyRequest, event: AuditEvent, customerId: string, details?: Record<string, string>) {
+    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
   }
 
   return async (app) => {
@@ -74,6 +74,8 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
           if (result.reason === 'unauthenticated') throw new ProblemError('unauthenticated');
           const wrong = result.errors['current_password'] !== undefined;
           metrics.passwordChanges.inc({ outcome: wrong ? 'wrong_password' : 'invalid' });
+          // A guess at the password from a signed-in session, recorded as a failed login is.
+          if (wrong) audit(request, 'reauthentication.failed', customer.id, { operation: 'password.change' });
           throw new ProblemError('validation_failed', { errors: result.errors });
         }
         metrics.passwordChanges.inc({ outcome: 'success' });

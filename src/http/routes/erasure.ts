@@ -38,8 +38,8 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
     messagesQueued: () => services.dispatcher.nudge(),
   };
 
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
+  function audit(request: FastifyRequest, event: AuditEvent, customerId: string, details?: Record<string, string>) {
+    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
   }
 
   return async (app) => {
@@ -109,6 +109,8 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
         );
         if (result === 'gone') throw new ProblemError('unauthenticated');
         if (result === 'wrong_password') {
+          // A guess at the password from a signed-in session, recorded as a failed login is.
+          audit(request, 'reauthentication.failed', customer.id, { operation: 'account.delete' });
           throw new ProblemError('validation_failed', { errors: { current_password: [wrongPasswordMessage] } });
         }
         await limiter.forget(limits.failedLogins, customer.identity_value);

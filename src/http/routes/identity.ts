@@ -27,8 +27,8 @@ export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { metrics, limiter } = services;
   const deps = authDeps(services);
 
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id });
+  function audit(request: FastifyRequest, event: AuditEvent, customerId: string, details?: Record<string, string>) {
+    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
   }
 
   return async (app) => {
@@ -70,6 +70,10 @@ export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
         const checked = await checkIdentityChange(deps, store, customer, request.body);
         if (!checked.ok) {
           count(checked.wrongPassword ? 'wrong_password' : 'invalid');
+          // A guess at the password from a signed-in session, recorded as a failed login is.
+          if (checked.wrongPassword) {
+            audit(request, 'reauthentication.failed', customer.id, { operation: 'identity.change' });
+          }
           throw new ProblemError('validation_failed', { errors: checked.errors });
         }
         await limiter.forget(limits.failedLogins, customer.identity_value);
