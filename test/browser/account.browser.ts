@@ -337,7 +337,7 @@ describe('the account area: name, email, export and deletion', () => {
       await password.fill('not the password 9');
       await section.getByRole('button', { name: 'Delete my account for good' }).click();
       await status('Some fields need another look', 'error');
-      assert.equal(await page.locator('#delete-password-error').textContent(), 'Is not the current password.');
+      assert.equal(await page.locator('#delete-password-error').textContent(), 'Is not correct.');
       assert.equal(await page.locator('#account').isVisible(), true, 'still signed in, nothing deleted');
 
       await password.fill('electric arc 1902');

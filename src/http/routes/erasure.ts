@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { deleteAccountWithPassword, exportAccount } from '../../auth/erasure.js';
+import { wrongCurrentPassword } from '../../auth/account.js';
 import type { Services } from '../../services.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
@@ -16,8 +17,6 @@ import {
   problemResponses,
 } from '../schemas.js';
 import { signedIn } from '../route-support.js';
-
-export const wrongPasswordMessage = 'Is not the current password.';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
@@ -85,7 +84,7 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
           response: {
             200: DeletedStatus,
             ...bodyProblemResponses(DeleteAccountBody, ['unauthenticated'], {
-              fieldErrors: { current_password: [wrongPasswordMessage] },
+              fieldErrors: { current_password: [wrongCurrentPassword] },
             }),
           },
         },
@@ -111,7 +110,7 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
         if (result === 'wrong_password') {
           // A guess at the password from a signed-in session, recorded as a failed login is.
           audit(request, 'reauthentication.failed', customer.id, { operation: 'account.delete' });
-          throw new ProblemError('validation_failed', { errors: { current_password: [wrongPasswordMessage] } });
+          throw new ProblemError('validation_failed', { errors: { current_password: [wrongCurrentPassword] } });
         }
         await limiter.forget(limits.failedLogins, customer.identity_value);
         audit(request, 'account.deleted', customer.id);
