@@ -1,7 +1,7 @@
 import type { Backend, Mode } from './backends.js';
 import { waitForQuietHost, type HostUse } from './host.js';
-import { measureServiceCpu, waitUntilIdle, type ServiceCpu } from './proc.js';
-import { startService, type Server } from './servers.js';
+import { measureServiceCpu, waitUntilIdle, waitUntilSettled, type ServiceCpu } from './proc.js';
+import { startService, type MemoryReading, type Server } from './servers.js';
 
 export interface Goal {
   text: string;
@@ -45,10 +45,17 @@ export function applyServiceErrors(rows: Row[], kinds: Record<string, number>): 
   }
 }
 
+/**
+ * Figure 6's readings after one round (or at a figure's end): `peak` right after the load, with
+ * whatever it left queued still in memory; `settled` once the service and its database had gone
+ * quiet (or the wait's bound ran out, `settled: false`).
+ */
 export interface RssSample {
   figure: string;
   when: string;
-  mb: number;
+  peak: MemoryReading;
+  settledAt: MemoryReading;
+  settled: boolean;
 }
 
 /** A span of a figure's load, in this machine's monotonic clock (µs), to cut a CPU profile to. */
@@ -117,10 +124,26 @@ export function format(value: number, digits = 0): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
-export function recordRss(context: BenchContext, service: Server, figure: string, when: string): number {
-  const mb = service.rssMb();
-  context.rss.push({ figure, when, mb });
-  return mb;
+/**
+ * Reads the memory now (the peak, unless the caller read it earlier, before draining a backlog),
+ * then again once the service and its database have settled, and records both.
+ */
+export async function recordRss(
+  context: BenchContext,
+  service: Server,
+  figure: string,
+  when: string,
+  peak = service.memory(),
+): Promise<RssSample> {
+  const { settled } = await waitUntilSettled(service.pid);
+  const sample = { figure, when, peak, settledAt: service.memory(), settled };
+  context.rss.push(sample);
+  return sample;
+}
+
+export function rssText(sample: RssSample): string {
+  const { peak, settledAt } = sample;
+  return `RSS ${format(peak.mb)} MB after the load, ${format(settledAt.mb)} MB settled (service ${format(settledAt.serviceMb)} + database ${format(settledAt.databaseMb)})${sample.settled ? '' : ' NOT SETTLED'}`;
 }
 
 /** Time-stamps a span of load so a CPU profile can be cut to it. */
@@ -153,15 +176,14 @@ export async function withService<T>(
   context.starts.push(startSeconds);
   progress(
     context,
-    `fig ${figure}: service pid ${service.pid} listening at ${service.url} after ${format(startSeconds, 1)} s, RSS ${format(service.rssMb())} MB`,
+    `fig ${figure}: service pid ${service.pid} listening at ${service.url} after ${format(startSeconds, 1)} s, RSS ${format(service.memory().mb)} MB`,
   );
   try {
     // Start measuring from a quiet service, not one still finishing its start (migrations, GC).
     await waitUntilIdle(service.pid);
     const result = await work(service);
-    await waitUntilIdle(service.pid);
-    const mb = recordRss(context, service, figure, 'end');
-    progress(context, `fig ${figure}: RSS at the end ${format(mb)} MB`);
+    const end = await recordRss(context, service, figure, 'end');
+    progress(context, `fig ${figure}: at the end ${rssText(end)}`);
     return result;
   } finally {
     const code = await service.stop();

@@ -10,6 +10,7 @@ import {
   median,
   progress,
   recordRss,
+  rssText,
   withService,
   type BenchContext,
   type Row,
@@ -17,6 +18,7 @@ import {
 import type { ServiceCpu } from './proc.js';
 import { statusText, sum } from './figures-http.js';
 import { nextEmail, runLoad, type LoadResult } from './load.js';
+import { startProbeGenerator } from './probe-load.js';
 import { repoRoot, type Server } from './servers.js';
 
 const run = promisify(execFile);
@@ -131,13 +133,13 @@ async function hashingFigure(
       );
       ours.push(result);
       cpus.push(cpu);
-      const mb = recordRss(context, service, figure, `round ${round}`);
+      const memory = await recordRss(context, service, figure, `round ${round}`);
       await beforeRound(context, [service.pid]);
       const raw = await argon2Baseline(operation, context.seconds);
       baselines.push(raw);
       progress(
         context,
-        `fig ${figure} ${name} round ${round}/${context.rounds}: service ${format(result.okPerSecond, 1)}/s (${statusText(result)}), p99 ${format(result.latency.p99)} ms, ${cpuText(cpu)}; raw argon2id ${operation} ${format(raw, 1)}/s; RSS ${format(mb)} MB`,
+        `fig ${figure} ${name} round ${round}/${context.rounds}: service ${format(result.okPerSecond, 1)}/s (${statusText(result)}), p99 ${format(result.latency.p99)} ms, ${cpuText(cpu)}; raw argon2id ${operation} ${format(raw, 1)}/s; ${rssText(memory)}`,
       );
     }
     return figure === '2'
@@ -183,66 +185,81 @@ export function figureLogin(context: BenchContext): Promise<Row> {
   );
 }
 
-/** Figure 5: does a saturated hashing pool delay the liveness probe? */
+/** Figure 5's goal: logins that saturate hashing at most double the liveness probe's idle p99. */
+const probeSlowdownLimit = 2;
+
+/**
+ * Figure 5: does a saturated hashing pool delay the liveness probe? The probes come from a child
+ * process of their own (bench/probe-load.ts), open-loop, so their latency is the service's.
+ */
 export async function figureLivenessUnderLogin(context: BenchContext): Promise<Row> {
   const probeRate = 200;
-  return withService(context, '5', async (service) => {
-    await ensureCustomers(context, service, Math.ceil(context.seconds * 150));
-    const probe = (seconds: number) =>
-      runLoad({
-        url: service.url,
-        method: 'GET',
-        path: '/api/v1/health/live',
-        connections: 10,
-        overallRate: probeRate,
-        seconds,
-      });
-    await probe(1);
-    const idle: LoadResult[] = [];
-    const loaded: LoadResult[] = [];
-    const logins: LoadResult[] = [];
-    const cpus: ServiceCpu[] = [];
-    for (let round = 1; round <= context.rounds; round += 1) {
-      await beforeRound(context, [service.pid]);
-      const quiet = await probe(context.seconds);
-      idle.push(quiet);
-      const { result, cpu } = await measuredRound(
-        context,
-        '5',
-        service,
-        () => Promise.all([probe(context.seconds), loginLoad(context, service, context.seconds)]),
-        ([busyProbe, login]) => busyProbe.responses + login.responses,
-      );
-      const [busy, login] = result;
-      cpus.push(cpu);
-      loaded.push(busy);
-      logins.push(login);
-      const mb = recordRss(context, service, '5', `round ${round}`);
-      progress(
-        context,
-        `fig 5 round ${round}/${context.rounds}: /health/live p99 ${format(busy.latency.p99, 1)} ms (${statusText(busy)}) under ${format(login.okPerSecond, 1)} logins/s (${statusText(login)}) vs ${format(quiet.latency.p99, 1)} ms with no load; ${cpuText(cpu)}; RSS ${format(mb)} MB`,
-      );
-    }
-    const value = median(loaded.map((result) => result.latency.p99));
-    const baseline = median(idle.map((result) => result.latency.p99));
-    const non2xx = sum(loaded, (result) => result.non2xx) + sum(logins, (result) => result.non2xx);
-    const errors = sum(loaded, (result) => result.errors) + sum(logins, (result) => result.errors);
-    return {
-      id: '5',
-      label: `GET /health/live p99 at ${probeRate}/s while logins saturate hashing`,
-      unit: 'ms',
-      value,
-      baseline,
-      baselineLabel: 'p99 with no load',
-      ratio: value / baseline,
-      goal: { text: 'p99 ≤ 10 ms', met: value <= 10 && non2xx === 0 && errors === 0 },
-      non2xx,
-      errors,
-      rounds: `loaded ${loaded.map((result) => format(result.latency.p99, 1)).join(' / ')} ms; idle ${idle.map((result) => format(result.latency.p99, 1)).join(' / ')} ms; logins ${logins.map((result) => format(result.okPerSecond, 1)).join(' / ')}/s`,
-      notes: [
-        cpuSummary(cpus),
-        ...[...loaded, ...logins].filter((result) => result.non2xx + result.errors > 0).map(statusText),
-      ],
-    };
-  });
+  const probeConnections = 10;
+  const generator = await startProbeGenerator();
+  try {
+    return await withService(context, '5', async (service) => {
+      await ensureCustomers(context, service, Math.ceil(context.seconds * 150));
+      const probe = (seconds: number) =>
+        generator.run({
+          url: service.url,
+          path: '/api/v1/health/live',
+          connections: probeConnections,
+          rate: probeRate,
+          seconds,
+        });
+      await probe(1);
+      const idle: LoadResult[] = [];
+      const loaded: LoadResult[] = [];
+      const logins: LoadResult[] = [];
+      const cpus: ServiceCpu[] = [];
+      for (let round = 1; round <= context.rounds; round += 1) {
+        await beforeRound(context, [service.pid]);
+        const quiet = await probe(context.seconds);
+        idle.push(quiet);
+        const { result, cpu } = await measuredRound(
+          context,
+          '5',
+          service,
+          () => Promise.all([probe(context.seconds), loginLoad(context, service, context.seconds)]),
+          ([busyProbe, login]) => busyProbe.responses + login.responses,
+        );
+        const [busy, login] = result;
+        cpus.push(cpu);
+        loaded.push(busy);
+        logins.push(login);
+        const memory = await recordRss(context, service, '5', `round ${round}`);
+        progress(
+          context,
+          `fig 5 round ${round}/${context.rounds}: /health/live p99 ${format(busy.latency.p99, 1)} ms (${statusText(busy)}) under ${format(login.okPerSecond, 1)} logins/s (${statusText(login)}) vs ${format(quiet.latency.p99, 1)} ms with no load; ${cpuText(cpu)}; ${rssText(memory)}`,
+        );
+      }
+      const value = median(loaded.map((result) => result.latency.p99));
+      const baseline = median(idle.map((result) => result.latency.p99));
+      const ratio = value / baseline;
+      const non2xx = sum(loaded, (result) => result.non2xx) + sum(logins, (result) => result.non2xx);
+      const errors = sum(loaded, (result) => result.errors) + sum(logins, (result) => result.errors);
+      return {
+        id: '5',
+        label: `GET /health/live p99 at ${probeRate}/s (open-loop, from a process of its own) while logins saturate hashing`,
+        unit: 'ms',
+        value,
+        baseline,
+        baselineLabel: 'p99 with no load',
+        ratio,
+        goal: {
+          text: `p99 ≤ ${probeSlowdownLimit}× its idle p99`,
+          met: ratio <= probeSlowdownLimit && non2xx === 0 && errors === 0,
+        },
+        non2xx,
+        errors,
+        rounds: `loaded ${loaded.map((result) => format(result.latency.p99, 1)).join(' / ')} ms; idle ${idle.map((result) => format(result.latency.p99, 1)).join(' / ')} ms; p50 loaded ${format(median(loaded.map((result) => result.latency.p50)), 2)} ms, idle ${format(median(idle.map((result) => result.latency.p50)), 2)} ms; logins ${logins.map((result) => format(result.okPerSecond, 1)).join(' / ')}/s`,
+        notes: [
+          cpuSummary(cpus),
+          ...[...loaded, ...logins].filter((result) => result.non2xx + result.errors > 0).map(statusText),
+        ],
+      };
+    });
+  } finally {
+    await generator.close();
+  }
 }

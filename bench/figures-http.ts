@@ -7,6 +7,7 @@ import {
   median,
   progress,
   recordRss,
+  rssText,
   withService,
   type BenchContext,
   type Row,
@@ -74,10 +75,10 @@ async function versusBare(context: BenchContext, service: Server, bare: Server, 
         );
         ours.push(result);
         cpus.push(cpu);
-        const mb = recordRss(context, service, figure, `${id} round ${round}`);
+        const memory = await recordRss(context, service, figure, `${id} round ${round}`);
         progress(
           context,
-          `fig ${id} ${path} round ${round}/${context.rounds}: service ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; RSS ${format(mb)} MB`,
+          `fig ${id} ${path} round ${round}/${context.rounds}: service ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; ${rssText(memory)}`,
         );
       } else {
         await beforeRound(context, [service.pid, bare.pid]);
@@ -225,13 +226,15 @@ export async function figureMessageRequests(context: BenchContext): Promise<Row[
         results.push(result);
         cpus.push(cpu);
         // The work behind the 202s (one transaction each) may still be queued; let it finish
-        // so the next round starts from a quiet service, and report how long it took.
+        // so the next round starts from a quiet service, and report how long it took. Memory
+        // is read first with that backlog queued (the peak), then once it is done.
+        const peak = service.memory();
         const drainMs = await waitUntilIdle(service.pid, { maxMs: 30_000 });
         drains.push(drainMs);
-        const mb = recordRss(context, service, '4', `${id} round ${round}`);
+        const memory = await recordRss(context, service, '4', `${id} round ${round}`, peak);
         progress(
           context,
-          `fig ${id} ${label} round ${round}/${context.rounds}: p99 ${format(result.latency.p99, 1)} ms, p50 ${format(result.latency.p50, 1)} ms at ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; busy ${format(drainMs / 1000, 1)} s after the round; RSS ${format(mb)} MB`,
+          `fig ${id} ${label} round ${round}/${context.rounds}: p99 ${format(result.latency.p99, 1)} ms, p50 ${format(result.latency.p50, 1)} ms at ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; busy ${format(drainMs / 1000, 1)} s after the round; ${rssText(memory)}`,
         );
       }
       closedLoopRate[id] = median(results.map((result) => result.okPerSecond));

@@ -8,10 +8,16 @@ import autocannon from 'autocannon';
  * count up through 10.0.0.0/8 for the whole run and are never reused.
  */
 let addressCounter = 0;
+let addressBlock = 10;
 export function nextClientAddress(): string {
   addressCounter += 1;
   const n = addressCounter % 0x1000000;
-  return `10.${(n >>> 16) & 0xff}.${(n >>> 8) & 0xff}.${n & 0xff}`;
+  return `${addressBlock}.${(n >>> 16) & 0xff}.${(n >>> 8) & 0xff}.${n & 0xff}`;
+}
+
+/** A helper process counts its own addresses in another /8, so they never meet the benchmark's. */
+export function useClientAddressBlock(firstOctet: number): void {
+  addressBlock = firstOctet;
 }
 
 let identityCounter = 0;
@@ -115,12 +121,14 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
 
 export interface OpenLoadOptions {
   url: string;
+  /** POST with `body`, or GET without one (a probe). */
+  method?: 'GET' | 'POST';
   path: string;
   connections: number;
   seconds: number;
   /** Mean arrivals per second; the gaps between them are exponential (a Poisson process). */
   rate: number;
-  body: () => unknown;
+  body?: () => unknown;
 }
 
 /**
@@ -136,18 +144,20 @@ export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult>
   const statusCounts: Record<string, number> = {};
   let errors = 0;
   const inFlight = new Set<Promise<void>>();
+  const method = options.method ?? 'POST';
   const send = () => {
     const arrived = performance.now();
-    const payload = JSON.stringify(options.body());
+    const payload = options.body === undefined ? undefined : JSON.stringify(options.body());
     const done = new Promise<void>((resolve) => {
       const request = http.request(
         target,
         {
-          method: 'POST',
+          method,
           agent,
           headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(payload),
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
             'x-forwarded-for': nextClientAddress(),
           },
           timeout: 10_000,

@@ -13,12 +13,8 @@ export function residentMb(pid: number): number {
   }
 }
 
-/**
- * Proportional set size in MB of every descendant of `pid`: in embedded mode, the PostgreSQL
- * server the service started and its backends. PSS shares the pages they have in common fairly,
- * so the sum is what they really take.
- */
-export function descendantsPssMb(pid: number): number {
+/** Every process descended from `pid` (in embedded mode: the PostgreSQL server and its backends). */
+export function descendantPids(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -30,13 +26,25 @@ export function descendantsPssMb(pid: number): number {
       // the process ended while we looked
     }
   }
-  let kb = 0;
+  const found: number[] = [];
   const pending = [...(children.get(pid) ?? [])];
   while (pending.length > 0) {
     const next = pending.pop()!;
+    found.push(next);
     pending.push(...(children.get(next) ?? []));
+  }
+  return found;
+}
+
+/**
+ * Proportional set size in MB of every descendant of `pid`. PSS shares the pages they have in
+ * common (PostgreSQL's shared buffers, its binary) fairly, so the sum is what they really take.
+ */
+export function descendantsPssMb(pid: number): number {
+  let kb = 0;
+  for (const descendant of descendantPids(pid)) {
     try {
-      const match = /^Pss:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${next}/smaps_rollup`, 'utf8'));
+      const match = /^Pss:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${descendant}/smaps_rollup`, 'utf8'));
       if (match !== null) kb += Number(match[1]);
     } catch {
       // the process ended while we looked
@@ -108,6 +116,31 @@ export async function waitUntilIdle(pid: number, { idleShare = 0.1, maxMs = 15_0
     const used = cpuSeconds(pid) - before;
     const elapsed = performance.now() - started;
     if (!(used > (idleShare * windowMs) / 1000) || elapsed >= maxMs) return elapsed;
+  }
+}
+
+/**
+ * Waits until the process and its descendants (the embedded database server) together have used
+ * under `idleShare` of one core in each of `quietWindows` windows of 250 ms in a row: the work
+ * queued behind the answers is done, in the service and in the database. At most `maxMs`; says
+ * whether it settled.
+ */
+export async function waitUntilSettled(
+  pid: number,
+  { idleShare = 0.1, quietWindows = 4, maxMs = 30_000 } = {},
+): Promise<{ ms: number; settled: boolean }> {
+  const started = performance.now();
+  const windowMs = 250;
+  const treeSeconds = () => [pid, ...descendantPids(pid)].reduce((total, one) => total + (cpuSeconds(one) || 0), 0);
+  let quiet = 0;
+  for (;;) {
+    const before = treeSeconds();
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const used = treeSeconds() - before;
+    quiet = used > (idleShare * windowMs) / 1000 ? 0 : quiet + 1;
+    const ms = performance.now() - started;
+    if (quiet >= quietWindows) return { ms, settled: true };
+    if (ms >= maxMs) return { ms, settled: false };
   }
 }
 

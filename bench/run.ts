@@ -131,7 +131,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
       );
     }
     rows.sort((a, b) => a.id.localeCompare(b.id));
-    if (context.rss.length > 0) rows.push(rssRow(context.rss));
+    if (context.rss.length > 0) rows.push(rssRow(mode, context.rss));
     if (context.starts.length > 1) rows.push(startRow(context.starts));
     if (profileDir !== undefined) {
       const windows = context.windows.filter((window) => window.figure === values.profile);

@@ -9,6 +9,13 @@ export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)
 const cliEntry = path.join(repoRoot, 'dist/cli/main.js');
 const bareEntry = path.join(repoRoot, 'bench/bare-fastify.ts');
 
+export interface MemoryReading {
+  /** serviceMb + databaseMb */
+  mb: number;
+  serviceMb: number;
+  databaseMb: number;
+}
+
 export interface Server {
   name: string;
   url: string;
@@ -19,8 +26,8 @@ export interface Server {
   /** Lines at warn or above by level, message and error, e.g. "error background work failed: DatabaseUnavailableError …". */
   logKinds: Record<string, number>;
   lastLogLines: string[];
-  /** The service's RSS plus the PSS of the processes it started (the embedded database server). */
-  rssMb(): number;
+  /** The service's RSS, and the PSS of the processes it started (the embedded database server). */
+  memory(): MemoryReading;
   /** SIGTERM, then waits for the exit (a --cpu-prof child writes its profile on the way out). */
   stop(): Promise<number | null>;
 }
@@ -118,7 +125,11 @@ async function startChild(
     logKinds,
     lastLogLines,
     // The service with the database server it started (embedded mode; nothing in production).
-    rssMb: () => residentMb(pid) + descendantsPssMb(pid),
+    memory: () => {
+      const serviceMb = residentMb(pid);
+      const databaseMb = descendantsPssMb(pid);
+      return { mb: serviceMb + databaseMb, serviceMb, databaseMb };
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);

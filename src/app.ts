@@ -36,6 +36,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** A customer-facing route: behind the store gate, answered with Cache-Control: no-store. */
     customer?: boolean;
+    /**
+     * A health probe: counted by the instance's own probe limiter only, no CSRF check or CORS, and
+     * its successful answers are neither logged nor counted in the request metrics.
+     */
+    probe?: boolean;
   }
   interface FastifyRequest {
     store: StoreContext;
@@ -183,6 +188,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (request) => {
     request.clientKey = clientKey(request.ip);
+    if (request.routeOptions.config.probe === true) {
+      // A load balancer asks every few seconds: its own in-process count is enough, and keeps a
+      // probe's answer independent of the shared counters' pace.
+      await services.probeLimiter.consume([[limits.anyCall, request.clientKey]]);
+      return;
+    }
     if (isCustomerFacing(request)) {
       // The store gate comes before everything else: a shut shop answers nothing but 503.
       request.store = await services.store.get();
@@ -200,6 +211,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
 
   app.addHook('onResponse', async (request, reply) => {
+    // Probes that answered as expected would only drown the log and the metrics; a refusal or a
+    // 503 from readiness is worth a line.
+    if (request.routeOptions.config.probe === true && reply.statusCode < 400) return;
     const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode };
     services.metrics.requests.inc(labels);
     services.metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);

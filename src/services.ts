@@ -26,6 +26,9 @@ import { FallbackKeyValueStore, RedisKeyValueStore } from './storage/redis.js';
 import { ensureStore, loadStore, StoreCache } from './store/store.js';
 import { certificateFailure } from './tls.js';
 
+/** Addresses the probe counters keep at most; probes come from a few load balancers, not the public. */
+const probeCounterEntries = 10_000;
+
 /** Everything the service is made of, built once from configuration and closed in reverse order. */
 export interface Services {
   config: Config;
@@ -43,6 +46,11 @@ export interface Services {
   readiness: () => Promise<Readiness>;
   metrics: Metrics;
   limiter: RateLimiter;
+  /**
+   * Counts the health probes, in this instance's memory only: a load balancer's probes need no
+   * shared counter, and a Redis round trip on each would make liveness depend on Redis's pace.
+   */
+  probeLimiter: RateLimiter;
   /** Records a security event behind the answer; a failure to record is logged, never shown. */
   audit(entry: AuditEntry): void;
   close(): Promise<void>;
@@ -268,6 +276,9 @@ export async function openServices(
     }),
     metrics,
     limiter: new RateLimiter(kv, clock, (rule) => metrics.rateLimited.inc({ limit: rule.name })),
+    probeLimiter: new RateLimiter(new MemoryKeyValueStore(probeCounterEntries), clock, (rule) =>
+      metrics.rateLimited.inc({ limit: rule.name }),
+    ),
     audit: (entry) => auditTrail.record(entry),
     async close() {
       // A step that fails must not leave the pools or the embedded server behind it running.

@@ -46,6 +46,7 @@ describe('Prometheus metrics', () => {
       assert.equal(value(/storefront_outbox_messages\{status="sent"\} (\d+)/), 1);
       assert.equal(value(/storefront_dependency_up\{dependency="database"\} (\d+)/), 1);
       assert.match(text, /storefront_http_request_duration_seconds_bucket/);
+      assert.doesNotMatch(text, /route="\/api\/v1\/health\/ready"/, 'a probe answered 200 is not counted');
       assert.match(text, /storefront_nodejs_eventloop_lag_seconds/);
       assert.equal((await fetch(address.replace('/metrics', '/other'))).status, 404);
     } finally {

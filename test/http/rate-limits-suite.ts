@@ -386,6 +386,25 @@ export function rateLimitSuite(name: string, harnessOptions: HarnessOptions = {}
         assertRateLimited(await t.get(`${api}/platform`), 300, minute);
       });
 
+      test('counts health probes on their own: 300 a minute per address, apart from every other call', async () => {
+        const t = await harness.start();
+        for (let i = 0; i < 300; i += 1) {
+          const reply = await t.get(`${api}/health/${i % 2 === 0 ? 'live' : 'ready'}`);
+          if (reply.status !== 200) assert.fail(`probe ${i + 1} answered ${reply.status}`);
+        }
+        assertRateLimited(await t.get(`${api}/health/live`), 300, minute);
+        assertRateLimited(await t.get(`${api}/health/ready`), 300, minute);
+        assert.equal((await from(t, otherAddress, 'GET', `${api}/health/live`)).status, 200);
+        // The probes spent none of the address's allowance for everything else, nor the reverse.
+        for (let i = 0; i < 300; i += 1) {
+          const reply = await t.get(`${api}/platform`);
+          if (reply.status !== 200) assert.fail(`call ${i + 1} after the probes answered ${reply.status}`);
+        }
+        assertRateLimited(await t.get(`${api}/platform`), 300, minute);
+        t.clock.advance(minute);
+        assert.equal((await t.get(`${api}/health/live`)).status, 200);
+      });
+
       test('a burst of 20 parallel calls at 299 lets exactly one through', async () => {
         const t = await harness.start();
         for (let i = 0; i < 299; i += 1) {

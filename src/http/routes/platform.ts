@@ -8,6 +8,8 @@ export const apiVersion = 'v1';
 
 /** The public endpoints: never behind the store gate, so a shut shop can still be checked. */
 const tags = ['platform'];
+/** Health probes: kept out of the customer calls' counters, CORS and request log (see app.ts). */
+const probe = { probe: true, cors: false } as const;
 
 export function platformRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -31,6 +33,7 @@ export function platformRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.get(
       '/health/live',
       {
+        config: probe,
         schema: {
           tags,
           security: [],
@@ -45,6 +48,7 @@ export function platformRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.get(
       '/health/ready',
       {
+        config: probe,
         schema: {
           tags,
           security: [],

@@ -1,0 +1,71 @@
+import { fork } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runOpenLoad, useClientAddressBlock, type LoadResult } from './load.js';
+
+/**
+ * Figure 5's probe generator, in a child process of its own. In the benchmark's process the
+ * probes would wait behind its own event loop, busy driving 32 login connections, and the figure
+ * would measure the benchmark as much as the service. Here nothing else runs: probes go out
+ * open-loop (random arrivals at a mean rate, whatever the answers do) and every latency counts.
+ */
+
+export interface ProbeRun {
+  url: string;
+  path: string;
+  rate: number;
+  seconds: number;
+  connections: number;
+}
+
+export interface ProbeGenerator {
+  run(run: ProbeRun): Promise<LoadResult>;
+  close(): Promise<void>;
+}
+
+type Reply = { ready: true } | { result: LoadResult } | { error: string };
+
+/** Starts the child; resolves once it is loaded and waiting for a run. */
+export function startProbeGenerator(): Promise<ProbeGenerator> {
+  const child = fork(fileURLToPath(import.meta.url), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const nextReply = () =>
+    new Promise<Reply>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`probe generator exited with ${code}`));
+      child.once('exit', onExit);
+      child.once('message', (reply: Reply) => {
+        child.off('exit', onExit);
+        resolve(reply);
+      });
+    });
+  return nextReply().then(() => ({
+    async run(run) {
+      const reply = nextReply();
+      child.send(run);
+      const answer = await reply;
+      if ('error' in answer) throw new Error(`probe generator: ${answer.error}`);
+      if (!('result' in answer)) throw new Error('probe generator answered out of turn');
+      return answer.result;
+    },
+    async close() {
+      child.disconnect();
+      await exited;
+    },
+  }));
+}
+
+// The child: runs each ProbeRun it is sent and answers with its result, until disconnected.
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  // 11.0.0.0/8: the benchmark's own requests count up through 10.0.0.0/8.
+  useClientAddressBlock(11);
+  process.on('message', (run: ProbeRun) => {
+    runOpenLoad({ ...run, method: 'GET' }).then(
+      (result) => process.send!({ result } satisfies Reply),
+      (error: unknown) => process.send!({ error: String(error) } satisfies Reply),
+    );
+  });
+  process.send!({ ready: true } satisfies Reply);
+}
