@@ -150,3 +150,8 @@ export function startService(env: Record<string, string>, { cpuProfileDir }: { c
 export function startBareFastify() {
   return startChild('bare fastify', bareEntry, [], {});
 }
+
+/** The HTTP login ceiling: Fastify, a cookie and the service's hashing threads, no database. */
+export function startLoginCeiling() {
+  return startChild('login ceiling', path.join(repoRoot, 'bench/login-ceiling.ts'), [], {});
+}
