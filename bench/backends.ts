@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { serverFolder } from '../src/storage/embedded-postgres-folder.js';
+import { withDatabase } from '../test/helpers/database.js';
 import { startPgBouncer } from '../test/helpers/pgbouncer.js';
 import { startRedisCluster } from '../test/helpers/redis-cluster.js';
 
@@ -18,6 +20,14 @@ export interface Backend {
   mode: Mode;
   /** Environment for `storefront-auth serve` (besides PORT, LOG_LEVEL, TRUST_PROXY). */
   env: Record<string, string>;
+  /**
+   * A database on the service's PostgreSQL server itself (never through a pooler), e.g. the
+   * service's own (`serviceDatabase`) for its statistics. Embedded: valid while a service runs.
+   */
+  serverUrl(database: string): string;
+  serviceDatabase: string;
+  /** The service's Redis, for INFO commandstats; none when the counters live in the process. */
+  redisUrl?: string;
   /** Empties the counters between figures (production: FLUSHDB of the benchmark's own Redis db). */
   resetCounters(): Promise<void>;
   cleanup(): Promise<void>;
@@ -31,6 +41,10 @@ export function embeddedBackend(): Backend {
   return {
     mode: 'embedded',
     env: { DATA_DIR: dataDir, APP_SECRET: benchSecret },
+    // The server the service starts listens only on its socket in DATA_DIR.
+    serverUrl: (database) =>
+      `postgresql://postgres@localhost/${database}?host=${encodeURIComponent(serverFolder(dataDir))}`,
+    serviceDatabase: 'storefront',
     description: 'the embedded PostgreSQL server in a fresh temporary DATA_DIR, counters in the process',
     async resetCounters() {
       // The counters live in the service process; a fresh process starts with none.
@@ -77,6 +91,9 @@ export async function productionBackend(databaseUrl: string, redisUrl: string): 
   return {
     mode: 'production',
     env: { DATABASE_URL: dbUrl.toString(), REDIS_URL: cacheUrl.toString(), APP_SECRET: benchSecret, DATA_DIR: dataDir },
+    serverUrl: (database) => withDatabase(databaseUrl, database),
+    serviceDatabase: name,
+    redisUrl: cacheUrl.toString(),
     description: `PostgreSQL ${postgresVersion} database ${name} (created and dropped), Redis ${redisVersion} db ${redisDb} (flushed)`,
     async resetCounters() {
       await redis.flushdb();
@@ -111,6 +128,8 @@ export async function scaledBackend(databaseUrl: string): Promise<Backend> {
   return {
     mode: 'scaled',
     env: { DATABASE_URL: bouncer.url(name), REDIS_URL: cluster.url, APP_SECRET: benchSecret, DATA_DIR: dataDir },
+    serverUrl: (database) => withDatabase(databaseUrl, database),
+    serviceDatabase: name,
     description: `PostgreSQL ${postgresVersion} database ${name} through PgBouncer in transaction mode (default_pool_size 20), Redis Cluster of 3 masters (flushed)`,
     async resetCounters() {
       await flush();

@@ -1,5 +1,6 @@
 import type { Backend, Mode } from './backends.js';
 import { waitForQuietHost, type HostUse } from './host.js';
+import type { Operations } from './operations.js';
 import { measureServiceCpu, waitUntilIdle, waitUntilSettled, type ServiceCpu } from './proc.js';
 import { startService, type MemoryReading, type Server } from './servers.js';
 
@@ -65,6 +66,16 @@ export interface LoadWindow {
   endUs: number;
 }
 
+/** Figure 10's sizing facts, for BENCHMARKS.md's sizing section and the README's paragraph. */
+export interface SizingFacts {
+  loginsPerCore: number;
+  loginsPerSecond: number;
+  sessionReadsPerCore: number;
+  sessionReadsPerSecond: number;
+  perLogin: Operations;
+  perSessionRead: Operations;
+}
+
 export interface BenchContext {
   mode: Mode;
   backend: Backend;
@@ -83,6 +94,7 @@ export interface BenchContext {
   serviceLogs: Record<string, Record<string, number>>;
   /** Per figure: shares of all cores taken by other processes, and by PostgreSQL/Redis. */
   hostUse: Record<string, HostUse>;
+  sizing?: SizingFacts;
   /** Rounds that started while other processes were busy anyway, and the time spent waiting. */
   quiet: { waitedMs: number; noisyRounds: number; rounds: number };
 }

@@ -23,7 +23,7 @@ import { repoRoot, startLoginCeiling, type Server } from './servers.js';
 
 const run = promisify(execFile);
 /** Enough callers to keep the service's 2 hashing slots busy without nearing its queue of 256. */
-const hashingConnections = 32;
+export const hashingConnections = 32;
 const auth = '/api/v1/customer/auth';
 
 /** Raw argon2id operations per second in a child process, 2 at a time, production parameters. */
@@ -58,7 +58,7 @@ function registerLoad(context: BenchContext, url: string, seconds: number, keep 
 
 let loginCursor = 0;
 /** Logins cycle through the registered customers, so consecutive logins never share one. */
-function loginLoad(context: BenchContext, url: string, seconds: number) {
+export function loginLoad(context: BenchContext, url: string, seconds: number) {
   return runLoad({
     url,
     method: 'POST',

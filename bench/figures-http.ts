@@ -148,7 +148,21 @@ export async function figureFrameworkOverhead(context: BenchContext): Promise<Ro
   }
 }
 
-const sessionConnections = 64;
+export const sessionConnections = 64;
+
+/** The `name=value` of a session cookie for the first registered customer (registering one if need be). */
+export async function signedInCookie(context: BenchContext, service: Server): Promise<string> {
+  await ensureCustomers(context, service, 1);
+  const login = await fetch(`${service.url}/api/v1/customer/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': nextClientAddress() },
+    body: JSON.stringify({ identity: context.customers[0], password: context.password }),
+  });
+  await login.arrayBuffer();
+  const cookie = login.headers.getSetCookie().find((line) => /session=/.test(line.split(';')[0]!));
+  if (login.status !== 200 || cookie === undefined) throw new Error(`bench login answered ${login.status}`);
+  return cookie.split(';')[0]!;
+}
 
 /**
  * Figure 8: the session check (`GET /customer/auth/session` with a valid cookie), what every
@@ -158,15 +172,7 @@ export async function figureSessionCheck(context: BenchContext): Promise<Row> {
   const bare = await startBareFastify();
   try {
     return await withService(context, '8', async (service) => {
-      await ensureCustomers(context, service, 1);
-      const login = await fetch(`${service.url}/api/v1/customer/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-forwarded-for': nextClientAddress() },
-        body: JSON.stringify({ identity: context.customers[0], password: context.password }),
-      });
-      await login.arrayBuffer();
-      const cookie = login.headers.getSetCookie().find((line) => /session=/.test(line.split(';')[0]!));
-      if (login.status !== 200 || cookie === undefined) throw new Error(`bench login answered ${login.status}`);
+      const cookie = await signedInCookie(context, service);
       return versusBare(context, service, bare, {
         id: '8',
         figure: '8',
@@ -174,7 +180,7 @@ export async function figureSessionCheck(context: BenchContext): Promise<Row> {
         barePath: '/api/v1/health/live',
         label: `GET /customer/auth/session req/s (session check), ${sessionConnections} connections`,
         connections: sessionConnections,
-        headers: { cookie: cookie.split(';')[0]! },
+        headers: { cookie },
         goal: 0.3,
       });
     });

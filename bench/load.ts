@@ -35,8 +35,8 @@ export interface LoadOptions {
   seconds: number;
   /** The JSON body of each request; called once per request. */
   body?: () => unknown;
-  /** Sent with every request (a session cookie, say). */
-  headers?: Record<string, string>;
+  /** Sent with every request (a session cookie, say); a function is called once per request. */
+  headers?: Record<string, string> | (() => Record<string, string>);
   /** Requests per second over all connections; unset means as fast as answers come. */
   overallRate?: number;
   onResponse?: (status: number, body: string) => void;
@@ -79,7 +79,8 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
     method: options.method,
     path: options.path,
     setupRequest(request) {
-      request.headers = { ...request.headers, ...options.headers, 'x-forwarded-for': nextClientAddress() };
+      const headers = typeof options.headers === 'function' ? options.headers() : options.headers;
+      request.headers = { ...request.headers, ...headers, 'x-forwarded-for': nextClientAddress() };
       if (makeBody !== undefined) {
         request.headers['content-type'] = 'application/json';
         request.body = JSON.stringify(makeBody());

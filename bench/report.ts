@@ -3,7 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Mode } from './backends.js';
 import { format, median, type BenchContext, type Row, type RssSample } from './context.js';
+import { growthSeconds, growthSizes } from './figures-growth.js';
+import { statisticsDelayMs } from './operations.js';
 import { repoRoot } from './servers.js';
+import { sizingSection } from './sizing-report.js';
 
 export interface ModeResult {
   mode: Mode;
@@ -125,7 +128,8 @@ const noisyShare = 0.15;
 
 /** Other processes' share of the CPU while the row's figure ran, flagged when it was enough to matter. */
 function noiseText(result: ModeResult, row: Row): string {
-  const shares = row.id === '6' ? Object.values(result.context.hostUse) : [result.context.hostUse[row.id.charAt(0)]];
+  const shares =
+    row.id === '6' ? Object.values(result.context.hostUse) : [result.context.hostUse[row.id.replace(/[a-z]$/, '')]];
   const worst = Math.max(0, ...shares.map((share) => share?.others ?? 0));
   return worst > noisyShare ? `${format(worst * 100)}% ⚠` : `${format(worst * 100)}%`;
 }
@@ -271,11 +275,14 @@ export function writeBenchmarksFile(
     '',
     "- The service runs as a child process (`node dist/cli/main.js serve`, built by `npm run build` at the start of the run, PORT=0, LOG_LEVEL=warn, TRUST_PROXY=true); each figure gets a fresh process, so none inherits another's in-process counters or backlog (in production mode the Redis db is flushed between figures). The database and the customers registered in figure 3 carry over.",
     "- autocannon runs in the benchmark process over loopback, sharing the 2 cores with the service (figure 5's probes come from a process of their own, below). Every request carries its own never-reused X-Forwarded-For address, so per-address limits cannot answer 429 for the benchmark's sake; any non-2xx answer is counted and shown, and a figure with non-2xx answers does not meet its goal.",
-    "- Yardsticks run in their own child processes: Fastify with no plugins answering the same JSON (figure 1), and argon2id with the production parameters (m=19456, t=2, p=1) on the service's own hashing threads (src/auth/hash-pool.ts), 2 operations at a time, no HTTP (figures 2 and 3). Service and yardstick rounds alternate.",
+    "- Yardsticks run in their own child processes. Figure 1: Fastify with no plugins answering the same JSON. Figures 2 and 3: the HTTP login ceiling (bench/login-ceiling.ts), Fastify with @fastify/cookie and the service's own hashing threads (src/auth/hash-pool.ts) and argon2id parameters (m=19456, t=2, p=1), no database: its login verifies the password against one PHC hash held in memory and sets a random session cookie, its registration hashes and sets one; login must reach 90% of its rate on the embedded default and 85% in production (where PostgreSQL and Redis share the cores), with a p99 at most 1.5 times the ceiling's. Raw argon2id on the same threads, 2 operations at a time and no HTTP, is shown as information. Service, ceiling and raw rounds alternate.",
     "- Figure 4 uses distinct unregistered emails, first closed-loop with autocannon (4a, 4b: 100 connections sending as fast as answers come), then open-loop (4c, 4d: a Poisson stream of arrivals at half the closed-loop throughput just measured, over at most 100 keep-alive connections, timed from each arrival; autocannon's own fixed rate fires all connections on one timer, in bursts). After each round the benchmark waits until the service is idle and reports how long the work behind the 202s kept it busy. ",
     "- Figure 5 probes /health/live from a child process of its own (bench/probe-load.ts), so the benchmark's event loop, busy driving the logins, adds nothing to the probes' latency: open-loop, a Poisson stream of 200 arrivals a second over at most 10 keep-alive connections, every answer's latency timed from its arrival; first alone (the idle p99), then while 32 connections log in as fast as answers come. The goal compares the two p99s from the same rounds.",
     "- Figure 6 reads memory from /proc: the service's RSS plus the PSS of every process it started (in embedded mode the PostgreSQL server and its backends; PSS shares the pages they have in common fairly). After every measured round and at the end of each figure it is read twice: right after the load (with any backlog still queued: information only) and once the service and its descendants have settled, using under 10% of one core in four 250 ms windows in a row, waiting at most 30 s. The figure is the most of the settled readings; flat means that in each figure's service process the settled reading after its last round is within 10% of the one after its first.",
     '- Figure 8 checks the session of one signed-in customer (`GET /customer/auth/session` with its cookie) over 64 connections, against bare Fastify answering `GET /health/live`.',
+    "- Figure 9 runs Better Auth 1.7 as a peer, in child processes (bench/better-auth-peer.ts) on the same PostgreSQL server in a database of its own (created and dropped), its tables made by its own migration API (`getMigrations` from better-auth/db/migration): email and password sign-in with its password hash and verify set to argon2id with the service's parameters (@node-rs/argon2, on libuv's thread pool), its rate limiter off, and its cookie cache off (9a, 9c) or on (9b). Each round measures the service's session check and Better Auth's `GET /api/auth/get-session` with its cookies over 64 connections, then the service's login and Better Auth's `POST /api/auth/sign-in/email` over 32; 9a's goal is a session read at least 5 times Better Auth's without its cookie cache, the others are information.",
+    `- Figure 10 sizes the service in Keycloak's manner: logins and session checks a second per core of the service process's own CPU (hashing threads included, from /proc), and what each asks of the servers, from their own counters over all of a phase's rounds: the service database's transactions (each statement outside a transaction is one), rows written and rows read from \`pg_stat_database\`, read ${statisticsDelayMs / 1000} s after the load because idle backends report their counts that late, and Redis commands from \`INFO commandstats\` (the whole Redis server's, so other users of that Redis count too; the embedded default keeps its counters in the process). The background work (the outbox poll, once a second) counts in as well.`,
+    `- Figure 11 seeds ${growthSizes.map((size) => format(size)).join(', then ')} customers, each with one live session, straight into the service's database (\`INSERT … SELECT generate_series\`, one real PHC hash for every row, then ANALYZE), and measures login (a random seeded customer per request, 32 connections) and the session check (a random seeded session per request, 64 connections) at each size, in short rounds of ${growthSeconds} s to keep the run's length sane; the goal compares the largest size with the smallest.`,
     '- The scaled mode (when DATABASE_URL and REDIS_URL are set) runs figures 2 and 8 again with the service reaching the same PostgreSQL through PgBouncer in transaction mode and counting on a Redis Cluster of three masters, both started by the benchmark on spare ports (the helpers in test/helpers/pgbouncer.ts and redis-cluster.ts), to show what the pooler and the cluster cost per request.',
     '- Latency percentiles are exact, from every answer, as seen by the load generator.',
     '- For every measured round the service\'s CPU is read from /proc: how busy its main (event-loop) thread was and its main-thread CPU per answer, which tells whether the event loop or the hashing threads set the pace. The service\'s log lines at warn or above are counted; a figure during which it logged errors (other than the expected "hourly message budget spent") does not meet its goal.',
@@ -297,6 +304,10 @@ export function writeBenchmarksFile(
       '',
     );
   }
+  const sizings = results.flatMap((result) =>
+    result.context.sizing === undefined ? [] : [{ mode: result.mode, facts: result.context.sizing }],
+  );
+  if (sizings.length > 0) sections.push(sizingSection(sizings), '');
   sections.push(changesHeading, '', changes, '');
   fs.writeFileSync(file, sections.join('\n'));
   return file;

@@ -3,7 +3,7 @@
  * and (login and session check) through PgBouncer and on a Redis Cluster when DATABASE_URL and
  * REDIS_URL are set. Prints progress and a table, writes BENCHMARKS.md.
  *
- * Options: --rounds=3 --seconds=4 --only=1,4 (no BENCHMARKS.md) --mode=embedded|production|scaled
+ * Options: --rounds=3 --seconds=4 --only=1,4 (no BENCHMARKS.md; --rounds=1 allowed) --mode=embedded|production|scaled
  *          --profile=<figure> (that figure only, service under --cpu-prof, summary printed)
  */
 import { execFileSync } from 'node:child_process';
@@ -15,9 +15,14 @@ import { embeddedBackend, productionBackend, scaledBackend, type Backend, type M
 import { applyServiceErrors, progress, type BenchContext, type Row } from './context.js';
 import { figureLivenessUnderLogin, figureLogin, figureRegister } from './figures-hashing.js';
 import { figureFrameworkOverhead, figureMessageRequests, figureSessionCheck } from './figures-http.js';
+import { figureBetterAuth } from './figures-peers.js';
+import { figureGrowth, growthSeconds, growthSizes } from './figures-growth.js';
+import { figureSizing } from './figures-sizing.js';
 import { loadAverageText, measureHost } from './host.js';
+import { statisticsDelayMs } from './operations.js';
 import { summarizeProfileFolder } from './profile.js';
 import { repoRoot } from './servers.js';
+import { operatorSizing, readmeSizing, rewriteBetweenMarkers } from './sizing-report.js';
 import {
   machineFacts,
   modeTable,
@@ -45,7 +50,7 @@ const minimumRounds = values.only === undefined && values.profile === undefined 
 if (!(rounds >= minimumRounds) || !(seconds > 0))
   throw new Error(`--rounds must be at least ${minimumRounds} and --seconds positive`);
 
-const figureOrder = ['1', '4', '3', '2', '8', '5'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '5', '9', '10', '11'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
@@ -54,13 +59,16 @@ const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[
   '2': figureLogin,
   '8': figureSessionCheck,
   '5': figureLivenessUnderLogin,
+  '9': figureBetterAuth,
+  '10': figureSizing,
+  '11': figureGrowth,
 };
 const selected = new Set<string>(
   values.profile !== undefined ? [values.profile] : (values.only?.split(',') ?? figureOrder),
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5 and 8; 6 and 7 are measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8-11; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
@@ -80,6 +88,24 @@ const modeFigures: Record<Mode, readonly FigureId[]> = {
   embedded: figureOrder,
   production: figureOrder,
   scaled: ['2', '8'],
+};
+
+/**
+ * Roughly how long each figure takes in one mode, in seconds: its measured loads (rounds × seconds
+ * × loads per round) plus what it does besides (starts, warm-ups, settling, seeding). From runs on
+ * a quiet 2-core machine; a busy one adds up to a minute of waiting for quiet.
+ */
+const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => number> = {
+  '1': (r, s) => 2 * r * 2 * s + 10,
+  '4': (r, s) => 4 * r * (s + 2) + 10,
+  '3': (r, s) => r * (3 * s + 3) + 10,
+  '2': (r, s) => r * (3 * s + 3) + 5 * s + 10,
+  '8': (r, s) => r * (2 * s + 1) + 10,
+  '5': (r, s) => r * (2 * s + 1) + 10,
+  '9': (r, s) => r * (5 * s + 6) + 30,
+  '10': (r, s) => r * 2 * (s + 2) + 3 * (statisticsDelayMs / 1000 + 2) + 10,
+  // Seeding a million customers and sessions takes about 40 s.
+  '11': (r) => 45 + growthSizes.length * r * 2 * (growthSeconds + 2) + 10,
 };
 
 // The service is measured as production runs it: compiled, not through tsx.
@@ -133,7 +159,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
         `figure ${id}: done; other processes took ${(use.others * 100).toFixed(0)}% of the host's CPU meanwhile${mode !== 'embedded' ? `, PostgreSQL + Redis ${(use.servers * 100).toFixed(0)}%` : ''}`,
       );
     }
-    rows.sort((a, b) => a.id.localeCompare(b.id));
+    rows.sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true }));
     if (context.rss.length > 0) rows.push(rssRow(mode, context.rss));
     if (context.starts.length > 1) rows.push(startRow(context.starts));
     if (profileDir !== undefined) {
@@ -155,6 +181,15 @@ console.log(
     '\n',
   ),
 );
+const estimate = modes.reduce(
+  (total, mode) =>
+    total +
+    figureOrder
+      .filter((id) => selected.has(id) && modeFigures[mode].includes(id))
+      .reduce((sum, id) => sum + figureSeconds[id](rounds, seconds), 0),
+  0,
+);
+console.log(`- Estimated run time: about ${Math.ceil(estimate / 60)} minutes (${modes.join(', ')})`);
 const results: ModeResult[] = [];
 for (const mode of modes) results.push(await runMode(mode));
 const minutes = (performance.now() - started) / 60_000;
@@ -168,6 +203,16 @@ if (complete && values.profile === undefined) {
   console.log(
     `wrote ${writeBenchmarksFile(results, { rounds, seconds, minutes, loadAtStart, loadAtEnd: loadAverageText() })}`,
   );
+  const sizings = results.flatMap((result) =>
+    result.context.sizing === undefined ? [] : [{ mode: result.mode, facts: result.context.sizing }],
+  );
+  if (sizings.length > 0) {
+    for (const [file, text] of [
+      ['README.md', readmeSizing(sizings)],
+      ['docs/running-at-scale.md', operatorSizing(sizings)],
+    ] as const)
+      console.log(rewriteBetweenMarkers(file, text) ? `rewrote the sizing in ${file}` : `no sizing markers in ${file}`);
+  }
 } else {
   console.log('partial run (--only or --profile): BENCHMARKS.md left as it was');
 }

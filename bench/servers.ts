@@ -155,3 +155,22 @@ export function startBareFastify() {
 export function startLoginCeiling() {
   return startChild('login ceiling', path.join(repoRoot, 'bench/login-ceiling.ts'), [], {});
 }
+
+/**
+ * Better Auth (bench/better-auth-peer.ts) on `databaseUrl`, its cookie cache off or on; resolves
+ * once its tables exist and it answers `GET /api/auth/ok`.
+ */
+export async function startBetterAuth(databaseUrl: string, cookieCache: boolean): Promise<Server> {
+  const server = await startChild('better auth', path.join(repoRoot, 'bench/better-auth-peer.ts'), [], {
+    BETTER_AUTH_DATABASE_URL: databaseUrl,
+    BETTER_AUTH_COOKIE_CACHE: cookieCache ? 'on' : 'off',
+  });
+  for (const started = performance.now(); performance.now() - started < 60_000;) {
+    const answer = await fetch(`${server.url}/api/auth/ok`).catch(() => undefined);
+    await answer?.arrayBuffer();
+    if (answer?.status === 200) return server;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await server.stop();
+  throw new Error(`Better Auth did not become ready: ${server.lastLogLines.join(' | ')}`);
+}

@@ -1,0 +1,99 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Mode } from './backends.js';
+import { format, type SizingFacts } from './context.js';
+import type { Operations } from './operations.js';
+import { repoRoot } from './servers.js';
+
+/**
+ * Figure 10's facts as BENCHMARKS.md's sizing section, and as the sizing paragraph of README.md
+ * and the first sizing bullets of docs/running-at-scale.md, which the benchmark rewrites between
+ * their `<!-- sizing:begin -->` and `<!-- sizing:end -->` markers.
+ */
+
+export interface ModeSizing {
+  mode: Mode;
+  facts: SizingFacts;
+}
+
+const modeNames: Record<Mode, string> = {
+  embedded: 'embedded default',
+  production: 'production (PostgreSQL + Redis)',
+  scaled: 'behind PgBouncer, on a Redis Cluster',
+};
+
+function perRequest(operations: Operations): string {
+  const redis =
+    operations.redisCommands === undefined
+      ? '—'
+      : format(operations.redisCommands, operations.redisCommands < 10 ? 1 : 0);
+  return `${format(operations.transactions, 1)} | ${format(operations.rowsWritten, 1)} | ${format(operations.rowsRead, 1)} | ${redis}`;
+}
+
+export function sizingSection(sizings: ModeSizing[]): string {
+  const lines = [
+    '## Sizing',
+    '',
+    `From figure 10 of this run, on ${os.cpus().length} shared cores (argon2id m = 19456 KiB, t = 2, p = 1). Per core means per core of the service process's own CPU, hashing threads included; PostgreSQL and Redis run on top of it (production) or inside the figure's machine (embedded). Operations are per answer, from the servers' counters.`,
+    '',
+    '| Mode | Logins/s per core | Session checks/s per core | Per login: transactions, rows written, rows read, Redis commands | Per session check: the same |',
+    '|---|---|---|---|---|',
+  ];
+  for (const { mode, facts } of sizings) {
+    lines.push(
+      `| ${modeNames[mode]} | ${format(facts.loginsPerCore, 1)} (${format(facts.loginsPerSecond, 1)}/s measured) | ${format(facts.sessionReadsPerCore)} (${format(facts.sessionReadsPerSecond)}/s measured) | ${perRequest(facts.perLogin)} | ${perRequest(facts.perSessionRead)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function range(values: number[], digits = 0): string {
+  const low = Math.min(...values);
+  const high = Math.max(...values);
+  return format(low, digits) === format(high, digits)
+    ? format(low, digits)
+    : `${format(low, digits)}–${format(high, digits)}`;
+}
+
+/** The README's sizing paragraph: figures first, then what follows from them. */
+export function readmeSizing(sizings: ModeSizing[]): string {
+  const all = sizings.map((sizing) => sizing.facts);
+  const production = sizings.find((sizing) => sizing.mode === 'production')?.facts;
+  const operations =
+    production === undefined
+      ? ''
+      : ` In production a login asks PostgreSQL for ${format(production.perLogin.transactions, 1)} transactions and Redis for ${format(production.perLogin.redisCommands ?? Number.NaN, 1)} commands, a session check for ${format(production.perSessionRead.transactions, 1)} and ${format(production.perSessionRead.redisCommands ?? Number.NaN, 1)}.`;
+  return [
+    `Sizing, from the figures in [BENCHMARKS.md](BENCHMARKS.md#sizing) (${os.cpus().length} shared cores;`,
+    'argon2id m = 19456 KiB, t = 2, p = 1): hashing sets the pace, at about',
+    `${range(all.map((facts) => facts.loginsPerCore))} logins a second per core of the service's CPU (${range(all.map((facts) => facts.loginsPerSecond))} measured on`,
+    `the whole machine), and ${range(all.map((facts) => facts.sessionReadsPerCore))} session checks a second per core.${operations}`,
+  ].join('\n');
+}
+
+/** The running-at-scale page's bullets on logins and session checks. */
+export function operatorSizing(sizings: ModeSizing[]): string {
+  const all = sizings.map((sizing) => sizing.facts);
+  return [
+    `- **Logins:** about ${range(all.map((facts) => facts.loginsPerCore))} a second per core of the service's CPU, hashing included`,
+    `  (${range(all.map((facts) => facts.loginsPerSecond))} a second measured on ${os.cpus().length} shared cores). Measure on your own hardware with`,
+    '  `npm run bench -- --only=10` before you plan; add instances, or cores with `HASH_THREADS`',
+    '  following them, for more.',
+    `- **Session checks:** about ${range(all.map((facts) => facts.sessionReadsPerCore))} a second per core of the service's CPU.`,
+  ].join('\n');
+}
+
+const begin = '<!-- sizing:begin -->';
+const end = '<!-- sizing:end -->';
+
+/** Replaces what stands between the file's markers; a file without them is left as it is. */
+export function rewriteBetweenMarkers(relative: string, text: string): boolean {
+  const file = path.join(repoRoot, relative);
+  const content = fs.readFileSync(file, 'utf8');
+  const start = content.indexOf(begin);
+  const stop = content.indexOf(end);
+  if (start < 0 || stop < start) return false;
+  fs.writeFileSync(file, `${content.slice(0, start + begin.length)}\n${text}\n${content.slice(stop)}`);
+  return true;
+}
