@@ -31,18 +31,16 @@ function sessionId(n: number): string {
  */
 async function seed(client: pg.Client, passwordHash: string, from: number, to: number): Promise<void> {
   await client.query(
-    `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
-       SELECT gen_random_uuid(), 'Growth ' || n, 'email', 'growth-' || n || '@bench.example', $1, now(), now(), now()
-         FROM generate_series($2::int, $3::int) AS n`,
+    `WITH added AS (
+       INSERT INTO customers (id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
+         SELECT gen_random_uuid(), 'Growth ' || n, 'email', 'growth-' || n || '@bench.example', $1, now(), now(), now()
+           FROM generate_series($2::int, $3::int) AS n
+       RETURNING id, name)
+     INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at)
+       SELECT rtrim(translate(encode(sha256(convert_to('growth-session-' || substr(name, 8), 'UTF8')), 'base64'), '+/', '-_'), '='),
+              id, now(), now(), now() + interval '1 day'
+         FROM added`,
     [passwordHash, from + 1, to],
-  );
-  await client.query(
-    `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at)
-       SELECT rtrim(translate(encode(sha256(convert_to('growth-session-' || substr(c.name, 8), 'UTF8')), 'base64'), '+/', '-_'), '='),
-              c.id, now(), now(), now() + interval '1 day'
-         FROM customers c
-        WHERE c.identity_value IN (SELECT 'growth-' || n || '@bench.example' FROM generate_series($1::int, $2::int) AS n)`,
-    [from + 1, to],
   );
   await client.query('ANALYZE customers');
   await client.query('ANALYZE sessions');

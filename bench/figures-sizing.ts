@@ -76,7 +76,7 @@ function operationsText(operations: Operations): string {
     operations.redisCommands === undefined
       ? 'no Redis (counters in the process)'
       : `${format(operations.redisCommands, 1)} Redis commands`;
-  return `${format(operations.transactions, 1)} PostgreSQL transactions, ${format(operations.rowsWritten, 1)} rows written, ${format(operations.rowsRead, 1)} rows read, ${redis}`;
+  return `${format(operations.transactions, 1)} PostgreSQL transactions, ${format(operations.rowsWritten, 1)} rows written, ${redis}`;
 }
 
 function sizingRow(id: string, label: string, measured: Phase): Row {

@@ -12,8 +12,6 @@ export interface Operations {
   transactions: number;
   /** Rows inserted, updated and deleted. */
   rowsWritten: number;
-  /** Rows handed back by scans (tup_returned), the work behind the reads. */
-  rowsRead: number;
   /** Redis commands and script calls; undefined when the counters live in the service's process. */
   redisCommands: number | undefined;
 }
@@ -30,12 +28,11 @@ const benchCommands = new Set(['info', 'flushdb', 'select', 'config', 'dbsize', 
 export async function readOperations(backend: Backend): Promise<Operations> {
   const client = new pg.Client({ connectionString: backend.serverUrl('postgres') });
   await client.connect();
-  let row: { transactions: string; rows_written: string; rows_read: string };
+  let row: { transactions: string; rows_written: string };
   try {
     [row] = (
       await client.query<typeof row>(
-        `SELECT xact_commit + xact_rollback AS transactions, tup_inserted + tup_updated + tup_deleted AS rows_written,
-                tup_returned AS rows_read
+        `SELECT xact_commit + xact_rollback AS transactions, tup_inserted + tup_updated + tup_deleted AS rows_written
            FROM pg_stat_database WHERE datname = $1`,
         [backend.serviceDatabase],
       )
@@ -46,7 +43,6 @@ export async function readOperations(backend: Backend): Promise<Operations> {
   return {
     transactions: Number(row.transactions),
     rowsWritten: Number(row.rows_written),
-    rowsRead: Number(row.rows_read),
     redisCommands: backend.redisUrl === undefined ? undefined : await redisCommands(backend.redisUrl),
   };
 }
@@ -71,7 +67,6 @@ export function operationsPer(before: Operations, after: Operations, answers: nu
   return {
     transactions: per(before.transactions, after.transactions),
     rowsWritten: per(before.rowsWritten, after.rowsWritten),
-    rowsRead: per(before.rowsRead, after.rowsRead),
     redisCommands:
       before.redisCommands === undefined || after.redisCommands === undefined
         ? undefined
