@@ -4,7 +4,7 @@ import pg from 'pg';
 import { productionArgon2 } from '../src/auth/password.js';
 import { format, measuredRound, median, progress, withService, type BenchContext, type Row } from './context.js';
 import { hashingConnections } from './figures-hashing.js';
-import { sessionConnections, statusText, sum } from './figures-http.js';
+import { sessionLoad, statusText, sum } from './figures-http.js';
 import { runLoad, type LoadResult } from './load.js';
 import { waitUntilIdle } from './proc.js';
 import type { Server } from './servers.js';
@@ -114,14 +114,12 @@ export async function figureGrowth(context: BenchContext): Promise<Row[]> {
             body: () => ({ identity: identity(randomInt(1, size + 1)), password: context.password }),
           });
         const read = (seconds: number) =>
-          runLoad({
-            url: service.url,
-            method: 'GET',
-            path: '/api/v1/customer/auth/session',
-            connections: sessionConnections,
+          sessionLoad(
+            service.url,
+            '/api/v1/customer/auth/session',
+            () => `storefront_session=${sessionId(randomInt(1, size + 1))}`,
             seconds,
-            headers: () => ({ cookie: `storefront_session=${sessionId(randomInt(1, size + 1))}` }),
-          });
+          );
         const step: Step = { size, login: [], session: [] };
         await read(1);
         for (let round = 1; round <= context.rounds; round += 1) {

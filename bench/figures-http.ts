@@ -150,6 +150,17 @@ export async function figureFrameworkOverhead(context: BenchContext): Promise<Ro
 
 export const sessionConnections = 64;
 
+/** Session reads over `sessionConnections`, with one cookie or a cookie per request. */
+export function sessionLoad(
+  url: string,
+  path: string,
+  cookie: string | (() => string),
+  seconds: number,
+): Promise<LoadResult> {
+  const headers = typeof cookie === 'string' ? { cookie } : () => ({ cookie: cookie() });
+  return runLoad({ url, method: 'GET', path, connections: sessionConnections, seconds, headers });
+}
+
 /** The `name=value` of a session cookie for the first registered customer (registering one if need be). */
 export async function signedInCookie(context: BenchContext, service: Server): Promise<string> {
   await ensureCustomers(context, service, 1);

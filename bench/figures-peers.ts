@@ -12,7 +12,7 @@ import {
   type Row,
 } from './context.js';
 import { ensureCustomers, hashingConnections, loginLoad } from './figures-hashing.js';
-import { sessionConnections, signedInCookie, statusText, sum } from './figures-http.js';
+import { sessionConnections, sessionLoad, signedInCookie, statusText, sum } from './figures-http.js';
 import { runLoad, type LoadResult } from './load.js';
 import type { ServiceCpu } from './proc.js';
 import { startBetterAuth, type Server } from './servers.js';
@@ -78,10 +78,6 @@ function peerLogin(peer: Server, seconds: number): Promise<LoadResult> {
     headers: { origin: peer.url },
     body: () => ({ email: peerEmail(peerCursor++ % peerCustomers), password: peerPassword }),
   });
-}
-
-function sessionLoad(url: string, path: string, cookie: string, seconds: number): Promise<LoadResult> {
-  return runLoad({ url, method: 'GET', path, connections: sessionConnections, seconds, headers: { cookie } });
 }
 
 function versusPeer(

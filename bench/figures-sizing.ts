@@ -10,8 +10,8 @@ import {
   type SizingFacts,
 } from './context.js';
 import { ensureCustomers, loginLoad } from './figures-hashing.js';
-import { sessionConnections, signedInCookie, statusText, sum } from './figures-http.js';
-import { runLoad, type LoadResult } from './load.js';
+import { sessionLoad, signedInCookie, statusText, sum } from './figures-http.js';
+import type { LoadResult } from './load.js';
 import { operationsPer, readOperations, statisticsDelayMs, type Operations } from './operations.js';
 import type { ServiceCpu } from './proc.js';
 import { waitUntilIdle } from './proc.js';
@@ -106,14 +106,7 @@ export async function figureSizing(context: BenchContext): Promise<Row[]> {
     const cookie = await signedInCookie(context, service);
     const login = await phase(context, service, 'login', (seconds) => loginLoad(context, service.url, seconds));
     const sessionRead = await phase(context, service, 'session read', (seconds) =>
-      runLoad({
-        url: service.url,
-        method: 'GET',
-        path: '/api/v1/customer/auth/session',
-        connections: sessionConnections,
-        seconds,
-        headers: { cookie },
-      }),
+      sessionLoad(service.url, '/api/v1/customer/auth/session', cookie, seconds),
     );
     const facts: SizingFacts = {
       loginsPerCore: login.perCore,
