@@ -35,7 +35,7 @@ export function sizingSection(sizings: ModeSizing[]): string {
   const lines = [
     '## Sizing',
     '',
-    `From figure 10 of this run, on ${os.cpus().length} shared cores (argon2id m = 19456 KiB, t = 2, p = 1). Per core means per core of the service process's own CPU, hashing threads included; PostgreSQL and Redis run on top of it (production) or inside the figure's machine (embedded). Operations are per answer, from the servers' counters.`,
+    `From figure 10 of this run, on ${os.cpus().length} shared cores (argon2id m = 19456 KiB, t = 2, p = 1). Per core means per core of the service process's own CPU, hashing threads included; PostgreSQL and Redis need CPU of their own on top (the embedded server's processes are the service's children and are not counted in it). Operations are per answer, from the servers' counters: the service database's transactions and rows written, and the Redis server's commands (all of that server's clients).`,
     '',
     '| Mode | Logins/s per core | Session checks/s per core | Per login: PostgreSQL transactions | rows written | Redis commands | Per session check: transactions | rows written | Redis commands |',
     '|---|---|---|---|---|---|---|---|---|',
