@@ -16,6 +16,8 @@ export const auditEvents = [
   'account.deleted',
   'identity.change_requested',
   'identity.changed',
+  'passkey.added',
+  'passkey.removed',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 
