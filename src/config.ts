@@ -273,15 +273,21 @@ export function isOnRpId(hostname: string, rpId: string): boolean {
 
 /** Browsers run WebAuthn in secure contexts only: https, or plain http on localhost. */
 function isSecureContextOrigin(url: URL): boolean {
-  return url.protocol === 'https:' || (url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname.endsWith('.localhost')));
+  return (
+    url.protocol === 'https:' ||
+    (url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname.endsWith('.localhost')))
+  );
 }
 
-const domainNamePattern = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+const domainNamePattern =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 function readWebAuthn(env: Env, corsOrigins: string[]): WebAuthnSettings {
   const given = read(env, 'WEBAUTHN_RP_ID');
   // An IP address cannot be an RP ID, so an allowed origin named by address gives no default.
-  const fromCors = corsOrigins.map((origin) => new URL(origin).hostname).find((host) => net.isIP(host.replace(/^\[|\]$/g, '')) === 0);
+  const fromCors = corsOrigins
+    .map((origin) => new URL(origin).hostname)
+    .find((host) => net.isIP(host.replace(/^\[|\]$/g, '')) === 0);
   const rpId = given ?? fromCors ?? 'localhost';
   if (given !== undefined && (!domainNamePattern.test(given) || net.isIP(given) !== 0)) {
     throw new ConfigError(

@@ -81,7 +81,14 @@ export async function prune(
     passkey_challenges: 0,
   };
   // Outbox rows go before codes: a failed message past its retention frees the code it held.
-  for (const table of ['sessions', 'outbox', 'challenges', 'audit_events', 'known_devices', 'passkey_challenges'] as const) {
+  for (const table of [
+    'sessions',
+    'outbox',
+    'challenges',
+    'audit_events',
+    'known_devices',
+    'passkey_challenges',
+  ] as const) {
     for (let batch = 0; batch < limits.maxBatchesPerTable && !stopping(); batch += 1) {
       const rows = await deleters[table](limits.batchSize);
       removed[table] += rows;

@@ -76,7 +76,12 @@ export async function loginWithPasskey(
       expectedRPID: rp.id,
       // The stored counter is compared below, after the signature, so a regression is told apart
       // from a forgery and audited as what it is.
-      credential: { id: passkey.credentialId, publicKey: passkey.publicKey, counter: 0, transports: passkey.transports },
+      credential: {
+        id: passkey.credentialId,
+        publicKey: passkey.publicKey,
+        counter: 0,
+        transports: passkey.transports,
+      },
       requireUserVerification: false,
     });
     if (!verification.verified) return refused('verification');

@@ -124,7 +124,12 @@ export function counterAdvances(storedCounter: number, newCounter: number): bool
  * Records a sign-in with the passkey: the new counter and the time. Conditional on the counter
  * still advancing, so of two assertions racing with one counter value only one is recorded.
  */
-export async function recordPasskeyUse(tx: Queryable, clock: Clock, publicId: string, newCounter: number): Promise<boolean> {
+export async function recordPasskeyUse(
+  tx: Queryable,
+  clock: Clock,
+  publicId: string,
+  newCounter: number,
+): Promise<boolean> {
   const rows = await tx.query(
     `UPDATE passkeys SET counter = $2, last_used_at = $3
       WHERE public_id = $1 AND ((counter = 0 AND $2::bigint = 0) OR counter < $2::bigint) RETURNING 1`,

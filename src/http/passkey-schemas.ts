@@ -74,7 +74,8 @@ export const PasskeyRegisterBody = Type.Object({
   name: Type.Optional(
     Type.String({
       maxLength: 255,
-      description: 'What to call the passkey: up to 120 characters once trimmed. Default: the device, e.g. "Chrome on macOS".',
+      description:
+        'What to call the passkey: up to 120 characters once trimmed. Default: the device, e.g. "Chrome on macOS".',
     }),
   ),
 });

@@ -70,12 +70,21 @@ export async function loginOptions(t: TestApp) {
   return { options: reply.body, challenge };
 }
 
-export function passkeyLogin(t: TestApp, credential: unknown, challenge: string | undefined, extra: Record<string, string> = {}) {
+export function passkeyLogin(
+  t: TestApp,
+  credential: unknown,
+  challenge: string | undefined,
+  extra: Record<string, string> = {},
+) {
   return t.post(`${auth}/passkeys/login`, { credential }, cookies({ [challengeCookieName]: challenge, ...extra }));
 }
 
 /** Options, an assertion from the authenticator and the sign-in, as one browser does it. */
-export async function signInWithPasskey(t: TestApp, authenticator: SoftAuthenticator, overrides: CeremonyOverrides = {}) {
+export async function signInWithPasskey(
+  t: TestApp,
+  authenticator: SoftAuthenticator,
+  overrides: CeremonyOverrides = {},
+) {
   const { options, challenge } = await loginOptions(t);
   return passkeyLogin(t, authenticator.assert(options, overrides), challenge);
 }

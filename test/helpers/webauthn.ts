@@ -76,7 +76,12 @@ export class SoftAuthenticator {
 
   private clientData(type: string, challenge: string, overrides: CeremonyOverrides): Buffer {
     return Buffer.from(
-      JSON.stringify({ type, challenge: overrides.challenge ?? challenge, origin: overrides.origin ?? this.origin, crossOrigin: false }),
+      JSON.stringify({
+        type,
+        challenge: overrides.challenge ?? challenge,
+        origin: overrides.origin ?? this.origin,
+        crossOrigin: false,
+      }),
     );
   }
 
@@ -86,9 +91,14 @@ export class SoftAuthenticator {
   }
 
   /** `navigator.credentials.create` for these options, as @simplewebauthn/browser would send the result. */
-  register(options: PublicKeyCredentialCreationOptionsJSON, overrides: CeremonyOverrides = {}): RegistrationResponseJSON {
+  register(
+    options: PublicKeyCredentialCreationOptionsJSON,
+    overrides: CeremonyOverrides = {},
+  ): RegistrationResponseJSON {
     this.userHandle = options.user.id;
-    const rpIdHash = createHash('sha256').update(overrides.rpId ?? this.rpId).digest();
+    const rpIdHash = createHash('sha256')
+      .update(overrides.rpId ?? this.rpId)
+      .digest();
     const idLength = Buffer.alloc(2);
     idLength.writeUInt16BE(this.credentialId.length);
     const authData = Buffer.concat([
@@ -122,8 +132,13 @@ export class SoftAuthenticator {
   }
 
   /** `navigator.credentials.get` for these options with this credential, signed with its key. */
-  assert(options: PublicKeyCredentialRequestOptionsJSON, overrides: CeremonyOverrides = {}): AuthenticationResponseJSON {
-    const rpIdHash = createHash('sha256').update(overrides.rpId ?? this.rpId).digest();
+  assert(
+    options: PublicKeyCredentialRequestOptionsJSON,
+    overrides: CeremonyOverrides = {},
+  ): AuthenticationResponseJSON {
+    const rpIdHash = createHash('sha256')
+      .update(overrides.rpId ?? this.rpId)
+      .digest();
     const authData = Buffer.concat([
       rpIdHash,
       Buffer.from([flagUserPresent | flagUserVerified]),

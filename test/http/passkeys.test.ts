@@ -58,7 +58,11 @@ describe('passkeys', () => {
     const t = await harness.start({ env: { STORE_NAME: 'Corner Shop' } });
     await allowPasskeys(t);
     const customer = await signedInCustomer(t);
-    const reply = await t.post(`${auth}/passkeys/register/options`, undefined, cookies({ [sessionCookieName]: customer.session }));
+    const reply = await t.post(
+      `${auth}/passkeys/register/options`,
+      undefined,
+      cookies({ [sessionCookieName]: customer.session }),
+    );
     assert.equal(reply.status, 200);
     assert.equal(reply.body.rp.id, 'localhost');
     assert.equal(reply.body.rp.name, 'Corner Shop');
@@ -140,7 +144,9 @@ describe('passkeys', () => {
       assert.equal(reply.status, 422, JSON.stringify(reply.body));
       assert.deepEqual(Object.keys(reply.body.errors), ['credential']);
     };
-    await refusedWith(await addPasskey(t, customer.session, new SoftAuthenticator(), { origin: 'https://evil.example' }));
+    await refusedWith(
+      await addPasskey(t, customer.session, new SoftAuthenticator(), { origin: 'https://evil.example' }),
+    );
     await refusedWith(await addPasskey(t, customer.session, new SoftAuthenticator(), { rpId: 'evil.example' }));
 
     const authenticator = new SoftAuthenticator();
@@ -264,7 +270,16 @@ describe('passkeys', () => {
     }
     assert.deepEqual(
       (await auditRows(t, 'login.failed')).map((row) => row.details['reason']),
-      ['unknown_passkey', 'verification', 'verification', 'counter_regressed', 'challenge', 'verification', 'challenge', 'challenge'],
+      [
+        'unknown_passkey',
+        'verification',
+        'verification',
+        'counter_regressed',
+        'challenge',
+        'verification',
+        'challenge',
+        'challenge',
+      ],
     );
   });
 
@@ -278,10 +293,7 @@ describe('passkeys', () => {
       const { options, challenge } = await loginOptions(t);
       const assertion = authenticator.assert(options);
       const replies = await Promise.all(Array.from({ length: 4 }, () => passkeyLogin(t, assertion, challenge)));
-      assert.deepEqual(
-        replies.map((reply) => reply.status).sort(),
-        [200, 401, 401, 401],
-      );
+      assert.deepEqual(replies.map((reply) => reply.status).sort(), [200, 401, 401, 401]);
     }
     assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), sessionsBefore + 5);
   });

@@ -53,7 +53,12 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
   const cookieKeys = acceptedKeys(keys, 'csrf');
   const secure = settings.cookieSecure;
 
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string | null, details: Record<string, string>) {
+  function audit(
+    request: FastifyRequest,
+    event: AuditEvent,
+    customerId: string | null,
+    details: Record<string, string>,
+  ) {
     services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
   }
 
@@ -78,7 +83,10 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
             'Options for `navigator.credentials.create` (resident key required, user verification preferred), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser.',
             true,
           ),
-          response: { 200: PasskeyCreationOptions, ...problemResponses(...customerProblems, 'unauthenticated', ...off) },
+          response: {
+            200: PasskeyCreationOptions,
+            ...problemResponses(...customerProblems, 'unauthenticated', ...off),
+          },
         },
       },
       async (request, reply) => {
