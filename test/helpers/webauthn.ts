@@ -92,7 +92,7 @@ export class SoftAuthenticator {
 
   /** `navigator.credentials.create` for these options, as @simplewebauthn/browser would send the result. */
   register(
-    options: PublicKeyCredentialCreationOptionsJSON,
+    options: Pick<PublicKeyCredentialCreationOptionsJSON, 'challenge'> & { user: { id: string } },
     overrides: CeremonyOverrides = {},
   ): RegistrationResponseJSON {
     this.userHandle = options.user.id;
@@ -133,7 +133,7 @@ export class SoftAuthenticator {
 
   /** `navigator.credentials.get` for these options with this credential, signed with its key. */
   assert(
-    options: PublicKeyCredentialRequestOptionsJSON,
+    options: Pick<PublicKeyCredentialRequestOptionsJSON, 'challenge'>,
     overrides: CeremonyOverrides = {},
   ): AuthenticationResponseJSON {
     const rpIdHash = createHash('sha256')

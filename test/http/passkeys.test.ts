@@ -185,6 +185,17 @@ describe('passkeys', () => {
     assert.equal((await signInWithPasskey(t, authenticator)).status, 200);
   });
 
+  test("WEBAUTHN_ORIGINS names the only accepted origins: the service's own is no longer one", async () => {
+    const t = await harness.start({ env: { WEBAUTHN_RP_ID: 'localhost', WEBAUTHN_ORIGINS: 'https://shop.localhost' } });
+    await allowPasskeys(t);
+    const customer = await signedInCustomer(t);
+    const authenticator = new SoftAuthenticator('localhost', 'https://shop.localhost');
+    assert.equal((await addPasskey(t, customer.session, authenticator, { origin: 'http://localhost' })).status, 422);
+    assert.equal((await addPasskey(t, customer.session, authenticator)).status, 201);
+    assertRefused(await signInWithPasskey(t, authenticator, { origin: 'http://localhost' }));
+    assert.equal((await signInWithPasskey(t, authenticator)).status, 200);
+  });
+
   test('a challenge is single use: the same assertion and cookie again is refused', async () => {
     const t = await harness.start();
     const { authenticator } = await customerWithPasskey(t);
