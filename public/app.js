@@ -42,8 +42,11 @@
     return Number.isFinite(seconds) ? Math.max(1, Math.ceil(seconds)) : undefined;
   }
 
-  /** One request: the parsed body on success, an ApiError otherwise. */
-  async function send(method, path, body) {
+  /**
+   * One request: the parsed body on success (or, when `raw`, the response and its text), an
+   * ApiError otherwise.
+   */
+  async function send(method, path, body, raw = false) {
     const headers = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const token = readCookie('XSRF-TOKEN');
@@ -71,7 +74,7 @@
     // and any answer the store itself gave (below 500) opens them again.
     if (problem.code === 'store_unavailable') setStoreShut(true);
     else if (response.status < 500) setStoreShut(false);
-    if (response.ok) return parsed;
+    if (response.ok) return raw ? { response, text } : parsed;
     throw new ApiError(
       response.status,
       typeof problem.code === 'string'
@@ -143,8 +146,8 @@
   const recheckButton = document.getElementById('recheck');
   let storeShut = false;
 
-  /** Every control that would call the store: the forms and the log-out button. */
-  const storeControls = () => document.querySelectorAll('main form input, main form button, #logout');
+  /** Every control that would call the store: the forms and the account area's buttons. */
+  const storeControls = () => document.querySelectorAll('main form input, main form button, #account button');
 
   function setStoreShut(shut) {
     if (shut === storeShut) return;
@@ -257,9 +260,12 @@
       if (button.dataset.view === view) button.setAttribute('aria-current', 'page');
       else button.removeAttribute('aria-current');
     }
+    // Leaving the account area forgets what was typed there (passwords among it).
+    if (!signedIn) resetAccount();
     if (!focus) return;
     const section = document.getElementById(view);
-    const empty = [...section.querySelectorAll('input')].find((input) => input.value === '');
+    // The account area is a page of its own forms, none of them the obvious first step.
+    const empty = signedIn ? undefined : [...section.querySelectorAll('input')].find((input) => input.value === '');
     (empty || section.querySelector('h2')).focus();
   }
 
@@ -267,11 +273,18 @@
     document.getElementById(formId).elements.namedItem(field).value = value;
   }
 
-  function showAccount(customer, focus = true) {
+  /** The customer's name and identity wherever the account area shows them. */
+  function updateAccount(customer) {
     document.getElementById('account-name').textContent = customer.name;
     document.getElementById('account-identity').textContent = customer.identity.value;
     document.getElementById('account-unverified').hidden = customer.identity.verified_at !== null;
+    document.getElementById('profile-name').value = customer.name;
+  }
+
+  function showAccount(customer, focus = true) {
+    updateAccount(customer);
     show('account', focus);
+    void loadSessions();
   }
 
   // ---- Actions ------------------------------------------------------------------------------
@@ -287,6 +300,11 @@
     } catch (error) {
       if (error instanceof ApiError && error.code === 'store_unavailable') {
         setStatus(''); // the notice of the shut store says it, once
+        return;
+      }
+      // The session ended elsewhere (another device revoked it, the password changed there).
+      if (error instanceof ApiError && error.code === 'unauthenticated' && accountSection.contains(form)) {
+        signedOutElsewhere();
         return;
       }
       const orphans = error instanceof ApiError ? showFieldErrors(form, error.errors) : [];
@@ -394,9 +412,254 @@
     });
   });
 
-  const account = document.getElementById('account');
+  // ---- The account area ---------------------------------------------------------------------
+
+  const accountSection = document.getElementById('account');
+  const sessionsSection = document.getElementById('sessions');
+  const sessionsList = document.getElementById('sessions-list');
+  const identityChangeForm = document.getElementById('identity-change-form');
+  const identityConfirmForm = document.getElementById('identity-confirm-form');
+  const deleteStart = document.getElementById('delete-start');
+  const deleteForm = document.getElementById('delete-form');
+
+  /** Clears every form of the account area and returns the two-step ones to their first step. */
+  function resetAccount() {
+    for (const form of accountSection.querySelectorAll('form')) {
+      form.reset();
+      clearFieldErrors(form);
+    }
+    identityStep(false);
+    deleteStep(false);
+    sessionsList.replaceChildren();
+  }
+
+  function signedOutElsewhere() {
+    show('login');
+    setStatus('You are no longer signed in on this device. Log in again.', 'error');
+  }
+
+  // The device in a few words, as the service's new-sign-in notice names it: no versions, and the
+  // first match wins (Edge, Opera and Samsung Internet also claim Chrome; Chrome claims Safari).
+  const browserNames = [
+    [/\bEdg(?:e|A|iOS)?\//, 'Edge'],
+    [/\bOPR\/|\bOpera\b/, 'Opera'],
+    [/\bSamsungBrowser\//, 'Samsung Internet'],
+    [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
+    [/\bChrome\/|\bCriOS\/|\bChromium\//, 'Chrome'],
+    [/\bSafari\//, 'Safari'],
+  ];
+  const systemNames = [
+    [/\bWindows\b/, 'Windows'],
+    [/\bAndroid\b/, 'Android'],
+    [/\b(?:iPhone|iPad|iPod)\b/, 'iOS'],
+    [/\bCrOS\b/, 'ChromeOS'],
+    [/\bMac OS X\b|\bMacintosh\b/, 'macOS'],
+    [/\bLinux\b/, 'Linux'],
+  ];
+  function deviceWords(userAgent) {
+    const agent = userAgent || '';
+    const name = (list, fallback) => list.find(([pattern]) => pattern.test(agent))?.[1] ?? fallback;
+    return `${name(browserNames, 'Unknown browser')} on ${name(systemNames, 'unknown system')}`;
+  }
+
+  function timeOf(iso) {
+    const element = document.createElement('time');
+    element.dateTime = iso;
+    element.textContent = new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    return element;
+  }
+
+  /** One session as a list item: device, network, when; a Revoke button unless it is this one. */
+  function sessionItem(session) {
+    const item = document.createElement('li');
+    const device = document.createElement('p');
+    device.id = `session-${session.id}`;
+    const words = deviceWords(session.client.user_agent);
+    const name = document.createElement('strong');
+    name.textContent = words;
+    device.append(name);
+    if (session.current) {
+      const mark = document.createElement('span');
+      mark.className = 'current';
+      mark.textContent = 'This device';
+      device.append(' ', mark);
+    }
+    const details = document.createElement('p');
+    details.className = 'hint';
+    details.append(
+      `Network ${session.client.address || 'unknown'} · signed in `,
+      timeOf(session.created_at),
+      ' · last seen ',
+      timeOf(session.last_seen_at),
+    );
+    item.append(device, details);
+    if (!session.current) {
+      const revoke = document.createElement('button');
+      revoke.type = 'button';
+      revoke.className = 'secondary';
+      revoke.textContent = 'Revoke';
+      revoke.setAttribute('aria-describedby', device.id);
+      revoke.disabled = storeShut;
+      revoke.addEventListener('click', () => revokeSession(session.id, words));
+      item.append(revoke);
+    }
+    return item;
+  }
+
+  async function refreshSessions() {
+    const { sessions } = await call('GET', `${auth}/sessions`);
+    sessionsList.replaceChildren(...sessions.map(sessionItem));
+  }
+
+  /** Fills the session list on entering the account area; a failure is said, the area stays. */
+  async function loadSessions() {
+    sessionsSection.setAttribute('aria-busy', 'true');
+    try {
+      await refreshSessions();
+    } catch (error) {
+      const code = error instanceof ApiError ? error.code : '';
+      if (code === 'unauthenticated') signedOutElsewhere();
+      else if (code !== 'store_unavailable') setStatus(`Your devices could not be listed. ${describe(error)}`, 'error');
+    } finally {
+      sessionsSection.removeAttribute('aria-busy');
+    }
+  }
+
+  function revokeSession(id, words) {
+    void run(sessionsSection, async () => {
+      try {
+        await call('POST', `${auth}/sessions/${encodeURIComponent(id)}/revoke`);
+        setStatus(`${words} is signed out.`, 'success');
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
+        setStatus('That device was already signed out.', 'success');
+      }
+      await refreshSessions();
+      // Its button is gone with it: keep the keyboard in the list.
+      document.getElementById('sessions-title').focus();
+    });
+  }
+
+  document.getElementById('revoke-others').addEventListener('click', () => {
+    void run(sessionsSection, async () => {
+      const { count } = await call('POST', `${auth}/sessions/revoke-others`);
+      setStatus(
+        count === 0
+          ? 'No other device was signed in.'
+          : `Signed out ${count} other device${count === 1 ? '' : 's'}. This one stays signed in.`,
+        'success',
+      );
+      await refreshSessions();
+    });
+  });
+
+  onSubmit('password-change-form', async (values, form) => {
+    // The answer brings a new session cookie and CSRF token; the browser keeps both.
+    await call('POST', `${auth}/password/change`, values);
+    form.reset();
+    setStatus('Your password is changed. Every other device was signed out; this one stays signed in.', 'success');
+    await refreshSessions();
+  });
+
+  onSubmit('profile-form', async (values) => {
+    const customer = await call('POST', `${auth}/profile`, values);
+    updateAccount(customer);
+    setStatus(`Your name is now ${customer.name}.`, 'success');
+  });
+
+  function identityStep(confirming) {
+    identityChangeForm.hidden = confirming;
+    identityConfirmForm.hidden = !confirming;
+  }
+
+  onSubmit('identity-change-form', async (values, form) => {
+    await call('POST', `${auth}/identity/change`, values);
+    form.reset();
+    identityStep(true);
+    document.getElementById('identity-confirm-code').focus();
+    setStatus(
+      `We sent a code to ${values[mode]}; enter it below. If that ${noun} already has an account, it gets a message saying so instead, and nothing changes.`,
+      'success',
+    );
+  });
+
+  onSubmit(
+    'identity-confirm-form',
+    async (values, form) => {
+      const customer = await call('POST', `${auth}/identity/confirm`, values);
+      form.reset();
+      identityStep(false);
+      updateAccount(customer);
+      document.getElementById('identity-change-title').focus();
+      setStatus(`Your account now uses ${customer.identity.value}. Every other device was signed out.`, 'success');
+      await refreshSessions();
+    },
+    { identity_unavailable: () => `That ${noun} has an account of its own now, so yours cannot move to it.` },
+  );
+
+  document.getElementById('identity-change-restart').addEventListener('click', () => {
+    identityConfirmForm.reset();
+    clearFieldErrors(identityConfirmForm);
+    identityStep(false);
+    setStatus('');
+    document.getElementById('identity-change-value').focus();
+  });
+
+  // Fetched rather than linked, so a refusal (too soon, signed out, store shut) is a sentence on the
+  // page instead of a broken download; the file is the service's answer, byte for byte.
+  const exportSection = document.getElementById('export');
+  document.getElementById('export-button').addEventListener('click', () => {
+    void run(
+      exportSection,
+      async () => {
+        const { response, text } = await send('GET', `${auth}/account/export`, undefined, true);
+        const disposition = response.headers.get('content-disposition') || '';
+        const filename = /filename="([^"\\/]+)"/.exec(disposition)?.[1] || 'account-export.json';
+        const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+        const link = document.createElement('a');
+        link.href = url;
+        link.download = filename;
+        link.hidden = true;
+        document.body.append(link);
+        link.click();
+        link.remove();
+        // The browser has read the URL once the click returns; it is released a little later all the same.
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+        setStatus(`Your data is downloading as ${filename}.`, 'success');
+      },
+      { rate_limited: (error) => `Your data was downloaded a moment ago. ${tryAgain(error)}` },
+    );
+  });
+
+  function deleteStep(confirming) {
+    deleteStart.hidden = confirming;
+    deleteForm.hidden = !confirming;
+  }
+
+  deleteStart.addEventListener('click', () => {
+    deleteStep(true);
+    document.getElementById('delete-password').focus();
+  });
+
+  document.getElementById('delete-cancel').addEventListener('click', () => {
+    deleteForm.reset();
+    clearFieldErrors(deleteForm);
+    deleteStep(false);
+    setStatus('Your account is kept.', 'success');
+    deleteStart.focus();
+  });
+
+  onSubmit('delete-form', async (values) => {
+    await call('POST', `${auth}/account/delete`, values);
+    show('login');
+    setStatus(
+      `Your account and everything it held are deleted, and every device is signed out. You can create a new account with the same ${noun} at any time.`,
+      'success',
+    );
+  });
+
   document.getElementById('logout').addEventListener('click', () => {
-    void run(account, async () => {
+    void run(accountSection, async () => {
       try {
         await call('POST', `${auth}/logout`);
         setStatus('You are signed out.', 'success');

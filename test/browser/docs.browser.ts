@@ -7,7 +7,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
 let browser: Browser;
@@ -16,13 +17,7 @@ let service: ServiceProcess;
 
 before(async () => {
   dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-docs-'));
-  [service, browser] = await Promise.all([
-    startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' }),
-    chromium.launch({
-      executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    }),
-  ]);
+  [service, browser] = await Promise.all([startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' }), launchChromium()]);
 });
 
 after(async () => {

@@ -4,131 +4,49 @@
 // .test-artifacts/screenshots (or SCREENSHOT_DIR).
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createStorefrontAuthClient } from '../../src/client/index.js';
-import { repoRoot, runCli, startService, type ServiceProcess } from '../helpers/service-process.js';
+import {
+  assertAccessible,
+  assertNoSidewaysScroll,
+  desktop,
+  launchChromium,
+  logIn,
+  openPage as openBrowserPage,
+  phone,
+  register,
+  screenshots,
+  type PageSession,
+} from '../helpers/browser.js';
+import {
+  runCli,
+  setStoreStatus as setStoreStatusOf,
+  startService,
+  type ServiceProcess,
+} from '../helpers/service-process.js';
 import { waitForCode } from '../client/service-codes.js';
 
-const screenshotDir = process.env['SCREENSHOT_DIR']
-  ? path.resolve(process.env['SCREENSHOT_DIR'])
-  : path.join(repoRoot, '.test-artifacts/screenshots');
-const screenshotName = /^\d{2}-[a-z0-9-]+\.png$/;
-let shots = 0;
-
+const shots = screenshots();
 let browser: Browser;
 
-// The accessibility checker's own script, evaluated in the page through the DevTools protocol, which
-// the page's strict CSP (script-src 'self') does not govern.
-const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** The widths the page must read well at: a small phone and a desktop window. */
-const phone = { width: 375, height: 812 };
-const desktop = { width: 1280, height: 900 };
-
 before(async () => {
-  await fs.mkdir(screenshotDir, { recursive: true });
-  // Only our own earlier screenshots are removed, so a shared folder is safe.
-  for (const name of await fs.readdir(screenshotDir)) {
-    if (screenshotName.test(name)) await fs.rm(path.join(screenshotDir, name));
-  }
-  browser = await chromium.launch({
-    executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  [browser] = await Promise.all([launchChromium(), shots.clear()]);
 });
 
 after(async () => {
   await browser?.close();
 });
 
-interface Session {
-  page: Page;
-  /** `METHOD /path status` of every API answer the page received, in order. */
-  api: string[];
-  shot(step: string): Promise<void>;
-  status(text: string | RegExp, kind?: 'success' | 'error'): Promise<string>;
-}
-
-/**
- * A fresh browser context on the service's page; fails the test on script errors, CSP violations or
- * any request answered 404.
- */
-async function openPage(
+function openPage(
   t: TestContext,
   service: ServiceProcess,
-  run: (session: Session) => Promise<void>,
-  viewport = { width: 720, height: 900 },
+  run: (session: PageSession) => Promise<void>,
+  viewport?: { width: number; height: number },
 ) {
-  const context = await browser.newContext({ viewport });
-  const problems: string[] = [];
-  const api: string[] = [];
-  try {
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) problems.push(message.text());
-    });
-    page.on('response', (response) => {
-      const url = new URL(response.url());
-      if (response.status() === 404) problems.push(`404 for ${url.pathname}`);
-      if (url.pathname.startsWith('/api/'))
-        api.push(`${response.request().method()} ${url.pathname} ${response.status()}`);
-    });
-    await page.goto(service.url);
-    await page.locator('body:not([aria-busy])').waitFor();
-    t.diagnostic(`screenshots in ${screenshotDir}`);
-    await run({
-      page,
-      api,
-      async shot(step) {
-        shots += 1;
-        const file = path.join(screenshotDir, `${String(shots).padStart(2, '0')}-${step}.png`);
-        await page.screenshot({ path: file, fullPage: true });
-      },
-      async status(text, kind) {
-        const status = page.locator(kind === undefined ? '#status' : `#status.${kind}`, { hasText: text });
-        await status.waitFor();
-        return (await status.textContent()) ?? '';
-      },
-    });
-    assert.deepEqual(problems, [], 'no script errors, no CSP violations and no 404s');
-  } finally {
-    await context.close();
-  }
-}
-
-/** Runs axe-core on the page as it is shown now; fails with each rule broken and where. */
-async function assertAccessible(page: Page, where: string) {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document): Promise<AxeResults> } }).axe;
-    const results = await axe.run(document);
-    // No rule passing at all would mean the checker looked at nothing.
-    if (results.passes.length === 0) return ['axe-core checked nothing'];
-    return results.violations.map(
-      (rule) => `${rule.id}: ${rule.help} (${rule.nodes.map((node) => node.target.join(' ')).join(', ')})`,
-    );
-  });
-  assert.deepEqual(violations, [], `no accessibility violations on ${where}`);
-}
-
-interface AxeResults {
-  passes: unknown[];
-  violations: Array<{ id: string; help: string; nodes: Array<{ target: string[] }> }>;
+  return openBrowserPage(browser, shots, t, service, run, viewport);
 }
 
 /** Rows of the visible view buttons, by their top edge, each with its buttons' names. */
@@ -145,24 +63,6 @@ async function tabRows(page: Page) {
   const rows = new Map<number, string[]>();
   for (const box of boxes) rows.set(box.top, [...(rows.get(box.top) ?? []), box.name]);
   return { rows: [...rows.values()], wrapped: boxes.filter((box) => box.lines > 1).map((box) => box.name) };
-}
-
-async function register(page: Page, name: string, identity: string, password: string, confirmation = password) {
-  await page.getByRole('navigation').getByRole('button', { name: 'Create an account' }).click();
-  const form = page.locator('#register');
-  await form.getByLabel('Name').fill(name);
-  await form.getByLabel(/Email address|Phone number/).fill(identity);
-  await form.getByLabel('Password', { exact: true }).fill(password);
-  await form.getByLabel('Confirm password').fill(confirmation);
-  await form.getByRole('button', { name: 'Create account' }).click();
-}
-
-async function logIn(page: Page, identity: string, password: string) {
-  const form = page.locator('#login');
-  await form.waitFor();
-  await form.getByLabel('Email address').fill(identity);
-  await form.getByLabel('Password').fill(password);
-  await form.getByRole('button', { name: 'Log in' }).click();
 }
 
 describe('the sign-in page of an email store', () => {
@@ -185,25 +85,7 @@ describe('the sign-in page of an email store', () => {
     await client.register({ name: 'Existing Customer', email, password, password_confirmation: password });
   }
 
-  /** Pauses or opens the store with the command line, as an operator would, and waits until the service sees it. */
-  async function setStoreStatus(status: 'paused' | 'active') {
-    const child = runCli(['store', 'set', '--status', status], { DATA_DIR: dataDir });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise((resolve) => child.once('exit', resolve));
-    assert.equal(code, 0, stderr);
-    // The store gate reads the store row through a short cache of its own (readiness reads it
-    // afresh, so it can report the change earlier): ask a customer-facing call until it agrees.
-    const expected = status === 'active' ? 204 : 503;
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const reply = await fetch(`${service.url}/api/v1/csrf-cookie`);
-      await reply.arrayBuffer();
-      if (reply.status === expected) return;
-      assert.ok(Date.now() < deadline, `the service did not see the store ${status} in time`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  const setStoreStatus = (status: 'paused' | 'active') => setStoreStatusOf(service, dataDir, status);
 
   test('a shopper registers, verifies with the emailed code, logs in, is recognised after a reload and logs out', async (t) => {
     await openPage(t, service, async ({ page, shot, status }) => {
@@ -356,11 +238,7 @@ describe('the sign-in page of an email store', () => {
             ['Log in', 'Create an account'],
             ['Forgot your password?', 'Verify an account'],
           ]);
-          assert.equal(
-            await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
-            true,
-            'nothing scrolls sideways',
-          );
+          await assertNoSidewaysScroll(page);
           await shot(`layout-${viewport.width}`);
         },
         viewport,
@@ -502,8 +380,13 @@ describe('the sign-in page of an email store', () => {
       await page.context().clearCookies({ name: 'XSRF-TOKEN' });
       const from = api.length;
       await logIn(page, 'nocookie@example.com', 'cookie monster 42');
-      await page.locator('#account').getByText('Signed in as').waitFor();
-      assert.deepEqual(api.slice(from), ['GET /api/v1/csrf-cookie 204', 'POST /api/v1/customer/auth/login 200']);
+      // Signed in, the account area lists the devices: that call is the last one.
+      await page.locator('#sessions:not([aria-busy]) #sessions-list li').first().waitFor();
+      assert.deepEqual(api.slice(from), [
+        'GET /api/v1/csrf-cookie 204',
+        'POST /api/v1/customer/auth/login 200',
+        'GET /api/v1/customer/auth/sessions 200',
+      ]);
     });
   });
 
@@ -511,7 +394,7 @@ describe('the sign-in page of an email store', () => {
     await existingCustomer('stale@example.com', 'stale bread 99');
     await openPage(t, service, async ({ page, api, shot, status }) => {
       await logIn(page, 'stale@example.com', 'stale bread 99');
-      await page.locator('#account').getByText('Signed in as').waitFor();
+      await page.locator('#sessions:not([aria-busy]) #sessions-list li').first().waitFor();
       // A token the server never signed, as after a secret rotation or a token of another session.
       await page.context().addCookies([{ name: 'XSRF-TOKEN', value: 'stale.token', url: service.url }]);
       const from = api.length;
@@ -644,11 +527,7 @@ describe('the sign-in page of a store that offers sign-in codes', () => {
           await page.locator('#account').getByText(`Signed in as Grace Hopper (${email}).`).waitFor();
           await status('You are signed in.', 'success');
           assert.equal(await page.locator('#account-unverified').isHidden(), true, 'the code verified the address');
-          assert.equal(
-            await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
-            true,
-            'nothing scrolls sideways',
-          );
+          await assertNoSidewaysScroll(page);
           await assertAccessible(page, `signed in with a code at ${label}`);
           await shot(`code-signed-in-${viewport.width}`);
           assert.ok(api.includes('POST /api/v1/customer/auth/code/login 200'));

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -77,4 +78,27 @@ export function startService(
       }
     });
   });
+}
+
+/**
+ * Pauses or opens the store of the service in `dataDir` with the command line, as an operator
+ * would, and resolves once the service answers accordingly.
+ */
+export async function setStoreStatus(service: ServiceProcess, dataDir: string, status: 'paused' | 'active') {
+  const child = runCli(['store', 'set', '--status', status], { DATA_DIR: dataDir });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  assert.equal(code, 0, stderr);
+  // The store gate reads the store row through a short cache of its own (readiness reads it
+  // afresh, so it can report the change earlier): ask a customer-facing call until it agrees.
+  const expected = status === 'active' ? 204 : 503;
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const reply = await fetch(`${service.url}/api/v1/csrf-cookie`);
+    await reply.arrayBuffer();
+    if (reply.status === expected) return;
+    assert.ok(Date.now() < deadline, `the service did not see the store ${status} in time`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
