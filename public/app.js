@@ -13,6 +13,11 @@
   const views = ['account', 'login', 'code', 'code-login', 'register', 'verify', 'forgot', 'reset'];
   // Whether the store lets customers sign in with a code sent to them instead of a password.
   const signInWithCode = document.body.dataset.signInWithCode === 'true';
+  // Whether the store offers passkeys and this browser can use them (SimpleWebAuthnBrowser is the
+  // bundle the service serves at /vendor/simplewebauthn-browser.js, loaded before this script).
+  const webauthn = window.SimpleWebAuthnBrowser;
+  const passkeysOn =
+    document.body.dataset.passkeys === 'true' && webauthn !== undefined && webauthn.browserSupportsWebAuthn();
 
   // ---- The API ------------------------------------------------------------------------------
 
@@ -147,7 +152,7 @@
   let storeShut = false;
 
   /** Every control that would call the store: the forms and the account area's buttons. */
-  const storeControls = () => document.querySelectorAll('main form input, main form button, #account button');
+  const storeControls = () => document.querySelectorAll('main form input, main form button, #account button, #passkey-path button');
 
   function setStoreShut(shut) {
     if (shut === storeShut) return;
@@ -256,6 +261,9 @@
     const signedIn = view === 'account';
     document.getElementById('views').hidden = signedIn;
     for (const id of views) document.getElementById(id).hidden = id !== view;
+    // The log-in form offers passkeys in its identity field while it is shown, and only then.
+    if (view === 'login') void startPasskeyAutofill();
+    else stopPasskeyAutofill();
     for (const button of document.querySelectorAll('#views [data-view]')) {
       if (button.dataset.view === view) button.setAttribute('aria-current', 'page');
       else button.removeAttribute('aria-current');
@@ -285,6 +293,7 @@
     updateAccount(customer);
     show('account', focus);
     void loadSessions();
+    if (passkeysOn) void loadPasskeys();
   }
 
   // ---- Actions ------------------------------------------------------------------------------
@@ -431,6 +440,7 @@
     identityStep(false);
     deleteStep(false);
     sessionsList.replaceChildren();
+    passkeysList.replaceChildren();
   }
 
   function signedOutElsewhere() {
@@ -551,6 +561,161 @@
       );
       await refreshSessions();
     });
+  });
+
+  // ---- Passkeys ------------------------------------------------------------------------------
+
+  const passkeysSection = document.getElementById('passkeys');
+  const passkeysList = document.getElementById('passkeys-list');
+
+  /** What the browser's side of a ceremony refused, in words (the API's refusals say their own). */
+  function ceremonyMessage(error, adding) {
+    if (error && error.code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED')
+      return 'This device already has a passkey for your account.';
+    if (error && (error.name === 'NotAllowedError' || error.name === 'AbortError'))
+      return adding
+        ? 'No passkey was added: it was cancelled or took too long.'
+        : 'Signing in with a passkey was cancelled.';
+    return adding ? 'This browser could not make a passkey.' : 'This browser could not use a passkey.';
+  }
+
+  /** One passkey as a list item: its name, when it was added and last used, and a Remove button. */
+  function passkeyItem(passkey) {
+    const item = document.createElement('li');
+    const title = document.createElement('p');
+    title.id = `passkey-${passkey.id}`;
+    const name = document.createElement('strong');
+    name.textContent = passkey.name;
+    title.append(name);
+    const details = document.createElement('p');
+    details.className = 'hint';
+    details.append('Added ', timeOf(passkey.created_at), ' · ');
+    if (passkey.last_used_at === null) details.append('not used yet');
+    else details.append('last used ', timeOf(passkey.last_used_at));
+    const remove = document.createElement('button');
+    remove.type = 'button';
+    remove.className = 'secondary';
+    remove.textContent = 'Remove';
+    remove.setAttribute('aria-describedby', title.id);
+    remove.disabled = storeShut;
+    remove.addEventListener('click', () => removePasskey(passkey.id, passkey.name));
+    item.append(title, details, remove);
+    return item;
+  }
+
+  async function refreshPasskeys() {
+    const { passkeys } = await call('GET', `${auth}/passkeys`);
+    passkeysList.replaceChildren(...passkeys.map(passkeyItem));
+    document.getElementById('passkeys-empty').hidden = passkeys.length > 0;
+  }
+
+  /** Shows the passkey list on entering the account area; a failure is said, the area stays. */
+  async function loadPasskeys() {
+    passkeysSection.hidden = false;
+    passkeysSection.setAttribute('aria-busy', 'true');
+    try {
+      await refreshPasskeys();
+    } catch (error) {
+      const code = error instanceof ApiError ? error.code : '';
+      if (code === 'unauthenticated') signedOutElsewhere();
+      else if (code === 'not_found')
+        passkeysSection.hidden = true; // the store stopped offering them
+      else if (code !== 'store_unavailable')
+        setStatus(`Your passkeys could not be listed. ${describe(error)}`, 'error');
+    } finally {
+      passkeysSection.removeAttribute('aria-busy');
+    }
+  }
+
+  // The store may stop offering passkeys while the page is open: the calls then answer 404.
+  const passkeysOff = {
+    not_found: () => `${storeName} does not offer passkeys right now.`,
+  };
+
+  document.getElementById('passkey-add').addEventListener('click', () => {
+    void run(
+      passkeysSection,
+      async () => {
+        const optionsJSON = await call('POST', `${auth}/passkeys/register/options`);
+        let credential;
+        try {
+          credential = await webauthn.startRegistration({ optionsJSON });
+        } catch (error) {
+          setStatus(ceremonyMessage(error, true), 'error');
+          return;
+        }
+        const passkey = await call('POST', `${auth}/passkeys/register`, { credential });
+        await refreshPasskeys();
+        setStatus(`Passkey added: ${passkey.name}. Next time, sign in with it instead of your password.`, 'success');
+      },
+      { ...passkeysOff, validation_failed: () => 'The passkey could not be checked. Try adding it again.' },
+    );
+  });
+
+  function removePasskey(id, name) {
+    void run(passkeysSection, async () => {
+      try {
+        await call('POST', `${auth}/passkeys/${encodeURIComponent(id)}/delete`);
+        setStatus(`Passkey removed: ${name}. It can no longer sign in to your account.`, 'success');
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
+        setStatus('That passkey was already removed.', 'success');
+      }
+      await refreshPasskeys();
+      // Its button is gone with it: keep the keyboard in the section.
+      document.getElementById('passkeys-title').focus();
+    });
+  }
+
+  /** Options, the browser's ceremony and the sign-in; `autofill` waits for a pick in the identity field. */
+  async function signInWithPasskey(autofill) {
+    const optionsJSON = await call('POST', `${auth}/passkeys/login/options`);
+    const credential = await webauthn.startAuthentication({ optionsJSON, useBrowserAutofill: autofill });
+    const session = await call('POST', `${auth}/passkeys/login`, { credential });
+    document.getElementById('login-form').reset();
+    showAccount(session.customer);
+    setStatus(`Welcome, ${session.customer.name}. You are signed in.`, 'success');
+  }
+
+  const passkeyRefused = {
+    ...passkeysOff,
+    unauthenticated: () => 'That passkey could not sign you in. It may have been removed; log in with your password.',
+  };
+
+  // The identity field offers the device's passkeys for this store as it is focused (conditional
+  // UI). At most one such request waits at a time; leaving the form cancels it.
+  let autofillWaiting = false;
+  async function startPasskeyAutofill() {
+    if (!passkeysOn || autofillWaiting || !(await webauthn.browserSupportsWebAuthnAutofill())) return;
+    autofillWaiting = true;
+    try {
+      await signInWithPasskey(true);
+    } catch (error) {
+      // Cancelled (the form was left, or the button started a ceremony of its own): nothing to say.
+      if (error instanceof ApiError && error.code !== 'store_unavailable')
+        setStatus(describe(error, passkeyRefused), 'error');
+    } finally {
+      autofillWaiting = false;
+    }
+  }
+  function stopPasskeyAutofill() {
+    if (autofillWaiting) webauthn.WebAuthnAbortService.cancelCeremony();
+  }
+
+  const passkeyPath = document.getElementById('passkey-path');
+  document.getElementById('passkey-login').addEventListener('click', () => {
+    void run(
+      passkeyPath,
+      async () => {
+        try {
+          await signInWithPasskey(false);
+        } catch (error) {
+          if (error instanceof ApiError) throw error;
+          setStatus(ceremonyMessage(error, false), 'error');
+        }
+      },
+      passkeyRefused,
+    );
   });
 
   onSubmit('password-change-form', async (values, form) => {
@@ -689,6 +854,11 @@
 
   setUpIdentityFields();
   setUpFieldErrors();
+  if (passkeysOn) {
+    // Lets the browser offer passkeys among the identity field's suggestions (conditional UI).
+    document.getElementById('login-identity').setAttribute('autocomplete', 'username webauthn');
+    passkeyPath.hidden = false;
+  }
   if (signInWithCode) {
     document.getElementById('code-path-button').textContent =
       mode === 'phone' ? 'Text me a code instead' : 'Email me a code instead';
