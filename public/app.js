@@ -152,7 +152,8 @@
   let storeShut = false;
 
   /** Every control that would call the store: the forms and the account area's buttons. */
-  const storeControls = () => document.querySelectorAll('main form input, main form button, #account button, #passkey-path button');
+  const storeControls = () =>
+    document.querySelectorAll('main form input, main form button, #account button, #passkey-path button');
 
   function setStoreShut(shut) {
     if (shut === storeShut) return;
