@@ -480,6 +480,18 @@
     return element;
   }
 
+  /** A list item's action: a secondary button described by the item's own words. */
+  function itemButton(text, describedById, onClick) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'secondary';
+    button.textContent = text;
+    button.setAttribute('aria-describedby', describedById);
+    button.disabled = storeShut;
+    button.addEventListener('click', onClick);
+    return button;
+  }
+
   /** One session as a list item: device, network, when; a Revoke button unless it is this one. */
   function sessionItem(session) {
     const item = document.createElement('li');
@@ -504,16 +516,7 @@
       timeOf(session.last_seen_at),
     );
     item.append(device, details);
-    if (!session.current) {
-      const revoke = document.createElement('button');
-      revoke.type = 'button';
-      revoke.className = 'secondary';
-      revoke.textContent = 'Revoke';
-      revoke.setAttribute('aria-describedby', device.id);
-      revoke.disabled = storeShut;
-      revoke.addEventListener('click', () => revokeSession(session.id, words));
-      item.append(revoke);
-    }
+    if (!session.current) item.append(itemButton('Revoke', device.id, () => revokeSession(session.id, words)));
     return item;
   }
 
@@ -522,18 +525,26 @@
     sessionsList.replaceChildren(...sessions.map(sessionItem));
   }
 
-  /** Fills the session list on entering the account area; a failure is said, the area stays. */
-  async function loadSessions() {
-    sessionsSection.setAttribute('aria-busy', 'true');
+  /**
+   * Fills one of the account area's lists on entering it; a failure is said, the area stays. A 404
+   * hides the list: the store stopped offering what it shows.
+   */
+  async function loadList(section, refresh, what) {
+    section.setAttribute('aria-busy', 'true');
     try {
-      await refreshSessions();
+      await refresh();
     } catch (error) {
       const code = error instanceof ApiError ? error.code : '';
       if (code === 'unauthenticated') signedOutElsewhere();
-      else if (code !== 'store_unavailable') setStatus(`Your devices could not be listed. ${describe(error)}`, 'error');
+      else if (code === 'not_found') section.hidden = true;
+      else if (code !== 'store_unavailable') setStatus(`${what} could not be listed. ${describe(error)}`, 'error');
     } finally {
-      sessionsSection.removeAttribute('aria-busy');
+      section.removeAttribute('aria-busy');
     }
+  }
+
+  function loadSessions() {
+    return loadList(sessionsSection, refreshSessions, 'Your devices');
   }
 
   function revokeSession(id, words) {
@@ -593,14 +604,11 @@
     details.append('Added ', timeOf(passkey.created_at), ' · ');
     if (passkey.last_used_at === null) details.append('not used yet');
     else details.append('last used ', timeOf(passkey.last_used_at));
-    const remove = document.createElement('button');
-    remove.type = 'button';
-    remove.className = 'secondary';
-    remove.textContent = 'Remove';
-    remove.setAttribute('aria-describedby', title.id);
-    remove.disabled = storeShut;
-    remove.addEventListener('click', () => removePasskey(passkey.id, passkey.name));
-    item.append(title, details, remove);
+    item.append(
+      title,
+      details,
+      itemButton('Remove', title.id, () => removePasskey(passkey.id, passkey.name)),
+    );
     return item;
   }
 
@@ -610,22 +618,9 @@
     document.getElementById('passkeys-empty').hidden = passkeys.length > 0;
   }
 
-  /** Shows the passkey list on entering the account area; a failure is said, the area stays. */
-  async function loadPasskeys() {
+  function loadPasskeys() {
     passkeysSection.hidden = false;
-    passkeysSection.setAttribute('aria-busy', 'true');
-    try {
-      await refreshPasskeys();
-    } catch (error) {
-      const code = error instanceof ApiError ? error.code : '';
-      if (code === 'unauthenticated') signedOutElsewhere();
-      else if (code === 'not_found')
-        passkeysSection.hidden = true; // the store stopped offering them
-      else if (code !== 'store_unavailable')
-        setStatus(`Your passkeys could not be listed. ${describe(error)}`, 'error');
-    } finally {
-      passkeysSection.removeAttribute('aria-busy');
-    }
+    return loadList(passkeysSection, refreshPasskeys, 'Your passkeys');
   }
 
   // The store may stop offering passkeys while the page is open: the calls then answer 404.

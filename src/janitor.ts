@@ -72,14 +72,7 @@ export async function prune(
     // Nothing to look back on: a passkey challenge is useless once expired, so it goes at once.
     passkey_challenges: (limit) => deleteExpiredPasskeyChallenges(db, clock, limit),
   };
-  const removed: RemovedRows = {
-    sessions: 0,
-    challenges: 0,
-    outbox: 0,
-    audit_events: 0,
-    known_devices: 0,
-    passkey_challenges: 0,
-  };
+  const removed = Object.fromEntries(janitorTables.map((table) => [table, 0])) as RemovedRows;
   // Outbox rows go before codes: a failed message past its retention frees the code it held.
   for (const table of [
     'sessions',

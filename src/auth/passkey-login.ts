@@ -5,14 +5,13 @@ import {
   type PublicKeyCredentialRequestOptionsJSON,
 } from '@simplewebauthn/server';
 import type { StoreContext } from '../store/store.js';
-import { findCustomerById, markVerified, toCustomer } from './customers.js';
+import { findCustomerById, markVerified } from './customers.js';
 import type { AuthDeps } from './deps.js';
-import type { LoginResult } from './login.js';
+import { completeSignIn, type LoginResult } from './login.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { counterAdvances, findPasskeyByCredentialId, recordPasskeyUse } from './passkeys.js';
 import { passkeyCeremonyTimeoutMilliseconds, type RelyingParty } from './relying-party.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
-import { noteSignIn } from './sign-in-notice.js';
 
 /**
  * Options for signing in with a passkey, and the handle of their challenge (for the browser's
@@ -110,15 +109,5 @@ export async function loginWithPasskey(
     return { row, session };
   });
   if (typeof opened === 'string') return refused(opened);
-  const { row, session } = opened;
-  const signInNotice = await noteSignIn(deps, store, row, session.sessionId, client).catch((error: unknown) => ({
-    failed: error,
-  }));
-  return {
-    ok: true,
-    customer: toCustomer(row),
-    sessionId: session.sessionId,
-    expiresAt: session.expiresAt,
-    signInNotice,
-  };
+  return completeSignIn(deps, store, opened.row, opened.session, client);
 }

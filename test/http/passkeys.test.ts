@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, createHarness, stableHeaders, withoutRequestId, type Reply, type TestApp } from '../helpers/harness.js';
 import {
   addPasskey,
   allowPasskeys,
@@ -19,17 +19,6 @@ import {
 import { SoftAuthenticator } from '../helpers/webauthn.js';
 
 /** The registration and sign-in ceremonies, with real WebAuthn answers from a software authenticator. */
-
-function withoutRequestId(body: Record<string, unknown>) {
-  const { request_id: _ignored, ...rest } = body;
-  return rest;
-}
-
-/** Header names and values, without those that differ on every answer by design. */
-function stableHeaders(reply: Reply) {
-  const { 'x-request-id': _id, date: _date, 'content-length': _length, ...rest } = reply.headers;
-  return rest;
-}
 
 function assertRefused(reply: Reply) {
   assert.equal(reply.status, 401, JSON.stringify(reply.body));

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import type { FieldErrors } from '../../auth/deps.js';
 import { loginWithPasskey, startPasskeyLogin } from '../../auth/passkey-login.js';
@@ -70,6 +70,18 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
   }
   const off = ['not_found'] as const;
 
+  /** Counts an options call, starts its ceremony and gives the browser the cookie naming the challenge. */
+  async function ceremonyOptions<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    start: (rp: RelyingParty) => Promise<{ options: T; handle: string }>,
+  ): Promise<T> {
+    await limiter.consume([[limits.passkeyChallenges, request.clientKey]]);
+    const { options, handle } = await start(relyingParty(services, request));
+    setPasskeyCookie(reply, keys.csrf, handle, secure);
+    return options;
+  }
+
   return async (app) => {
     app.post(
       '/passkeys/register/options',
@@ -91,10 +103,7 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { customer } = await signedIn(services, request);
-        await limiter.consume([[limits.passkeyChallenges, request.clientKey]]);
-        const { options, handle } = await startPasskeyRegistration(deps, relyingParty(services, request), customer);
-        setPasskeyCookie(reply, keys.csrf, handle, secure);
-        return options;
+        return ceremonyOptions(request, reply, (rp) => startPasskeyRegistration(deps, rp, customer));
       },
     );
 
@@ -199,10 +208,7 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await limiter.consume([[limits.passkeyChallenges, request.clientKey]]);
-        const { options, handle } = await startPasskeyLogin(deps, relyingParty(services, request));
-        setPasskeyCookie(reply, keys.csrf, handle, secure);
-        return options;
+        return ceremonyOptions(request, reply, (rp) => startPasskeyLogin(deps, rp));
       },
     );
 
