@@ -50,6 +50,8 @@ export class SoftAuthenticator {
   constructor(
     readonly rpId = 'localhost',
     readonly origin = 'http://localhost',
+    /** False: a synced passkey's authenticator, whose counter stays 0, so only the challenge stops a replay. */
+    readonly keepsCounter = true,
   ) {
     const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     this.privateKey = pair.privateKey;
@@ -86,7 +88,8 @@ export class SoftAuthenticator {
   }
 
   private nextCounter(overrides: CeremonyOverrides): number {
-    this.counter = overrides.counter ?? this.counter + 1;
+    // Synced passkeys keep no counter and always report 0.
+    this.counter = overrides.counter ?? (this.keepsCounter ? this.counter + 1 : 0);
     return this.counter;
   }
 

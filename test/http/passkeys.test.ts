@@ -27,10 +27,10 @@ function assertRefused(reply: Reply) {
 }
 
 /** A customer with one passkey, signed out of nothing (the password session stays). */
-async function customerWithPasskey(t: TestApp) {
+async function customerWithPasskey(t: TestApp, { keepsCounter = true } = {}) {
   await allowPasskeys(t);
   const customer = await signedInCustomer(t);
-  const authenticator = new SoftAuthenticator();
+  const authenticator = new SoftAuthenticator('localhost', 'http://localhost', keepsCounter);
   const added = await addPasskey(t, customer.session, authenticator);
   assert.equal(added.status, 201, JSON.stringify(added.body));
   return { ...customer, authenticator, passkeyId: added.body.id as string };
@@ -187,7 +187,8 @@ describe('passkeys', () => {
 
   test('a challenge is single use: the same assertion and cookie again is refused', async () => {
     const t = await harness.start();
-    const { authenticator } = await customerWithPasskey(t);
+    // A counter of 0 every time, so the spent challenge alone refuses the replay.
+    const { authenticator } = await customerWithPasskey(t, { keepsCounter: false });
     const { options, challenge } = await loginOptions(t);
     const assertion = authenticator.assert(options);
     assert.equal((await passkeyLogin(t, assertion, challenge)).status, 200);
@@ -285,7 +286,8 @@ describe('passkeys', () => {
 
   test('two parallel sign-ins with one assertion and cookie open exactly one session', async () => {
     const t = await harness.start();
-    const { authenticator, id } = await customerWithPasskey(t);
+    // A counter of 0 every time, so only the challenge's single DELETE decides the race.
+    const { authenticator, id } = await customerWithPasskey(t, { keepsCounter: false });
     const sessionsBefore = await count(t, 'sessions WHERE customer_id = $1', [id]);
     for (let round = 0; round < 5; round += 1) {
       // A new minute each round: the attempts stay within the login limit per address.
