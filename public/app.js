@@ -1,6 +1,9 @@
 // The sign-in page script: plain browser JavaScript, no build step, no framework. It uses the
 // public API exactly as any storefront page would: same-origin fetch, the session cookie kept by
 // the browser, and the XSRF-TOKEN cookie echoed in an X-XSRF-TOKEN header on every POST.
+import { accountArea } from './account.js';
+import { passkeysArea } from './passkeys.js';
+
 (() => {
   'use strict';
 
@@ -13,11 +16,6 @@
   const views = ['account', 'login', 'code', 'code-login', 'register', 'verify', 'forgot', 'reset'];
   // Whether the store lets customers sign in with a code sent to them instead of a password.
   const signInWithCode = document.body.dataset.signInWithCode === 'true';
-  // Whether the store offers passkeys and this browser can use them (SimpleWebAuthnBrowser is the
-  // bundle the service serves at /vendor/simplewebauthn-browser.js, loaded before this script).
-  const webauthn = window.SimpleWebAuthnBrowser;
-  const passkeysOn =
-    document.body.dataset.passkeys === 'true' && webauthn !== undefined && webauthn.browserSupportsWebAuthn();
 
   // ---- The API ------------------------------------------------------------------------------
 
@@ -263,14 +261,17 @@
     document.getElementById('views').hidden = signedIn;
     for (const id of views) document.getElementById(id).hidden = id !== view;
     // The log-in form offers passkeys in its identity field while it is shown, and only then.
-    if (view === 'login') void startPasskeyAutofill();
-    else stopPasskeyAutofill();
+    if (view === 'login') void passkeys.startAutofill();
+    else passkeys.stopAutofill();
     for (const button of document.querySelectorAll('#views [data-view]')) {
       if (button.dataset.view === view) button.setAttribute('aria-current', 'page');
       else button.removeAttribute('aria-current');
     }
     // Leaving the account area forgets what was typed there (passwords among it).
-    if (!signedIn) resetAccount();
+    if (!signedIn) {
+      account.reset();
+      passkeys.reset();
+    }
     if (!focus) return;
     const section = document.getElementById(view);
     // The account area is a page of its own forms, none of them the obvious first step.
@@ -282,19 +283,11 @@
     document.getElementById(formId).elements.namedItem(field).value = value;
   }
 
-  /** The customer's name and identity wherever the account area shows them. */
-  function updateAccount(customer) {
-    document.getElementById('account-name').textContent = customer.name;
-    document.getElementById('account-identity').textContent = customer.identity.value;
-    document.getElementById('account-unverified').hidden = customer.identity.verified_at !== null;
-    document.getElementById('profile-name').value = customer.name;
-  }
-
   function showAccount(customer, focus = true) {
-    updateAccount(customer);
+    account.update(customer);
     show('account', focus);
-    void loadSessions();
-    if (passkeysOn) void loadPasskeys();
+    void account.load();
+    if (passkeys.on) void passkeys.load();
   }
 
   // ---- Actions ------------------------------------------------------------------------------
@@ -313,8 +306,8 @@
         return;
       }
       // The session ended elsewhere (another device revoked it, the password changed there).
-      if (error instanceof ApiError && error.code === 'unauthenticated' && accountSection.contains(form)) {
-        signedOutElsewhere();
+      if (error instanceof ApiError && error.code === 'unauthenticated' && account.section.contains(form)) {
+        account.signedOutElsewhere();
         return;
       }
       const orphans = error instanceof ApiError ? showFieldErrors(form, error.errors) : [];
@@ -422,405 +415,28 @@
     });
   });
 
-  // ---- The account area ---------------------------------------------------------------------
-
-  const accountSection = document.getElementById('account');
-  const sessionsSection = document.getElementById('sessions');
-  const sessionsList = document.getElementById('sessions-list');
-  const identityChangeForm = document.getElementById('identity-change-form');
-  const identityConfirmForm = document.getElementById('identity-confirm-form');
-  const deleteStart = document.getElementById('delete-start');
-  const deleteForm = document.getElementById('delete-form');
-
-  /** Clears every form of the account area and returns the two-step ones to their first step. */
-  function resetAccount() {
-    for (const form of accountSection.querySelectorAll('form')) {
-      form.reset();
-      clearFieldErrors(form);
-    }
-    identityStep(false);
-    deleteStep(false);
-    sessionsList.replaceChildren();
-    passkeysList.replaceChildren();
-  }
-
-  function signedOutElsewhere() {
-    show('login');
-    setStatus('You are no longer signed in on this device. Log in again.', 'error');
-  }
-
-  // The device in a few words, as the service's new-sign-in notice names it: no versions, and the
-  // first match wins (Edge, Opera and Samsung Internet also claim Chrome; Chrome claims Safari).
-  const browserNames = [
-    [/\bEdg(?:e|A|iOS)?\//, 'Edge'],
-    [/\bOPR\/|\bOpera\b/, 'Opera'],
-    [/\bSamsungBrowser\//, 'Samsung Internet'],
-    [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
-    [/\bChrome\/|\bCriOS\/|\bChromium\//, 'Chrome'],
-    [/\bSafari\//, 'Safari'],
-  ];
-  const systemNames = [
-    [/\bWindows\b/, 'Windows'],
-    [/\bAndroid\b/, 'Android'],
-    [/\b(?:iPhone|iPad|iPod)\b/, 'iOS'],
-    [/\bCrOS\b/, 'ChromeOS'],
-    [/\bMac OS X\b|\bMacintosh\b/, 'macOS'],
-    [/\bLinux\b/, 'Linux'],
-  ];
-  function deviceWords(userAgent) {
-    const agent = userAgent || '';
-    const name = (list, fallback) => list.find(([pattern]) => pattern.test(agent))?.[1] ?? fallback;
-    return `${name(browserNames, 'Unknown browser')} on ${name(systemNames, 'unknown system')}`;
-  }
-
-  function timeOf(iso) {
-    const element = document.createElement('time');
-    element.dateTime = iso;
-    element.textContent = new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-    return element;
-  }
-
-  /** A list item's action: a secondary button described by the item's own words. */
-  function itemButton(text, describedById, onClick) {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.className = 'secondary';
-    button.textContent = text;
-    button.setAttribute('aria-describedby', describedById);
-    button.disabled = storeShut;
-    button.addEventListener('click', onClick);
-    return button;
-  }
-
-  /** One session as a list item: device, network, when; a Revoke button unless it is this one. */
-  function sessionItem(session) {
-    const item = document.createElement('li');
-    const device = document.createElement('p');
-    device.id = `session-${session.id}`;
-    const words = deviceWords(session.client.user_agent);
-    const name = document.createElement('strong');
-    name.textContent = words;
-    device.append(name);
-    if (session.current) {
-      const mark = document.createElement('span');
-      mark.className = 'current';
-      mark.textContent = 'This device';
-      device.append(' ', mark);
-    }
-    const details = document.createElement('p');
-    details.className = 'hint';
-    details.append(
-      `Network ${session.client.address || 'unknown'} · signed in `,
-      timeOf(session.created_at),
-      ' · last seen ',
-      timeOf(session.last_seen_at),
-    );
-    item.append(device, details);
-    if (!session.current) item.append(itemButton('Revoke', device.id, () => revokeSession(session.id, words)));
-    return item;
-  }
-
-  async function refreshSessions() {
-    const { sessions } = await call('GET', `${auth}/sessions`);
-    sessionsList.replaceChildren(...sessions.map(sessionItem));
-  }
-
-  /**
-   * Fills one of the account area's lists on entering it; a failure is said, the area stays. A 404
-   * hides the list: the store stopped offering what it shows.
-   */
-  async function loadList(section, refresh, what) {
-    section.setAttribute('aria-busy', 'true');
-    try {
-      await refresh();
-    } catch (error) {
-      const code = error instanceof ApiError ? error.code : '';
-      if (code === 'unauthenticated') signedOutElsewhere();
-      else if (code === 'not_found') section.hidden = true;
-      else if (code !== 'store_unavailable') setStatus(`${what} could not be listed. ${describe(error)}`, 'error');
-    } finally {
-      section.removeAttribute('aria-busy');
-    }
-  }
-
-  function loadSessions() {
-    return loadList(sessionsSection, refreshSessions, 'Your devices');
-  }
-
-  function revokeSession(id, words) {
-    void run(sessionsSection, async () => {
-      try {
-        await call('POST', `${auth}/sessions/${encodeURIComponent(id)}/revoke`);
-        setStatus(`${words} is signed out.`, 'success');
-      } catch (error) {
-        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
-        setStatus('That device was already signed out.', 'success');
-      }
-      await refreshSessions();
-      // Its button is gone with it: keep the keyboard in the list.
-      document.getElementById('sessions-title').focus();
-    });
-  }
-
-  document.getElementById('revoke-others').addEventListener('click', () => {
-    void run(sessionsSection, async () => {
-      const { count } = await call('POST', `${auth}/sessions/revoke-others`);
-      setStatus(
-        count === 0
-          ? 'No other device was signed in.'
-          : `Signed out ${count} other device${count === 1 ? '' : 's'}. This one stays signed in.`,
-        'success',
-      );
-      await refreshSessions();
-    });
+  // The account area (account.js) works through the same API, messages and forms as the rest.
+  const account = accountArea({
+    auth,
+    mode,
+    noun,
+    ApiError,
+    call,
+    send,
+    describe,
+    tryAgain,
+    setStatus,
+    clearFieldErrors,
+    run,
+    onSubmit,
+    show,
+    isStoreShut: () => storeShut,
   });
-
-  // ---- Passkeys ------------------------------------------------------------------------------
-
-  const passkeysSection = document.getElementById('passkeys');
-  const passkeysList = document.getElementById('passkeys-list');
-
-  /** What the browser's side of a ceremony refused, in words (the API's refusals say their own). */
-  function ceremonyMessage(error, adding) {
-    if (error && error.code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED')
-      return 'This device already has a passkey for your account.';
-    if (error && (error.name === 'NotAllowedError' || error.name === 'AbortError'))
-      return adding
-        ? 'No passkey was added: it was cancelled or took too long.'
-        : 'Signing in with a passkey was cancelled.';
-    return adding ? 'This browser could not make a passkey.' : 'This browser could not use a passkey.';
-  }
-
-  /** One passkey as a list item: its name, when it was added and last used, and a Remove button. */
-  function passkeyItem(passkey) {
-    const item = document.createElement('li');
-    const title = document.createElement('p');
-    title.id = `passkey-${passkey.id}`;
-    const name = document.createElement('strong');
-    name.textContent = passkey.name;
-    title.append(name);
-    const details = document.createElement('p');
-    details.className = 'hint';
-    details.append('Added ', timeOf(passkey.created_at), ' · ');
-    if (passkey.last_used_at === null) details.append('not used yet');
-    else details.append('last used ', timeOf(passkey.last_used_at));
-    item.append(
-      title,
-      details,
-      itemButton('Remove', title.id, () => removePasskey(passkey.id, passkey.name)),
-    );
-    return item;
-  }
-
-  async function refreshPasskeys() {
-    const { passkeys } = await call('GET', `${auth}/passkeys`);
-    passkeysList.replaceChildren(...passkeys.map(passkeyItem));
-    document.getElementById('passkeys-empty').hidden = passkeys.length > 0;
-  }
-
-  function loadPasskeys() {
-    passkeysSection.hidden = false;
-    return loadList(passkeysSection, refreshPasskeys, 'Your passkeys');
-  }
-
-  // The store may stop offering passkeys while the page is open: the calls then answer 404.
-  const passkeysOff = {
-    not_found: () => `${storeName} does not offer passkeys right now.`,
-  };
-
-  document.getElementById('passkey-add').addEventListener('click', () => {
-    void run(
-      passkeysSection,
-      async () => {
-        const optionsJSON = await call('POST', `${auth}/passkeys/register/options`);
-        let credential;
-        try {
-          credential = await webauthn.startRegistration({ optionsJSON });
-        } catch (error) {
-          setStatus(ceremonyMessage(error, true), 'error');
-          return;
-        }
-        const passkey = await call('POST', `${auth}/passkeys/register`, { credential });
-        await refreshPasskeys();
-        setStatus(`Passkey added: ${passkey.name}. Next time, sign in with it instead of your password.`, 'success');
-      },
-      { ...passkeysOff, validation_failed: () => 'The passkey could not be checked. Try adding it again.' },
-    );
-  });
-
-  function removePasskey(id, name) {
-    void run(passkeysSection, async () => {
-      try {
-        await call('POST', `${auth}/passkeys/${encodeURIComponent(id)}/delete`);
-        setStatus(`Passkey removed: ${name}. It can no longer sign in to your account.`, 'success');
-      } catch (error) {
-        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
-        setStatus('That passkey was already removed.', 'success');
-      }
-      await refreshPasskeys();
-      // Its button is gone with it: keep the keyboard in the section.
-      document.getElementById('passkeys-title').focus();
-    });
-  }
-
-  /** Options, the browser's ceremony and the sign-in; `autofill` waits for a pick in the identity field. */
-  async function signInWithPasskey(autofill) {
-    const optionsJSON = await call('POST', `${auth}/passkeys/login/options`);
-    const credential = await webauthn.startAuthentication({ optionsJSON, useBrowserAutofill: autofill });
-    const session = await call('POST', `${auth}/passkeys/login`, { credential });
-    document.getElementById('login-form').reset();
-    showAccount(session.customer);
-    setStatus(`Welcome, ${session.customer.name}. You are signed in.`, 'success');
-  }
-
-  const passkeyRefused = {
-    ...passkeysOff,
-    unauthenticated: () => 'That passkey could not sign you in. It may have been removed; log in with your password.',
-  };
-
-  // The identity field offers the device's passkeys for this store as it is focused (conditional
-  // UI). At most one such request waits at a time; leaving the form cancels it.
-  let autofillWaiting = false;
-  async function startPasskeyAutofill() {
-    if (!passkeysOn || autofillWaiting || !(await webauthn.browserSupportsWebAuthnAutofill())) return;
-    autofillWaiting = true;
-    try {
-      await signInWithPasskey(true);
-    } catch (error) {
-      // Cancelled (the form was left, or the button started a ceremony of its own): nothing to say.
-      if (error instanceof ApiError && error.code !== 'store_unavailable')
-        setStatus(describe(error, passkeyRefused), 'error');
-    } finally {
-      autofillWaiting = false;
-    }
-  }
-  function stopPasskeyAutofill() {
-    if (autofillWaiting) webauthn.WebAuthnAbortService.cancelCeremony();
-  }
-
-  const passkeyPath = document.getElementById('passkey-path');
-  document.getElementById('passkey-login').addEventListener('click', () => {
-    void run(
-      passkeyPath,
-      async () => {
-        try {
-          await signInWithPasskey(false);
-        } catch (error) {
-          if (error instanceof ApiError) throw error;
-          setStatus(ceremonyMessage(error, false), 'error');
-        }
-      },
-      passkeyRefused,
-    );
-  });
-
-  onSubmit('password-change-form', async (values, form) => {
-    // The answer brings a new session cookie and CSRF token; the browser keeps both.
-    await call('POST', `${auth}/password/change`, values);
-    form.reset();
-    setStatus('Your password is changed. Every other device was signed out; this one stays signed in.', 'success');
-    await refreshSessions();
-  });
-
-  onSubmit('profile-form', async (values) => {
-    const customer = await call('POST', `${auth}/profile`, values);
-    updateAccount(customer);
-    setStatus(`Your name is now ${customer.name}.`, 'success');
-  });
-
-  function identityStep(confirming) {
-    identityChangeForm.hidden = confirming;
-    identityConfirmForm.hidden = !confirming;
-  }
-
-  onSubmit('identity-change-form', async (values, form) => {
-    await call('POST', `${auth}/identity/change`, values);
-    form.reset();
-    identityStep(true);
-    document.getElementById('identity-confirm-code').focus();
-    setStatus(
-      `We sent a code to ${values[mode]}; enter it below. If that ${noun} already has an account, it gets a message saying so instead, and nothing changes.`,
-      'success',
-    );
-  });
-
-  onSubmit(
-    'identity-confirm-form',
-    async (values, form) => {
-      const customer = await call('POST', `${auth}/identity/confirm`, values);
-      form.reset();
-      identityStep(false);
-      updateAccount(customer);
-      document.getElementById('identity-change-title').focus();
-      setStatus(`Your account now uses ${customer.identity.value}. Every other device was signed out.`, 'success');
-      await refreshSessions();
-    },
-    { identity_unavailable: () => `That ${noun} has an account of its own now, so yours cannot move to it.` },
-  );
-
-  document.getElementById('identity-change-restart').addEventListener('click', () => {
-    identityConfirmForm.reset();
-    clearFieldErrors(identityConfirmForm);
-    identityStep(false);
-    setStatus('');
-    document.getElementById('identity-change-value').focus();
-  });
-
-  // Fetched rather than linked, so a refusal (too soon, signed out, store shut) is a sentence on the
-  // page instead of a broken download; the file is the service's answer, byte for byte.
-  const exportSection = document.getElementById('export');
-  document.getElementById('export-button').addEventListener('click', () => {
-    void run(
-      exportSection,
-      async () => {
-        const { response, text } = await send('GET', `${auth}/account/export`, undefined, true);
-        const disposition = response.headers.get('content-disposition') || '';
-        const filename = /filename="([^"\\/]+)"/.exec(disposition)?.[1] || 'account-export.json';
-        const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
-        const link = document.createElement('a');
-        link.href = url;
-        link.download = filename;
-        link.hidden = true;
-        document.body.append(link);
-        link.click();
-        link.remove();
-        // The browser has read the URL once the click returns; it is released a little later all the same.
-        setTimeout(() => URL.revokeObjectURL(url), 60_000);
-        setStatus(`Your data is downloading as ${filename}.`, 'success');
-      },
-      { rate_limited: (error) => `Your data was downloaded a moment ago. ${tryAgain(error)}` },
-    );
-  });
-
-  function deleteStep(confirming) {
-    deleteStart.hidden = confirming;
-    deleteForm.hidden = !confirming;
-  }
-
-  deleteStart.addEventListener('click', () => {
-    deleteStep(true);
-    document.getElementById('delete-password').focus();
-  });
-
-  document.getElementById('delete-cancel').addEventListener('click', () => {
-    deleteForm.reset();
-    clearFieldErrors(deleteForm);
-    deleteStep(false);
-    setStatus('Your account is kept.', 'success');
-    deleteStart.focus();
-  });
-
-  onSubmit('delete-form', async (values) => {
-    await call('POST', `${auth}/account/delete`, values);
-    show('login');
-    setStatus(
-      `Your account and everything it held are deleted, and every device is signed out. You can create a new account with the same ${noun} at any time.`,
-      'success',
-    );
-  });
+  // Passkeys (passkeys.js): their list sits in the account area, their sign-in by the log-in form.
+  const passkeys = passkeysArea({ auth, storeName, ApiError, call, describe, setStatus, run, showAccount }, account);
 
   document.getElementById('logout').addEventListener('click', () => {
-    void run(accountSection, async () => {
+    void run(account.section, async () => {
       try {
         await call('POST', `${auth}/logout`);
         setStatus('You are signed out.', 'success');
@@ -850,11 +466,7 @@
 
   setUpIdentityFields();
   setUpFieldErrors();
-  if (passkeysOn) {
-    // Lets the browser offer passkeys among the identity field's suggestions (conditional UI).
-    document.getElementById('login-identity').setAttribute('autocomplete', 'username webauthn');
-    passkeyPath.hidden = false;
-  }
+  passkeys.setUp();
   if (signInWithCode) {
     document.getElementById('code-path-button').textContent =
       mode === 'phone' ? 'Text me a code instead' : 'Email me a code instead';

@@ -10,6 +10,10 @@ const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..
 
 const assets = {
   '/app.js': 'text/javascript; charset=utf-8',
+  // The account area, imported by app.js.
+  '/account.js': 'text/javascript; charset=utf-8',
+  // Passkeys on the page, imported by app.js.
+  '/passkeys.js': 'text/javascript; charset=utf-8',
   '/app.css': 'text/css; charset=utf-8',
   // Linked from the page, so browsers ask for it rather than for a missing /favicon.ico.
   '/favicon.svg': 'image/svg+xml',
@@ -34,7 +38,7 @@ function escapeAttribute(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** The sign-in page at `/`: plain HTML and one small script that uses the public API like a storefront. */
+/** The sign-in page at `/`: plain HTML and a small script (two modules) that uses the public API like a storefront. */
 export function signInPage(services: Services): FastifyPluginAsync {
   return async (app) => {
     const read = (name: string) => fs.readFileSync(path.join(publicDir, name), 'utf8');

@@ -261,6 +261,11 @@ describe('the account area: name, email, export and deletion', () => {
       await status('We sent a code to ada.lovelace@example.com; enter it below.', 'success');
       const code = section.getByLabel('Six-digit code');
       assert.equal(await page.evaluate(() => document.activeElement?.id), 'identity-confirm-code');
+      assert.equal(
+        await section.locator('#identity-confirm-sent').textContent(),
+        'Enter the code we sent to ada.lovelace@example.com.',
+        'said next to the field, too',
+      );
       assert.equal(await section.getByLabel('New email address').isHidden(), true, 'the first step is put away');
       await assertAccessible(page, 'the code step of the email change');
       await shot('identity-code-step');

@@ -1,0 +1,302 @@
+// The account area of the sign-in page: the shopper's devices, password, name, email or phone,
+// data export and account deletion. Plain browser JavaScript like app.js, which builds it and
+// hands it the page's API calls, messages and form handling, so every call here goes through the
+// same CSRF flow, store-paused notice and error sentences. Everything is written with textContent
+// and DOM nodes, never HTML strings, so a name or an identity is shown as the characters it is.
+
+/** Wires the account area's controls; returns what the rest of the page needs from it. */
+export function accountArea(page) {
+  const {
+    auth,
+    mode,
+    noun,
+    ApiError,
+    call,
+    send,
+    describe,
+    tryAgain,
+    setStatus,
+    clearFieldErrors,
+    run,
+    onSubmit,
+    show,
+    isStoreShut,
+  } = page;
+
+  /** The customer's name and identity wherever the account area shows them. */
+  function updateAccount(customer) {
+    document.getElementById('account-name').textContent = customer.name;
+    document.getElementById('account-identity').textContent = customer.identity.value;
+    document.getElementById('account-unverified').hidden = customer.identity.verified_at !== null;
+    document.getElementById('profile-name').value = customer.name;
+  }
+
+  const accountSection = document.getElementById('account');
+  const sessionsSection = document.getElementById('sessions');
+  const sessionsList = document.getElementById('sessions-list');
+  const identityChangeForm = document.getElementById('identity-change-form');
+  const identityConfirmForm = document.getElementById('identity-confirm-form');
+  const deleteStart = document.getElementById('delete-start');
+  const deleteForm = document.getElementById('delete-form');
+
+  /** Clears every form of the account area and returns the two-step ones to their first step. */
+  function resetAccount() {
+    for (const form of accountSection.querySelectorAll('form')) {
+      form.reset();
+      clearFieldErrors(form);
+    }
+    identityStep(false);
+    deleteStep(false);
+    sessionsList.replaceChildren();
+  }
+
+  function signedOutElsewhere() {
+    show('login');
+    setStatus('You are no longer signed in on this device. Log in again.', 'error');
+  }
+
+  // The device in a few words, as the service's new-sign-in notice names it: no versions, and the
+  // first match wins (Edge, Opera and Samsung Internet also claim Chrome; Chrome claims Safari).
+  const browserNames = [
+    [/\bEdg(?:e|A|iOS)?\//, 'Edge'],
+    [/\bOPR\/|\bOpera\b/, 'Opera'],
+    [/\bSamsungBrowser\//, 'Samsung Internet'],
+    [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
+    [/\bChrome\/|\bCriOS\/|\bChromium\//, 'Chrome'],
+    [/\bSafari\//, 'Safari'],
+  ];
+  const systemNames = [
+    [/\bWindows\b/, 'Windows'],
+    [/\bAndroid\b/, 'Android'],
+    [/\b(?:iPhone|iPad|iPod)\b/, 'iOS'],
+    [/\bCrOS\b/, 'ChromeOS'],
+    [/\bMac OS X\b|\bMacintosh\b/, 'macOS'],
+    [/\bLinux\b/, 'Linux'],
+  ];
+  function deviceWords(userAgent) {
+    const agent = userAgent || '';
+    const name = (list, fallback) => list.find(([pattern]) => pattern.test(agent))?.[1] ?? fallback;
+    return `${name(browserNames, 'Unknown browser')} on ${name(systemNames, 'unknown system')}`;
+  }
+
+  function timeOf(iso) {
+    const element = document.createElement('time');
+    element.dateTime = iso;
+    element.textContent = new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    return element;
+  }
+
+  /** A list item's action: a secondary button described by the item's own words. */
+  function itemButton(text, describedById, onClick) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'secondary';
+    button.textContent = text;
+    button.setAttribute('aria-describedby', describedById);
+    button.disabled = isStoreShut();
+    button.addEventListener('click', onClick);
+    return button;
+  }
+
+  /** One session as a list item: device, network, when; a Revoke button unless it is this one. */
+  function sessionItem(session) {
+    const item = document.createElement('li');
+    const device = document.createElement('p');
+    device.id = `session-${session.id}`;
+    const words = deviceWords(session.client.user_agent);
+    const name = document.createElement('strong');
+    name.textContent = words;
+    device.append(name);
+    if (session.current) {
+      const mark = document.createElement('span');
+      mark.className = 'current';
+      mark.textContent = 'This device';
+      device.append(' ', mark);
+    }
+    const details = document.createElement('p');
+    details.className = 'hint';
+    details.append(
+      `Network ${session.client.address || 'unknown'} · signed in `,
+      timeOf(session.created_at),
+      ' · last seen ',
+      timeOf(session.last_seen_at),
+    );
+    item.append(device, details);
+    if (!session.current) item.append(itemButton('Revoke', device.id, () => revokeSession(session.id, words)));
+    return item;
+  }
+
+  async function refreshSessions() {
+    const { sessions } = await call('GET', `${auth}/sessions`);
+    sessionsList.replaceChildren(...sessions.map(sessionItem));
+  }
+
+  /**
+   * Fills one of the account area's lists on entering it; a failure is said, the area stays. A 404
+   * hides the list: the store stopped offering what it shows.
+   */
+  async function loadList(section, refresh, what) {
+    section.setAttribute('aria-busy', 'true');
+    try {
+      await refresh();
+    } catch (error) {
+      const code = error instanceof ApiError ? error.code : '';
+      if (code === 'unauthenticated') signedOutElsewhere();
+      else if (code === 'not_found') section.hidden = true;
+      else if (code !== 'store_unavailable') setStatus(`${what} could not be listed. ${describe(error)}`, 'error');
+    } finally {
+      section.removeAttribute('aria-busy');
+    }
+  }
+
+  function loadSessions() {
+    return loadList(sessionsSection, refreshSessions, 'Your devices');
+  }
+
+  function revokeSession(id, words) {
+    void run(sessionsSection, async () => {
+      try {
+        await call('POST', `${auth}/sessions/${encodeURIComponent(id)}/revoke`);
+        setStatus(`${words} is signed out.`, 'success');
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
+        setStatus('That device was already signed out.', 'success');
+      }
+      await refreshSessions();
+      // Its button is gone with it: keep the keyboard in the list.
+      document.getElementById('sessions-title').focus();
+    });
+  }
+
+  document.getElementById('revoke-others').addEventListener('click', () => {
+    void run(sessionsSection, async () => {
+      const { count } = await call('POST', `${auth}/sessions/revoke-others`);
+      setStatus(
+        count === 0
+          ? 'No other device was signed in.'
+          : `Signed out ${count} other device${count === 1 ? '' : 's'}. This one stays signed in.`,
+        'success',
+      );
+      await refreshSessions();
+    });
+  });
+
+  onSubmit('password-change-form', async (values, form) => {
+    // The answer brings a new session cookie and CSRF token; the browser keeps both.
+    await call('POST', `${auth}/password/change`, values);
+    form.reset();
+    setStatus('Your password is changed. Every other device was signed out; this one stays signed in.', 'success');
+    await refreshSessions();
+  });
+
+  onSubmit('profile-form', async (values) => {
+    const customer = await call('POST', `${auth}/profile`, values);
+    updateAccount(customer);
+    setStatus(`Your name is now ${customer.name}.`, 'success');
+  });
+
+  function identityStep(confirming) {
+    identityChangeForm.hidden = confirming;
+    identityConfirmForm.hidden = !confirming;
+  }
+
+  onSubmit('identity-change-form', async (values, form) => {
+    await call('POST', `${auth}/identity/change`, values);
+    form.reset();
+    // Said next to the code field too: on a phone the status line may be scrolled out of sight.
+    document.getElementById('identity-confirm-sent').textContent = `Enter the code we sent to ${values[mode]}.`;
+    identityStep(true);
+    document.getElementById('identity-confirm-code').focus();
+    setStatus(
+      `We sent a code to ${values[mode]}; enter it below. If that ${noun} already has an account, it gets a message saying so instead, and nothing changes.`,
+      'success',
+    );
+  });
+
+  onSubmit(
+    'identity-confirm-form',
+    async (values, form) => {
+      const customer = await call('POST', `${auth}/identity/confirm`, values);
+      form.reset();
+      identityStep(false);
+      updateAccount(customer);
+      document.getElementById('identity-change-title').focus();
+      setStatus(`Your account now uses ${customer.identity.value}. Every other device was signed out.`, 'success');
+      await refreshSessions();
+    },
+    { identity_unavailable: () => `That ${noun} has an account of its own now, so yours cannot move to it.` },
+  );
+
+  document.getElementById('identity-change-restart').addEventListener('click', () => {
+    identityConfirmForm.reset();
+    clearFieldErrors(identityConfirmForm);
+    identityStep(false);
+    setStatus('');
+    document.getElementById('identity-change-value').focus();
+  });
+
+  // Fetched rather than linked, so a refusal (too soon, signed out, store shut) is a sentence on the
+  // page instead of a broken download; the file is the service's answer, byte for byte.
+  const exportSection = document.getElementById('export');
+  document.getElementById('export-button').addEventListener('click', () => {
+    void run(
+      exportSection,
+      async () => {
+        const { response, text } = await send('GET', `${auth}/account/export`, undefined, true);
+        const disposition = response.headers.get('content-disposition') || '';
+        const filename = /filename="([^"\\/]+)"/.exec(disposition)?.[1] || 'account-export.json';
+        const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+        const link = document.createElement('a');
+        link.href = url;
+        link.download = filename;
+        link.hidden = true;
+        document.body.append(link);
+        link.click();
+        link.remove();
+        // The browser has read the URL once the click returns; it is released a little later all the same.
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+        setStatus(`Your data is downloading as ${filename}.`, 'success');
+      },
+      { rate_limited: (error) => `Your data was downloaded a moment ago. ${tryAgain(error)}` },
+    );
+  });
+
+  function deleteStep(confirming) {
+    deleteStart.hidden = confirming;
+    deleteForm.hidden = !confirming;
+  }
+
+  deleteStart.addEventListener('click', () => {
+    deleteStep(true);
+    document.getElementById('delete-password').focus();
+  });
+
+  document.getElementById('delete-cancel').addEventListener('click', () => {
+    deleteForm.reset();
+    clearFieldErrors(deleteForm);
+    deleteStep(false);
+    setStatus('Your account is kept.', 'success');
+    deleteStart.focus();
+  });
+
+  onSubmit('delete-form', async (values) => {
+    await call('POST', `${auth}/account/delete`, values);
+    show('login');
+    setStatus(
+      `Your account and everything it held are deleted, and every device is signed out. You can create a new account with the same ${noun} at any time.`,
+      'success',
+    );
+  });
+
+  return {
+    section: accountSection,
+    update: updateAccount,
+    load: loadSessions,
+    reset: resetAccount,
+    signedOutElsewhere,
+    // For the passkey list (passkeys.js), which lives in the account area too.
+    timeOf,
+    itemButton,
+    loadList,
+  };
+}
