@@ -4,6 +4,7 @@ import { runAdminCommand } from '../../src/cli/commands.js';
 import { parseCommand } from '../../src/cli/main.js';
 import { prune } from '../../src/janitor.js';
 import { defaultRetention, loadConfig } from '../../src/config.js';
+import { updateStore } from '../../src/store/store.js';
 import { auth, createHarness, type TestApp } from '../helpers/harness.js';
 import {
   addPasskey,
@@ -186,6 +187,23 @@ describe('passkeys in the account', () => {
       cookie: `XSRF-TOKEN=${token}`,
     });
     assert.equal(browser.status, 200);
+  });
+
+  test('a paused store answers 503 store_unavailable on every passkey call, before anything else', async () => {
+    const t = await harness.start();
+    const customer = await customerWithPasskey(t);
+    assert.ok((await updateStore(t.db, t.clock, { status: 'paused' })).ok);
+    t.services.store.invalidate();
+    for (const reply of [
+      await t.post(`${auth}/passkeys/login/options`),
+      await t.post(`${auth}/passkeys/login`, { credential: {} }),
+      await t.get(`${auth}/passkeys`, session(customer.session)),
+      await t.post(`${auth}/passkeys/register/options`, undefined, session(customer.session)),
+    ]) {
+      assert.equal(reply.status, 503, JSON.stringify(reply.body));
+      assert.equal(reply.body.code, 'store_unavailable');
+    }
+    assert.equal(await count(t, 'passkey_challenges'), 0);
   });
 
   test('the janitor deletes expired challenges and keeps live ones', async () => {

@@ -26,6 +26,13 @@ function assertRefused(reply: Reply) {
   assert.equal(cookieOf(reply, sessionCookieName), undefined);
 }
 
+function loginCounter(t: TestApp, outcome: string): Promise<number> {
+  return t.services.metrics.registry
+    .getSingleMetric('storefront_login_attempts_total')!
+    .get()
+    .then((metric) => metric.values.find((value) => value.labels['outcome'] === outcome)?.value ?? 0);
+}
+
 /** A customer with one passkey, signed out of nothing (the password session stays). */
 async function customerWithPasskey(t: TestApp, { keepsCounter = true } = {}) {
   await allowPasskeys(t);
@@ -168,10 +175,14 @@ describe('passkeys', () => {
   test('sign-in is refused for a wrong origin and for a wrong RP ID', async () => {
     const t = await harness.start();
     const { authenticator } = await customerWithPasskey(t);
+    const [failures, successes] = [await loginCounter(t, 'failure'), await loginCounter(t, 'success')];
     assertRefused(await signInWithPasskey(t, authenticator, { origin: 'https://evil.example' }));
     assertRefused(await signInWithPasskey(t, authenticator, { origin: 'http://localhost:8080' }));
     assertRefused(await signInWithPasskey(t, authenticator, { rpId: 'evil.example' }));
     assert.equal((await signInWithPasskey(t, authenticator)).status, 200);
+    // Counted with password and code logins, in the login metric.
+    assert.equal(await loginCounter(t, 'failure'), failures + 3);
+    assert.equal(await loginCounter(t, 'success'), successes + 1);
   });
 
   test("WEBAUTHN_ORIGINS names the only accepted origins: the service's own is no longer one", async () => {
