@@ -57,8 +57,8 @@ export function passkeyRouteSupport(services: Services) {
   }
 
   return {
-    routeConfig: { customer: true },
-    requireSetting,
+    /** Every passkey route's options: a customer route, and 404 while the store setting is off. */
+    gate: { config: { customer: true }, preValidation: requireSetting },
     audit,
     ceremonyOptions,
     /** Keys that may have signed a challenge cookie, the current one first. */

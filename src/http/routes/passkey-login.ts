@@ -17,14 +17,13 @@ export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
 export function passkeyLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
-  const { routeConfig, requireSetting, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
+  const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
 
   return async (app) => {
     app.post(
       '/passkeys/login/options',
       {
-        config: routeConfig,
-        preValidation: requireSetting,
+        ...gate,
         schema: {
           ...describePasskeyRoute(
             'passkeyLoginOptions',
@@ -43,8 +42,7 @@ export function passkeyLoginRoutes(services: Services): FastifyPluginAsyncTypebo
     app.post(
       '/passkeys/login',
       {
-        config: routeConfig,
-        preValidation: requireSetting,
+        ...gate,
         schema: {
           ...describePasskeyRoute(
             'loginWithPasskey',

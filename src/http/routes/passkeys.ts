@@ -20,14 +20,13 @@ const credentialRefused = 'Could not be verified for this account and page; ask 
 export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { limiter, db } = services;
   const deps = authDeps(services);
-  const { routeConfig, requireSetting, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
+  const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
 
   return async (app) => {
     app.post(
       '/passkeys/register/options',
       {
-        config: routeConfig,
-        preValidation: requireSetting,
+        ...gate,
         schema: {
           ...describePasskeyRoute(
             'passkeyRegistrationOptions',
@@ -50,8 +49,7 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/passkeys/register',
       {
-        config: routeConfig,
-        preValidation: requireSetting,
+        ...gate,
         schema: {
           ...describePasskeyRoute(
             'registerPasskey',
@@ -94,8 +92,7 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.get(
       '/passkeys',
       {
-        config: routeConfig,
-        preValidation: requireSetting,
+        ...gate,
         schema: {
           ...describePasskeyRoute(
             'listPasskeys',
@@ -115,8 +112,7 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/passkeys/:id/delete',
       {
-        config: routeConfig,
-        preValidation: requireSetting,
+        ...gate,
         schema: {
           ...describePasskeyRoute(
             'removePasskey',
