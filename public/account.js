@@ -62,6 +62,18 @@ export function accountArea(page) {
     return element;
   }
 
+  /** A list item's action: a secondary button described by the item's own words. */
+  function itemButton(text, describedById, onClick) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'secondary';
+    button.textContent = text;
+    button.setAttribute('aria-describedby', describedById);
+    button.disabled = isStoreShut();
+    button.addEventListener('click', onClick);
+    return button;
+  }
+
   /** One session as a list item: device, network, when; a Revoke button unless it is this one. */
   function sessionItem(session) {
     const item = document.createElement('li');
@@ -86,16 +98,7 @@ export function accountArea(page) {
       timeOf(session.last_seen_at),
     );
     item.append(device, details);
-    if (!session.current) {
-      const revoke = document.createElement('button');
-      revoke.type = 'button';
-      revoke.className = 'secondary';
-      revoke.textContent = 'Revoke';
-      revoke.setAttribute('aria-describedby', device.id);
-      revoke.disabled = isStoreShut();
-      revoke.addEventListener('click', () => revokeSession(session.id, words));
-      item.append(revoke);
-    }
+    if (!session.current) item.append(itemButton('Revoke', device.id, () => revokeSession(session.id, words)));
     return item;
   }
 
@@ -104,18 +107,26 @@ export function accountArea(page) {
     sessionsList.replaceChildren(...sessions.map(sessionItem));
   }
 
-  /** Fills the session list on entering the account area; a failure is said, the area stays. */
-  async function loadSessions() {
-    sessionsSection.setAttribute('aria-busy', 'true');
+  /**
+   * Fills one of the account area's lists on entering it; a failure is said, the area stays. A 404
+   * hides the list: the store stopped offering what it shows.
+   */
+  async function loadList(section, refresh, what) {
+    section.setAttribute('aria-busy', 'true');
     try {
-      await refreshSessions();
+      await refresh();
     } catch (error) {
       const code = error instanceof ApiError ? error.code : '';
       if (code === 'unauthenticated') signedOutElsewhere();
-      else if (code !== 'store_unavailable') setStatus(`Your devices could not be listed. ${describe(error)}`, 'error');
+      else if (code === 'not_found') section.hidden = true;
+      else if (code !== 'store_unavailable') setStatus(`${what} could not be listed. ${describe(error)}`, 'error');
     } finally {
-      sessionsSection.removeAttribute('aria-busy');
+      section.removeAttribute('aria-busy');
     }
+  }
+
+  function loadSessions() {
+    return loadList(sessionsSection, refreshSessions, 'Your devices');
   }
 
   function revokeSession(id, words) {
@@ -259,5 +270,9 @@ export function accountArea(page) {
     load: loadSessions,
     reset: resetAccount,
     signedOutElsewhere,
+    // For the passkey list (passkeys.js), which lives in the account area too.
+    timeOf,
+    itemButton,
+    loadList,
   };
 }

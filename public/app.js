@@ -2,6 +2,7 @@
 // public API exactly as any storefront page would: same-origin fetch, the session cookie kept by
 // the browser, and the XSRF-TOKEN cookie echoed in an X-XSRF-TOKEN header on every POST.
 import { accountArea } from './account.js';
+import { passkeysArea } from './passkeys.js';
 
 (() => {
   'use strict';
@@ -149,7 +150,8 @@ import { accountArea } from './account.js';
   let storeShut = false;
 
   /** Every control that would call the store: the forms and the account area's buttons. */
-  const storeControls = () => document.querySelectorAll('main form input, main form button, #account button');
+  const storeControls = () =>
+    document.querySelectorAll('main form input, main form button, #account button, #passkey-path button');
 
   function setStoreShut(shut) {
     if (shut === storeShut) return;
@@ -258,12 +260,18 @@ import { accountArea } from './account.js';
     const signedIn = view === 'account';
     document.getElementById('views').hidden = signedIn;
     for (const id of views) document.getElementById(id).hidden = id !== view;
+    // The log-in form offers passkeys in its identity field while it is shown, and only then.
+    if (view === 'login') void passkeys.startAutofill();
+    else passkeys.stopAutofill();
     for (const button of document.querySelectorAll('#views [data-view]')) {
       if (button.dataset.view === view) button.setAttribute('aria-current', 'page');
       else button.removeAttribute('aria-current');
     }
     // Leaving the account area forgets what was typed there (passwords among it).
-    if (!signedIn) account.reset();
+    if (!signedIn) {
+      account.reset();
+      passkeys.reset();
+    }
     if (!focus) return;
     const section = document.getElementById(view);
     // The account area is a page of its own forms, none of them the obvious first step.
@@ -279,6 +287,7 @@ import { accountArea } from './account.js';
     account.update(customer);
     show('account', focus);
     void account.load();
+    if (passkeys.on) void passkeys.load();
   }
 
   // ---- Actions ------------------------------------------------------------------------------
@@ -423,6 +432,8 @@ import { accountArea } from './account.js';
     show,
     isStoreShut: () => storeShut,
   });
+  // Passkeys (passkeys.js): their list sits in the account area, their sign-in by the log-in form.
+  const passkeys = passkeysArea({ auth, storeName, ApiError, call, describe, setStatus, run, showAccount }, account);
 
   document.getElementById('logout').addEventListener('click', () => {
     void run(account.section, async () => {
@@ -455,6 +466,7 @@ import { accountArea } from './account.js';
 
   setUpIdentityFields();
   setUpFieldErrors();
+  passkeys.setUp();
   if (signInWithCode) {
     document.getElementById('code-path-button').textContent =
       mode === 'phone' ? 'Text me a code instead' : 'Email me a code instead';

@@ -23,6 +23,8 @@ import { erasureRoutes } from './http/routes/erasure.js';
 import { identityRoutes } from './http/routes/identity.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { codeLoginRoutes } from './http/routes/code-login.js';
+import { passkeyLoginRoutes } from './http/routes/passkey-login.js';
+import { passkeyRoutes } from './http/routes/passkeys.js';
 import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
 import { registerOpenApi } from './http/openapi.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
@@ -257,6 +259,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(accountRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(sessionRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(codeLoginRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(passkeyRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(passkeyLoginRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
   await app.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
   if (config.signInPage) await app.register(signInPage(services));

@@ -17,6 +17,8 @@ export const auditEvents = [
   'identity.change_requested',
   'identity.changed',
   'reauthentication.failed',
+  'passkey.added',
+  'passkey.removed',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 

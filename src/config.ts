@@ -1,5 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-folder.js';
@@ -58,6 +59,7 @@ export interface Config {
   cookieSecure: boolean;
   sessionCookieName: string;
   corsAllowedOrigins: string[];
+  webauthn: WebAuthnSettings;
   /** Where Prometheus metrics are served; undefined: not served. */
   metrics: { port: number; host: string } | undefined;
   /** Serve the sign-in page at `/`. */
@@ -69,6 +71,19 @@ export interface Config {
    * so load balancers stop sending before the listener closes; all of it ends by `timeoutSeconds`.
    */
   shutdown: { delaySeconds: number; timeoutSeconds: number };
+}
+
+/** The relying party passkeys are made for, and the pages allowed to use them. */
+export interface WebAuthnSettings {
+  /** WEBAUTHN_RP_ID: the domain passkeys are bound to (the RP ID). */
+  rpId: string;
+  /** Origins whose ceremonies are accepted: WEBAUTHN_ORIGINS, or the allowed CORS origins on the RP ID. */
+  origins: string[];
+  /**
+   * WEBAUTHN_ORIGINS unset: the origin a request was addressed to is accepted too, when its host is
+   * on the RP ID (see passkeyOrigins in http/routes/passkeys.ts).
+   */
+  includeOwnOrigin: boolean;
 }
 
 /** How long dead rows are kept before the janitor deletes them, in days (fractions allowed). */
@@ -251,6 +266,63 @@ function readOrigins(env: Env, name: string): string[] {
   });
 }
 
+/** Whether `hostname` is the RP ID or one of its subdomains: where a browser lets a page use its passkeys. */
+export function isOnRpId(hostname: string, rpId: string): boolean {
+  return hostname === rpId || hostname.endsWith(`.${rpId}`);
+}
+
+/** Browsers run WebAuthn in secure contexts only: https, or plain http on localhost. */
+function isSecureContextOrigin(url: URL): boolean {
+  return (
+    url.protocol === 'https:' ||
+    (url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname.endsWith('.localhost')))
+  );
+}
+
+const domainNamePattern =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+function readWebAuthn(env: Env, corsOrigins: string[]): WebAuthnSettings {
+  const given = read(env, 'WEBAUTHN_RP_ID');
+  // An IP address cannot be an RP ID, so an allowed origin named by address gives no default.
+  const fromCors = corsOrigins
+    .map((origin) => new URL(origin).hostname)
+    .find((host) => net.isIP(host.replace(/^\[|\]$/g, '')) === 0);
+  const rpId = given ?? fromCors ?? 'localhost';
+  if (given !== undefined && (!domainNamePattern.test(given) || net.isIP(given) !== 0)) {
+    throw new ConfigError(
+      'WEBAUTHN_RP_ID',
+      `expected a lowercase domain name such as shop.example (no scheme, port or IP address), got "${given}"`,
+    );
+  }
+  if (read(env, 'WEBAUTHN_ORIGINS') === undefined) {
+    // Only the allowed origins a browser would let use passkeys of this RP ID: others (another
+    // domain, plain http) could never complete a ceremony, and must not stop a start that does not use passkeys.
+    const usable = corsOrigins.filter((origin) => {
+      const url = new URL(origin);
+      return isOnRpId(url.hostname, rpId) && isSecureContextOrigin(url);
+    });
+    return { rpId, origins: usable, includeOwnOrigin: true };
+  }
+  const origins = readOrigins(env, 'WEBAUTHN_ORIGINS');
+  for (const origin of origins) {
+    const url = new URL(origin);
+    if (!isOnRpId(url.hostname, rpId)) {
+      throw new ConfigError(
+        'WEBAUTHN_ORIGINS',
+        `"${origin}" is not on the RP ID ${rpId} (WEBAUTHN_RP_ID): its host must be ${rpId} or a subdomain of it`,
+      );
+    }
+    if (!isSecureContextOrigin(url)) {
+      throw new ConfigError(
+        'WEBAUTHN_ORIGINS',
+        `"${origin}" is plain http: browsers offer passkeys only to https origins and http://localhost`,
+      );
+    }
+  }
+  return { rpId, origins, includeOwnOrigin: false };
+}
+
 function readRedisUrl(env: Env, name: string): string | undefined {
   const value = read(env, name);
   if (value === undefined) return undefined;
@@ -407,6 +479,9 @@ export function loadConfig(env: Env = process.env): Config {
 
   const deliveryLogInProduction = readBoolean(env, 'DELIVERY_LOG_IN_PRODUCTION', false);
 
+  const corsAllowedOrigins = readOrigins(env, 'CORS_ALLOWED_ORIGINS');
+  const webauthn = readWebAuthn(env, corsAllowedOrigins);
+
   const storeName = read(env, 'STORE_NAME') ?? 'My Store';
   if ([...storeName].length > 120) throw new ConfigError('STORE_NAME', 'must be at most 120 characters');
 
@@ -470,7 +545,8 @@ export function loadConfig(env: Env = process.env): Config {
     development: nodeEnv !== 'production',
     cookieSecure,
     sessionCookieName,
-    corsAllowedOrigins: readOrigins(env, 'CORS_ALLOWED_ORIGINS'),
+    corsAllowedOrigins,
+    webauthn,
     signInPage: readBoolean(env, 'SIGN_IN_PAGE', true),
     metrics:
       read(env, 'METRICS_PORT') === undefined

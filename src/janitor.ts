@@ -2,13 +2,21 @@ import type { FastifyBaseLogger } from 'fastify';
 import { deleteOldAuditEvents } from './audit.js';
 import { deleteFinishedChallenges } from './auth/codes.js';
 import { deleteOldKnownDevices, knownDeviceDays } from './auth/known-devices.js';
+import { deleteExpiredPasskeyChallenges } from './auth/passkey-challenges.js';
 import { deleteExpiredSessions } from './auth/sessions.js';
 import type { Clock } from './clock.js';
 import type { RetentionSettings } from './config.js';
 import { deleteFinishedMessages } from './delivery/outbox.js';
 import type { Queryable } from './storage/database.js';
 
-export const janitorTables = ['sessions', 'challenges', 'outbox', 'audit_events', 'known_devices'] as const;
+export const janitorTables = [
+  'sessions',
+  'challenges',
+  'outbox',
+  'audit_events',
+  'known_devices',
+  'passkey_challenges',
+] as const;
 export type JanitorTable = (typeof janitorTables)[number];
 export type RemovedRows = Record<JanitorTable, number>;
 
@@ -61,10 +69,19 @@ export async function prune(
     audit_events: (limit) => deleteOldAuditEvents(db, clock, days(retention.auditDays), limit),
     // Fixed, not configurable: the new sign-in notice looks back exactly this far.
     known_devices: (limit) => deleteOldKnownDevices(db, clock, days(knownDeviceDays), limit),
+    // Nothing to look back on: a passkey challenge is useless once expired, so it goes at once.
+    passkey_challenges: (limit) => deleteExpiredPasskeyChallenges(db, clock, limit),
   };
-  const removed: RemovedRows = { sessions: 0, challenges: 0, outbox: 0, audit_events: 0, known_devices: 0 };
+  const removed = Object.fromEntries(janitorTables.map((table) => [table, 0])) as RemovedRows;
   // Outbox rows go before codes: a failed message past its retention frees the code it held.
-  for (const table of ['sessions', 'outbox', 'challenges', 'audit_events', 'known_devices'] as const) {
+  for (const table of [
+    'sessions',
+    'outbox',
+    'challenges',
+    'audit_events',
+    'known_devices',
+    'passkey_challenges',
+  ] as const) {
     for (let batch = 0; batch < limits.maxBatchesPerTable && !stopping(); batch += 1) {
       const rows = await deleters[table](limits.batchSize);
       removed[table] += rows;

@@ -18,6 +18,60 @@ function refusal(env: Record<string, string>): ConfigError {
 }
 
 describe('configuration', () => {
+  test('WEBAUTHN_RP_ID defaults to the host of the first allowed origin, else localhost', () => {
+    assert.deepEqual(loadConfig({}).webauthn, { rpId: 'localhost', origins: [], includeOwnOrigin: true });
+    const shop = loadConfig({
+      CORS_ALLOWED_ORIGINS: 'https://shop.example,https://www.shop.example,http://shop.example',
+    });
+    // Only the allowed origins that could use passkeys of that RP ID: https, on the RP ID.
+    assert.deepEqual(shop.webauthn, {
+      rpId: 'shop.example',
+      origins: ['https://shop.example', 'https://www.shop.example'],
+      includeOwnOrigin: true,
+    });
+    assert.equal(
+      loadConfig({ CORS_ALLOWED_ORIGINS: 'https://10.0.0.5,https://shop.example' }).webauthn.rpId,
+      'shop.example',
+    );
+  });
+
+  test('WEBAUTHN_ORIGINS replaces the default origins, and each must be an https origin on the RP ID', () => {
+    const config = loadConfig({
+      WEBAUTHN_RP_ID: 'shop.example',
+      WEBAUTHN_ORIGINS: 'https://shop.example, https://account.shop.example',
+      CORS_ALLOWED_ORIGINS: 'https://other.example',
+    });
+    assert.deepEqual(config.webauthn, {
+      rpId: 'shop.example',
+      origins: ['https://shop.example', 'https://account.shop.example'],
+      includeOwnOrigin: false,
+    });
+    assert.deepEqual(loadConfig({ WEBAUTHN_ORIGINS: 'http://localhost:3000' }).webauthn.origins, [
+      'http://localhost:3000',
+    ]);
+  });
+
+  test('a WEBAUTHN_RP_ID that is not a domain name, or a WEBAUTHN_ORIGINS entry off it or on plain http, stops the start', () => {
+    for (const value of [
+      'https://shop.example',
+      'shop.example:443',
+      '10.0.0.5',
+      'Shop.Example',
+      'shop..example',
+      '-shop.example',
+    ]) {
+      const error = refusal({ WEBAUTHN_RP_ID: value });
+      assert.equal(error.variable, 'WEBAUTHN_RP_ID', value);
+      assert.match(error.message, /domain name/);
+    }
+    const off = refusal({ WEBAUTHN_RP_ID: 'shop.example', WEBAUTHN_ORIGINS: 'https://evilshop.example' });
+    assert.equal(off.variable, 'WEBAUTHN_ORIGINS');
+    assert.match(off.message, /not on the RP ID shop\.example/);
+    const plain = refusal({ WEBAUTHN_RP_ID: 'shop.example', WEBAUTHN_ORIGINS: 'http://shop.example' });
+    assert.match(plain.message, /plain http/);
+    assert.equal(refusal({ WEBAUTHN_ORIGINS: 'not an origin' }).variable, 'WEBAUTHN_ORIGINS');
+  });
+
   test('REDIS_KEY_PREFIX defaults to storefront-auth: and takes a prefix ending in a colon', () => {
     assert.equal(loadConfig({}).redisKeyPrefix, 'storefront-auth:');
     assert.equal(loadConfig({ REDIS_KEY_PREFIX: 'shop-eu:{auth}:' }).redisKeyPrefix, 'shop-eu:{auth}:');

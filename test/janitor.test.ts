@@ -22,7 +22,14 @@ import { runCli } from './helpers/service-process.js';
 const day = 24 * 60 * 60;
 const secret = 'janitor-test-secret-janitor-test-secret-0123';
 const keys = deriveKeys(secret);
-const nothing: RemovedRows = { sessions: 0, challenges: 0, outbox: 0, audit_events: 0, known_devices: 0 };
+const nothing: RemovedRows = {
+  sessions: 0,
+  challenges: 0,
+  outbox: 0,
+  audit_events: 0,
+  known_devices: 0,
+  passkey_challenges: 0,
+};
 
 /** A fake clock that moves to "start + offset seconds", so each step reads as a point on one timeline. */
 function timeline() {
@@ -284,6 +291,7 @@ describe('the janitor', () => {
       ['challenges', ['challenges_finished', 'outbox_challenge']],
       ['audit_events', ['audit_events_time']],
       ['known_devices', ['known_devices_last_seen']],
+      ['passkey_challenges', ['passkey_challenges_expires']],
       ['outbox.challenge_id', ['outbox_challenge']],
     ] as const;
     assert.equal(plans.length, expected.length);

@@ -1,12 +1,11 @@
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
-import { findCustomerByIdentity, markVerified, toCustomer } from './customers.js';
+import { findCustomerByIdentity, markVerified } from './customers.js';
 import type { AuthDeps } from './deps.js';
 import { normalizeIdentity } from './identity.js';
-import type { LoginResult } from './login.js';
+import { completeSignIn, type LoginResult } from './login.js';
 import { sendCodeIfWanted } from './send-code.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
-import { noteSignIn } from './sign-in-notice.js';
 
 /**
  * Sends a sign-in code when the identity names an account, verified or not: the code proves the
@@ -50,16 +49,5 @@ export async function loginWithCode(
     return { ok: true as const, row: verified, session };
   });
   if (!opened.ok) return opened;
-  // As after a password login: a notice for a device not seen lately, never failing the sign-in.
-  const { row, session } = opened;
-  const signInNotice = await noteSignIn(deps, store, row, session.sessionId, client).catch((error: unknown) => ({
-    failed: error,
-  }));
-  return {
-    ok: true,
-    customer: toCustomer(row),
-    sessionId: session.sessionId,
-    expiresAt: session.expiresAt,
-    signInNotice,
-  };
+  return completeSignIn(deps, store, opened.row, opened.session, client);
 }

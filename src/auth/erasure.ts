@@ -12,6 +12,7 @@ import {
 import { channelFor, type AuthDeps } from './deps.js';
 import { deleteCustomerSessions, listCustomerSessions, type SessionView } from './sessions.js';
 import { listKnownDevices } from './known-devices.js';
+import { listPasskeys, type PasskeyView } from './passkeys.js';
 
 /** An audit event as the customer sees it in their export: the customer id is theirs, so it is left out. */
 export interface ExportedAuditEvent {
@@ -28,6 +29,8 @@ export interface AccountExport {
   sessions: SessionView[];
   /** The devices remembered for new-sign-in notices: a family and a masked address each. */
   known_devices: Array<{ family: string; masked_address: string; last_seen_at: string }>;
+  /** The passkeys that can sign in to the account (their names and dates; public keys stay behind). */
+  passkeys: PasskeyView[];
   audit_events: ExportedAuditEvent[];
 }
 
@@ -44,9 +47,10 @@ export async function exportAccount(
   const row = await findCustomerById(deps.db, customerId);
   const createdAt = row === null ? null : await customerCreatedAt(deps.db, customerId);
   if (row === null || createdAt === null) return null;
-  const [sessions, devices, events] = await Promise.all([
+  const [sessions, devices, passkeys, events] = await Promise.all([
     listCustomerSessions(deps.db, deps.clock, customerId, currentSessionId),
     listKnownDevices(deps.db, customerId),
+    listPasskeys(deps.db, customerId),
     listCustomerAudit(deps.db, customerId),
   ]);
   return {
@@ -54,6 +58,7 @@ export async function exportAccount(
     customer: { ...toCustomer(row), created_at: createdAt },
     sessions,
     known_devices: devices,
+    passkeys,
     audit_events: events.map((event) => ({
       occurred_at: event.occurred_at,
       event: event.event,
@@ -83,9 +88,10 @@ export async function deleteAccountWithPassword(
 }
 
 /**
- * Erases an account in one transaction: its sessions and codes, the customer row, every outbox
- * message about it or to its identity, whichever identity it went to (unsent ones are dropped,
- * all lose the address and body), and every identity
+ * Erases an account in one transaction: its sessions and codes, the customer row (its passkeys,
+ * passkey challenges and known devices go with it, by their foreign keys' ON DELETE CASCADE), every
+ * outbox message about it or to its identity, whichever identity it went to (unsent ones are
+ * dropped, all lose the address and body), and every identity
  * value in the details of its audit events, which keep the customer id. Then one
  * `account_deleted` notice is queued to the identity, the only row that still holds it, until it
  * is sent. The identity is free for a new registration as soon as this commits.

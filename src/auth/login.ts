@@ -1,8 +1,8 @@
 import type { StoreContext } from '../store/store.js';
-import { findCustomerByIdentity, toCustomer, type Customer } from './customers.js';
+import { findCustomerByIdentity, toCustomer, type Customer, type CustomerRow } from './customers.js';
 import type { AuthDeps } from './deps.js';
 import { normalizeIdentity } from './identity.js';
-import { createSession, deleteSession, type SessionClient } from './sessions.js';
+import { createSession, deleteSession, type NewSession, type SessionClient } from './sessions.js';
 import { noteSignIn, type SignInNotice } from './sign-in-notice.js';
 
 export type LoginResult =
@@ -66,6 +66,21 @@ export async function login(
   // After the session, outside its statement: the notice is a few more queries on the success path
   // only (a wrong password never reaches here, so its timing is untouched), and a failure to queue
   // it must not turn a correct password into a refused login.
+  return completeSignIn(deps, store, customer, session, client);
+}
+
+/**
+ * The success of every way of signing in, once its session is open: the new sign-in notice is
+ * considered outside the session's statement, and a failure to queue it is handed back for the
+ * caller to log, never turning a sign-in into a refusal.
+ */
+export async function completeSignIn(
+  deps: AuthDeps,
+  store: StoreContext,
+  customer: CustomerRow,
+  session: NewSession,
+  client: SessionClient,
+): Promise<Extract<LoginResult, { ok: true }>> {
   const signInNotice = await noteSignIn(deps, store, customer, session.sessionId, client).catch((error: unknown) => ({
     failed: error,
   }));

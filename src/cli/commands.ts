@@ -11,6 +11,7 @@ import {
 } from '../config.js';
 import { findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/customers.js';
 import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions } from '../auth/sessions.js';
+import { listPasskeys, removePasskey } from '../auth/passkeys.js';
 import { normalizeIdentity } from '../auth/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
 import { prune } from '../janitor.js';
@@ -27,6 +28,8 @@ export type AdminCommand =
   | { name: 'customer.delete'; identity: string }
   | { name: 'customer.sessions'; identity: string }
   | { name: 'customer.revoke-sessions'; identity: string }
+  | { name: 'customer.passkeys'; identity: string }
+  | { name: 'customer.remove-passkey'; identity: string; id: string }
   | { name: 'outbox.list'; status?: OutboxStatus }
   | { name: 'outbox.retry'; id: string }
   | { name: 'audit.list'; identity?: string; event?: AuditEvent; limit?: number }
@@ -64,6 +67,7 @@ function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>
       'auth.customer_verification_required': store.verificationRequired,
       'auth.sign_in_with_code': store.signInWithCode,
       'auth.sign_in_notices': store.signInNotices,
+      'auth.passkeys': store.passkeys,
     },
     updated_at: store.updatedAt,
   };
@@ -153,6 +157,23 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
         details: { count: String(count), by: 'operator' },
       });
       return { ok: true, output: { status: 'revoked', count } };
+    }
+    case 'customer.passkeys': {
+      const row = await customerNamed(db, command.identity);
+      if (typeof row === 'string') return { ok: false, error: row };
+      return { ok: true, output: await listPasskeys(db, row.id) };
+    }
+    case 'customer.remove-passkey': {
+      const row = await customerNamed(db, command.identity);
+      if (typeof row === 'string') return { ok: false, error: row };
+      if (!(await removePasskey(db, row.id, command.id)))
+        return { ok: false, error: `no passkey ${command.id} for ${command.identity}` };
+      await recordAuditNow(db, clock, {
+        event: 'passkey.removed',
+        customerId: row.id,
+        details: { passkey: command.id, by: 'operator' },
+      });
+      return { ok: true, output: { id: command.id, status: 'deleted' } };
     }
     case 'audit.list': {
       let customerId: string | undefined;

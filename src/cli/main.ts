@@ -22,11 +22,13 @@ const usage = `Usage: storefront-auth <command>
   store show                              print the store context
   store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
             [--sign-in-with-code true|false] [--sign-in-notices true|false]
-            [--status active|paused|closed] [--force]
+            [--passkeys true|false] [--status active|paused|closed] [--force]
   customer show <identity>                print a customer
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
   customer sessions <identity>            a customer's live sessions, newest first
   customer revoke-sessions <identity>     sign a customer out everywhere (audited)
+  customer passkeys <identity>            a customer's passkeys, newest first
+  customer remove-passkey <identity> <id> remove one of a customer's passkeys (audited)
   outbox list [--status pending|sent|failed|dropped]
   outbox retry <id>                       send a failed message again
   audit [--customer <identity>] [--event <event>] [--limit N]
@@ -59,6 +61,7 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       'verification-required': { type: 'string' },
       'sign-in-with-code': { type: 'string' },
       'sign-in-notices': { type: 'string' },
+      passkeys: { type: 'string' },
       status: { type: 'string' },
       force: { type: 'boolean', default: false },
       yes: { type: 'boolean', default: false },
@@ -68,10 +71,12 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
-  const [noun, verb, argument, extra] = positionals;
+  const [noun, verb, argument, second, extra] = positionals;
   if (values.help || noun === undefined || noun === 'help') return 'help';
-  if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
   const key = verb === undefined ? noun : `${noun} ${verb}`;
+  // Only removing a passkey takes a second argument (the passkey's id).
+  const unexpected = key === 'customer remove-passkey' ? extra : (second ?? extra);
+  if (unexpected !== undefined) throw new UsageError(`unexpected argument "${unexpected}"`);
   switch (key) {
     case 'serve':
       return 'serve';
@@ -96,11 +101,13 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
       if (withCode !== undefined) changes.signInWithCode = withCode === 'true';
       const notices = choice('--sign-in-notices', values['sign-in-notices'], ['true', 'false'] as const);
       if (notices !== undefined) changes.signInNotices = notices === 'true';
+      const passkeys = choice('--passkeys', values.passkeys, ['true', 'false'] as const);
+      if (passkeys !== undefined) changes.passkeys = passkeys === 'true';
       const status = choice<StoreStatus>('--status', values.status, storeStatuses);
       if (status !== undefined) changes.status = status;
       if (Object.keys(changes).length === 0)
         throw new UsageError(
-          'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --sign-in-notices, --status',
+          'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --sign-in-notices, --passkeys, --status',
         );
       return { name: 'store.set', changes, force: values.force };
     }
@@ -120,6 +127,13 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
     case 'customer revoke-sessions':
       if (argument === undefined) throw new UsageError('customer revoke-sessions needs an identity');
       return { name: 'customer.revoke-sessions', identity: argument };
+    case 'customer passkeys':
+      if (argument === undefined) throw new UsageError('customer passkeys needs an identity');
+      return { name: 'customer.passkeys', identity: argument };
+    case 'customer remove-passkey':
+      if (argument === undefined || second === undefined)
+        throw new UsageError('customer remove-passkey needs an identity and a passkey id');
+      return { name: 'customer.remove-passkey', identity: argument, id: second };
     case 'outbox list': {
       const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
       return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };

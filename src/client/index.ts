@@ -13,6 +13,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { ProblemCode } from '../http/problems.js';
 import type * as schemas from '../http/schemas.js';
+import type * as passkeySchemas from '../http/passkey-schemas.js';
 
 export type RegisterBody = schemas.RegisterBody;
 export type VerifyBody = schemas.VerifyBody;
@@ -40,6 +41,12 @@ export type RevokedStatus = Static<typeof schemas.RevokedStatus>;
 export type RevokedCountStatus = Static<typeof schemas.RevokedCountStatus>;
 export type IdentityChangeBody = schemas.IdentityChangeBody;
 export type IdentityConfirmBody = schemas.IdentityConfirmBody;
+export type PasskeyCreationOptions = Static<typeof passkeySchemas.PasskeyCreationOptions>;
+export type PasskeyRequestOptions = Static<typeof passkeySchemas.PasskeyRequestOptions>;
+export type PasskeyRegisterBody = passkeySchemas.PasskeyRegisterBody;
+export type PasskeyLoginBody = passkeySchemas.PasskeyLoginBody;
+export type Passkey = Static<typeof passkeySchemas.Passkey>;
+export type PasskeyList = Static<typeof passkeySchemas.PasskeyList>;
 
 /** The API's problem codes, plus `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's). */
 export type StorefrontAuthErrorCode = ProblemCode | 'network_error' | 'invalid_response';
@@ -139,6 +146,21 @@ export interface StorefrontAuthClient {
   changeIdentity(body: IdentityChangeBody): Promise<AcceptedStatus>;
   /** Switches to the new identity; signs every other device out. */
   confirmIdentity(body: IdentityConfirmBody): Promise<Customer>;
+
+  // Passkeys: a 404 `not_found` unless the store offers them. Each options call sets a cookie
+  // binding its challenge to this client; hand the options to the browser's WebAuthn call (for
+  // example @simplewebauthn/browser) and send back what it returns.
+  /** Options for adding a passkey to the signed-in customer's account. */
+  passkeyRegistrationOptions(): Promise<PasskeyCreationOptions>;
+  /** Keeps the passkey the browser made; a refused credential is `validation_failed` on `credential`. */
+  registerPasskey(body: PasskeyRegisterBody): Promise<Passkey>;
+  listPasskeys(): Promise<PasskeyList>;
+  /** Removes one of the customer's passkeys by its `id`; 404 `not_found` for any id not theirs. */
+  removePasskey(id: string): Promise<DeletedStatus>;
+  /** Options for signing in with a discoverable passkey. */
+  passkeyLoginOptions(): Promise<PasskeyRequestOptions>;
+  /** Signs in with the passkey's assertion: sets the session cookie, as login does; any refusal is 401 `unauthenticated`. */
+  loginWithPasskey(body: PasskeyLoginBody): Promise<AuthSession>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -164,7 +186,10 @@ function readFieldErrors(value: unknown): Record<string, string[]> {
   return errors;
 }
 
-/** Cookies for one origin. Domain and path are ignored: every cookie of this service has `Path=/`. */
+/**
+ * Cookies for one origin. Domain and path are ignored: every cookie of this service has `Path=/`
+ * but the passkey challenge's, which only the passkey paths read, so sending it further is harmless.
+ */
 class CookieJar {
   readonly values = new Map<string, string>();
 
@@ -326,5 +351,12 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
 
     changeIdentity: (body) => post(`${authPath}/identity/change`, body),
     confirmIdentity: (body) => post(`${authPath}/identity/confirm`, body),
+
+    passkeyRegistrationOptions: () => post(`${authPath}/passkeys/register/options`),
+    registerPasskey: (body) => post(`${authPath}/passkeys/register`, body),
+    listPasskeys: () => send('GET', `${authPath}/passkeys`),
+    removePasskey: (id) => post(`${authPath}/passkeys/${encodeURIComponent(id)}/delete`),
+    passkeyLoginOptions: () => post(`${authPath}/passkeys/login/options`),
+    loginWithPasskey: (body) => post(`${authPath}/passkeys/login`, body),
   };
 }

@@ -49,7 +49,7 @@ export interface CsrfOptions {
  * The origin the browser addressed: scheme, host and port. The scheme is the connection's own, or
  * the one the trusted proxy forwarded (Fastify reads X-Forwarded-Proto only with TRUST_PROXY on).
  */
-function ownOrigin(request: FastifyRequest): string | undefined {
+export function ownOrigin(request: FastifyRequest): string | undefined {
   const host = request.headers.host;
   if (host === undefined) return undefined;
   try {

@@ -25,6 +25,10 @@ export const limits = {
   accountExports: { name: 'account-export', limit: 1, windowSeconds: minute },
   profileChanges: { name: 'profile', limit: 20, windowSeconds: hour },
   sessionRevocations: { name: 'session-revoke', limit: 30, windowSeconds: 10 * minute },
+  // Each passkey ceremony's options write a challenge row: per address, so nobody fills the table.
+  passkeyChallenges: { name: 'passkey-challenge', limit: 30, windowSeconds: minute },
+  // Keyed by customer id: adding and removing passkeys from the account area.
+  passkeyChanges: { name: 'passkey-change', limit: 30, windowSeconds: 10 * minute },
 } satisfies Record<string, LimitRule>;
 
 export type LimitHit = [rule: LimitRule, subject: string];

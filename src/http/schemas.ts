@@ -139,6 +139,15 @@ export const AccountExport = Type.Object(
       Type.Object({ family: Type.String(), masked_address: Type.String(), last_seen_at: isoTime }),
       { description: 'The devices remembered for new-sign-in notices (90 days), most recent first.' },
     ),
+    passkeys: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        name: Type.String(),
+        created_at: isoTime,
+        last_used_at: Type.Union([isoTime, Type.Null()]),
+      }),
+      { description: 'The passkeys that can sign in to the account, newest first (never their keys).' },
+    ),
     audit_events: Type.Array(
       Type.Object({
         occurred_at: isoTime,

@@ -202,6 +202,37 @@ export const migrations: Migration[] = [
       UPDATE outbox o SET customer_id = c.id FROM customers c
        WHERE o.customer_id IS NULL AND o.recipient = c.identity_value
          AND o.channel = CASE c.identity_type WHEN 'email' THEN 'email' ELSE 'sms' END;
+      `,
+  },
+  {
+    version: 11,
+    name: 'passkeys',
+    sql: `
+      -- WebAuthn credentials: only the public key and what verifying an assertion needs. public_id
+      -- is the handle the account area names a passkey by; the credential id stays server-side.
+      CREATE TABLE passkeys (
+        public_id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+        customer_id uuid NOT NULL REFERENCES customers (id) ON DELETE CASCADE,
+        credential_id text NOT NULL UNIQUE,
+        public_key bytea NOT NULL,
+        counter bigint NOT NULL,
+        transports text[] NOT NULL DEFAULT '{}',
+        name text NOT NULL,
+        created_at timestamptz NOT NULL,
+        last_used_at timestamptz
+      );
+      CREATE INDEX passkeys_customer_created ON passkeys (customer_id, created_at);
+
+      -- A ceremony's challenge, keyed by the SHA-256 of the random handle in the asking browser's
+      -- cookie, so only that browser can spend it; spent by one DELETE ... RETURNING.
+      CREATE TABLE passkey_challenges (
+        handle_hash text PRIMARY KEY,
+        purpose text NOT NULL CHECK (purpose IN ('register', 'login')),
+        customer_id uuid REFERENCES customers (id) ON DELETE CASCADE,
+        challenge text NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX passkey_challenges_expires ON passkey_challenges (expires_at);
     `,
   },
 ];

@@ -15,6 +15,8 @@ export interface StoreContext {
   signInWithCode: boolean;
   /** Whether a sign-in from a device not seen for 90 days sends the customer a notice. */
   signInNotices: boolean;
+  /** `auth.passkeys`: customers may add passkeys and sign in with them. */
+  passkeys: boolean;
   updatedAt: string;
 }
 
@@ -41,6 +43,8 @@ function toStore(row: StoreRow): StoreContext {
     signInWithCode: row.settings['auth.sign_in_with_code'] === true,
     // On unless an operator turned it off: stores made before the setting existed get notices too.
     signInNotices: row.settings['auth.sign_in_notices'] !== false,
+    // Off unless an operator turned it on, like signing in with a code.
+    passkeys: row.settings['auth.passkeys'] === true,
     updatedAt: new Date(row.updated_at).toISOString(),
   };
 }
@@ -76,6 +80,7 @@ export interface StoreChanges {
   verificationRequired?: boolean;
   signInWithCode?: boolean;
   signInNotices?: boolean;
+  passkeys?: boolean;
 }
 
 export type StoreUpdateResult =
@@ -103,6 +108,7 @@ export async function updateStore(
         : { 'auth.customer_verification_required': changes.verificationRequired }),
       ...(changes.signInWithCode === undefined ? {} : { 'auth.sign_in_with_code': changes.signInWithCode }),
       ...(changes.signInNotices === undefined ? {} : { 'auth.sign_in_notices': changes.signInNotices }),
+      ...(changes.passkeys === undefined ? {} : { 'auth.passkeys': changes.passkeys }),
     };
     await tx.query(
       `UPDATE store SET name = COALESCE($2, name), status = COALESCE($3, status),

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
@@ -11,10 +12,23 @@ const assets = {
   '/app.js': 'text/javascript; charset=utf-8',
   // The account area, imported by app.js.
   '/account.js': 'text/javascript; charset=utf-8',
+  // Passkeys on the page, imported by app.js.
+  '/passkeys.js': 'text/javascript; charset=utf-8',
   '/app.css': 'text/css; charset=utf-8',
   // Linked from the page, so browsers ask for it rather than for a missing /favicon.ico.
   '/favicon.svg': 'image/svg+xml',
 } as const;
+
+/**
+ * @simplewebauthn/browser's UMD bundle (it defines `SimpleWebAuthnBrowser`), served by the service
+ * itself so the page's CSP stays `script-src 'self'`: no CDN. Found from the package's own entry
+ * point, wherever npm installed it.
+ */
+export const webauthnBundleUrl = '/vendor/simplewebauthn-browser.js';
+function webauthnBundlePath(): string {
+  const entry = createRequire(import.meta.url).resolve('@simplewebauthn/browser');
+  return path.join(path.dirname(entry), '../dist/bundle/index.umd.min.js');
+}
 
 // The page loads only its own script and style; nothing inline, no framing, no foreign origins.
 const pageCsp =
@@ -29,16 +43,21 @@ export function signInPage(services: Services): FastifyPluginAsync {
   return async (app) => {
     const read = (name: string) => fs.readFileSync(path.join(publicDir, name), 'utf8');
     const template = read('index.html');
-    const files = Object.fromEntries(Object.keys(assets).map((url) => [url, read(url.slice(1))]));
+    const files: Record<string, string> = Object.fromEntries(
+      Object.keys(assets).map((url) => [url, read(url.slice(1))]),
+    );
+    files[webauthnBundleUrl] = fs.readFileSync(webauthnBundlePath(), 'utf8');
+    const served: Record<string, string> = { ...assets, [webauthnBundleUrl]: 'text/javascript; charset=utf-8' };
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => {
       const store = await services.store.get();
-      // The page learns the store's name, identity mode and whether it offers sign-in codes from
-      // attributes on <body>.
+      // The page learns the store's name, identity mode and whether it offers sign-in codes and
+      // passkeys from attributes on <body>.
       const html = template
         .replaceAll('{{STORE_NAME}}', escapeAttribute(store.name))
         .replaceAll('{{IDENTITY_MODE}}', store.identityMode)
-        .replaceAll('{{SIGN_IN_WITH_CODE}}', String(store.signInWithCode));
+        .replaceAll('{{SIGN_IN_WITH_CODE}}', String(store.signInWithCode))
+        .replaceAll('{{PASSKEYS}}', String(store.passkeys));
       reply
         .header('content-security-policy', pageCsp)
         .header('cache-control', 'no-store')
@@ -46,7 +65,7 @@ export function signInPage(services: Services): FastifyPluginAsync {
       return html;
     });
 
-    for (const [url, type] of Object.entries(assets)) {
+    for (const [url, type] of Object.entries(served)) {
       app.get(url, { schema: { hide: true } }, async (_request, reply) => {
         // Revalidated on every load, so a fresh page never runs an old cached script after a deploy.
         reply.header('content-security-policy', pageCsp).header('cache-control', 'no-cache').type(type);

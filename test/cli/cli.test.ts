@@ -273,6 +273,7 @@ describe('the command line on its own', () => {
         'auth.customer_verification_required': false,
         'auth.sign_in_with_code': false,
         'auth.sign_in_notices': true,
+        'auth.passkeys': false,
       });
       assert.equal(serverPid(dataDir), undefined, 'the command stopped the server it started');
       assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');
@@ -280,10 +281,21 @@ describe('the command line on its own', () => {
     },
   );
 
-  test('store set --status paused is kept: the next store show says paused', slow, async () => {
+  test('store set --status paused is kept (with its settings): the next store show says paused', slow, async () => {
     const env = cliEnv(freshFolder());
     const set = await run(
-      ['store', 'set', '--status', 'paused', '--name', 'Night Shop', '--sign-in-with-code', 'true'],
+      [
+        'store',
+        'set',
+        '--status',
+        'paused',
+        '--name',
+        'Night Shop',
+        '--sign-in-with-code',
+        'true',
+        '--passkeys',
+        'true',
+      ],
       env,
     );
     assert.equal(set.code, 0, set.stderr);
@@ -297,6 +309,7 @@ describe('the command line on its own', () => {
       'auth.customer_verification_required': false,
       'auth.sign_in_with_code': true,
       'auth.sign_in_notices': true,
+      'auth.passkeys': true,
     });
   });
 

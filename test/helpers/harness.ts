@@ -201,3 +201,15 @@ export async function registeredCustomer(t: TestApp, overrides: Record<string, u
   if (reply.status !== 201) throw new Error(`register answered ${reply.status}: ${JSON.stringify(reply.body)}`);
   return { ...body, identity: reply.body.identity.value as string, id: reply.body.id as string };
 }
+
+/** A problem document without its request id, which differs on every answer by design. */
+export function withoutRequestId(body: Record<string, unknown>) {
+  const { request_id: _ignored, ...rest } = body;
+  return rest;
+}
+
+/** Header names and values, without those that differ on every answer by design. */
+export function stableHeaders(reply: Reply) {
+  const { 'x-request-id': _id, date: _date, 'content-length': _length, ...rest } = reply.headers;
+  return rest;
+}

@@ -4,7 +4,16 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { listAudit } from '../../src/audit.js';
 import { updateStore } from '../../src/store/store.js';
-import { api, auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import {
+  api,
+  auth,
+  createHarness,
+  registeredCustomer,
+  stableHeaders,
+  withoutRequestId,
+  type Reply,
+  type TestApp,
+} from '../helpers/harness.js';
 
 const sessionCookie = 'storefront_session';
 const tenMinutes = 10 * 60;
@@ -41,17 +50,6 @@ async function withSignInCode(t: TestApp, overrides: Record<string, unknown> = {
 
 function cookieOf(reply: Reply, name: string) {
   return reply.cookies.find((c) => c.name === name);
-}
-
-function withoutRequestId(body: Record<string, unknown>) {
-  const { request_id: _ignored, ...rest } = body;
-  return rest;
-}
-
-/** Header names and values, without those that differ on every answer by design. */
-function stableHeaders(reply: Reply) {
-  const { 'x-request-id': _id, date: _date, 'content-length': _length, ...rest } = reply.headers;
-  return rest;
 }
 
 async function verifiedAt(t: TestApp, id: string): Promise<Date | null> {

@@ -29,6 +29,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(operations.map((entry) => entry.key).sort(), [
       'GET /api/v1/csrf-cookie',
       'GET /api/v1/customer/auth/account/export',
+      'GET /api/v1/customer/auth/passkeys',
       'GET /api/v1/customer/auth/session',
       'GET /api/v1/customer/auth/sessions',
       'GET /api/v1/health/live',
@@ -42,6 +43,11 @@ describe('the OpenAPI document', () => {
       'POST /api/v1/customer/auth/identity/confirm',
       'POST /api/v1/customer/auth/login',
       'POST /api/v1/customer/auth/logout',
+      'POST /api/v1/customer/auth/passkeys/login',
+      'POST /api/v1/customer/auth/passkeys/login/options',
+      'POST /api/v1/customer/auth/passkeys/register',
+      'POST /api/v1/customer/auth/passkeys/register/options',
+      'POST /api/v1/customer/auth/passkeys/{id}/delete',
       'POST /api/v1/customer/auth/password/change',
       'POST /api/v1/customer/auth/password/forgot',
       'POST /api/v1/customer/auth/password/reset',
@@ -75,6 +81,21 @@ describe('the OpenAPI document', () => {
       const notFound = document.paths[path].post.responses['404'];
       assert.deepEqual(notFound.content['application/problem+json'].schema.properties.code.enum, ['not_found'], path);
     }
+    const passkeyPaths = Object.keys(document.paths).filter((url) => url.includes('/passkeys'));
+    assert.equal(passkeyPaths.length, 6);
+    for (const url of passkeyPaths) {
+      for (const operation of Object.values(document.paths[url] as Record<string, any>)) {
+        const codes = operation.responses['404'].content['application/problem+json'].schema.properties.code.enum;
+        assert.ok(codes.includes('not_found'), `${url} documents 404 not_found while passkeys are off`);
+      }
+    }
+    const passkeyLogin = document.paths['/api/v1/customer/auth/passkeys/login'].post.responses;
+    assert.ok(
+      passkeyLogin['200'] && passkeyLogin['401'] && passkeyLogin['429'],
+      'passkey login documents 200, 401, 429',
+    );
+    const passkeyRegister = document.paths['/api/v1/customer/auth/passkeys/register'].post.responses;
+    assert.ok(passkeyRegister['201'] && passkeyRegister['401'] && passkeyRegister['422']);
     const confirm = document.paths['/api/v1/customer/auth/identity/confirm'].post.responses;
     const confirmCodes = confirm['422'].content['application/problem+json'].schema.properties.code.enum;
     assert.deepEqual([...confirmCodes].sort(), [

@@ -1,0 +1,113 @@
+import {
+  generateAuthenticationOptions,
+  verifyAuthenticationResponse,
+  type AuthenticationResponseJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+} from '@simplewebauthn/server';
+import type { StoreContext } from '../store/store.js';
+import { findCustomerById, markVerified } from './customers.js';
+import type { AuthDeps } from './deps.js';
+import { completeSignIn, type LoginResult } from './login.js';
+import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
+import { counterAdvances, findPasskeyByCredentialId, recordPasskeyUse } from './passkeys.js';
+import { passkeyCeremonyTimeoutMilliseconds, type RelyingParty } from './relying-party.js';
+import { createSession, deleteSession, type SessionClient } from './sessions.js';
+
+/**
+ * Options for signing in with a passkey, and the handle of their challenge (for the browser's
+ * cookie). No credentials are listed: the authenticator offers its discoverable passkeys for this
+ * RP ID, so nothing here says who has an account.
+ */
+export async function startPasskeyLogin(
+  deps: Pick<AuthDeps, 'db' | 'clock'>,
+  rp: RelyingParty,
+): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; handle: string }> {
+  const options = await generateAuthenticationOptions({
+    rpID: rp.id,
+    allowCredentials: [],
+    userVerification: 'preferred',
+    timeout: passkeyCeremonyTimeoutMilliseconds,
+  });
+  const handle = await storePasskeyChallenge(deps.db, deps.clock, 'login', options.challenge, null);
+  return { options, handle };
+}
+
+/** Why a passkey sign-in was refused: for the audit trail only, the answer is the same for all. */
+export type PasskeyLoginFailure = 'challenge' | 'unknown_passkey' | 'verification' | 'counter_regressed';
+
+export type PasskeyLoginResult =
+  | Extract<LoginResult, { ok: true }>
+  | { ok: false; reason: PasskeyLoginFailure; customerId: string | null; passkeyId?: string };
+
+/**
+ * Signs in with a passkey's assertion. The challenge of this browser's handle is spent first, by
+ * one conditional DELETE, so an assertion (which signs that challenge) opens at most one session
+ * however many requests carry it. Then the passkey is found by its credential id and the signature,
+ * origin, RP ID and challenge are verified. A signature counter that does not advance is refused:
+ * the credential may have been cloned. On success, as a login: the account counts as verified,
+ * a session is opened (replacing the request's own) and the new sign-in notice is considered.
+ */
+export async function loginWithPasskey(
+  deps: AuthDeps,
+  store: StoreContext,
+  rp: RelyingParty,
+  handle: string | undefined,
+  response: AuthenticationResponseJSON,
+  previousSessionId: string | undefined,
+  client: SessionClient,
+): Promise<PasskeyLoginResult> {
+  const challenge = handle === undefined ? null : await takePasskeyChallenge(deps.db, deps.clock, 'login', handle);
+  if (challenge === null) return { ok: false, reason: 'challenge', customerId: null };
+  const passkey = await findPasskeyByCredentialId(deps.db, response.id);
+  if (passkey === null) return { ok: false, reason: 'unknown_passkey', customerId: null };
+  const refused = (reason: PasskeyLoginFailure) => ({
+    ok: false as const,
+    reason,
+    customerId: passkey.customerId,
+    passkeyId: passkey.publicId,
+  });
+  let newCounter: number;
+  try {
+    const verification = await verifyAuthenticationResponse({
+      response,
+      expectedChallenge: challenge.challenge,
+      expectedOrigin: rp.origins,
+      expectedRPID: rp.id,
+      // The stored counter is compared below, after the signature, so a regression is told apart
+      // from a forgery and audited as what it is.
+      credential: {
+        id: passkey.credentialId,
+        publicKey: passkey.publicKey,
+        counter: 0,
+        transports: passkey.transports,
+      },
+      requireUserVerification: false,
+    });
+    if (!verification.verified) return refused('verification');
+    newCounter = verification.authenticationInfo.newCounter;
+  } catch {
+    return refused('verification');
+  }
+  // A discoverable credential names its account too; it must be the passkey's.
+  const userHandle = response.response.userHandle;
+  if (userHandle !== undefined && Buffer.from(userHandle, 'base64url').toString('utf8') !== passkey.customerId) {
+    return refused('verification');
+  }
+  if (!counterAdvances(passkey.counter, newCounter)) return refused('counter_regressed');
+
+  const opened = await deps.db.transaction(async (tx) => {
+    // The counter is written only if it still advances: a parallel use of the same passkey with
+    // another challenge that got there first leaves this one refused, never both recorded.
+    if (!(await recordPasskeyUse(tx, deps.clock, passkey.publicId, newCounter))) return 'counter_regressed' as const;
+    const customer = await findCustomerById(tx, passkey.customerId, { forUpdate: true });
+    if (customer === null) return 'unknown_passkey' as const;
+    // The passkey was made in a session of this account and proves it again: the identity counts as verified.
+    const row = customer.verified_at === null ? await markVerified(tx, customer.id, deps.clock.now()) : customer;
+    const session = await createSession(tx, deps.clock, customer.id, row.credential_version, client);
+    if (session === null) return 'unknown_passkey' as const;
+    if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
+    return { row, session };
+  });
+  if (typeof opened === 'string') return refused(opened);
+  return completeSignIn(deps, store, opened.row, opened.session, client);
+}

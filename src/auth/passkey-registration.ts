@@ -1,0 +1,88 @@
+import {
+  generateRegistrationOptions,
+  verifyRegistrationResponse,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type RegistrationResponseJSON,
+} from '@simplewebauthn/server';
+import type { CustomerRow } from './customers.js';
+import type { AuthDeps } from './deps.js';
+import { deviceFamily } from './device-family.js';
+import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
+import { insertPasskey, listCredentialDescriptors, type PasskeyView } from './passkeys.js';
+import { passkeyAlgorithms, passkeyCeremonyTimeoutMilliseconds, type RelyingParty } from './relying-party.js';
+
+/**
+ * Options for adding a passkey to the signed-in customer's account, and the handle of the
+ * challenge they carry (for the browser's cookie). A resident (discoverable) key is required, so
+ * the passkey can later sign in without the customer typing who they are; the customer's own
+ * passkeys are excluded, so one authenticator is not registered twice.
+ */
+export async function startPasskeyRegistration(
+  deps: Pick<AuthDeps, 'db' | 'clock'>,
+  rp: RelyingParty,
+  customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
+): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; handle: string }> {
+  const options = await generateRegistrationOptions({
+    rpName: rp.name,
+    rpID: rp.id,
+    userName: customer.identity_value,
+    userDisplayName: customer.name,
+    // The user handle an authenticator keeps is the customer id: a random UUID, no personal data.
+    userID: new TextEncoder().encode(customer.id),
+    attestationType: 'none',
+    timeout: passkeyCeremonyTimeoutMilliseconds,
+    excludeCredentials: await listCredentialDescriptors(deps.db, customer.id),
+    authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'preferred' },
+    supportedAlgorithmIDs: passkeyAlgorithms,
+  });
+  const handle = await storePasskeyChallenge(deps.db, deps.clock, 'register', options.challenge, customer.id);
+  return { options, handle };
+}
+
+export type PasskeyRegistrationResult = { ok: true; passkey: PasskeyView } | { ok: false };
+
+/**
+ * Verifies the authenticator's answer against the challenge of this browser's handle (spent here,
+ * whatever the outcome) and stores the passkey. Refused when the challenge is missing, expired,
+ * used or another customer's, when the origin or RP ID is not this relying party's, when the
+ * attestation does not verify, or when the credential is already registered.
+ */
+export async function finishPasskeyRegistration(
+  deps: Pick<AuthDeps, 'db' | 'clock'>,
+  rp: RelyingParty,
+  customerId: string,
+  handle: string | undefined,
+  response: RegistrationResponseJSON,
+  name: string | undefined,
+  userAgent: string | undefined,
+): Promise<PasskeyRegistrationResult> {
+  const challenge = handle === undefined ? null : await takePasskeyChallenge(deps.db, deps.clock, 'register', handle);
+  if (challenge === null || challenge.customerId !== customerId) return { ok: false };
+  let verification;
+  try {
+    verification = await verifyRegistrationResponse({
+      response,
+      expectedChallenge: challenge.challenge,
+      expectedOrigin: rp.origins,
+      expectedRPID: rp.id,
+      // Preferred, not required: a security key without a PIN still makes a passkey.
+      requireUserVerification: false,
+      supportedAlgorithmIDs: passkeyAlgorithms,
+    });
+  } catch {
+    // A malformed or forged answer: the library's message describes it, but never reaches a client.
+    return { ok: false };
+  }
+  if (!verification.verified) return { ok: false };
+  const { credential } = verification.registrationInfo;
+  const passkey = await insertPasskey(deps.db, deps.clock, {
+    customerId,
+    credentialId: credential.id,
+    publicKey: credential.publicKey,
+    counter: credential.counter,
+    transports: credential.transports ?? [],
+    // Unnamed, a passkey is called after the device that made it, as sessions are described.
+    name: name ?? deviceFamily(userAgent),
+  });
+  return passkey === null ? { ok: false } : { ok: true, passkey };
+}

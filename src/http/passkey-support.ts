@@ -1,0 +1,68 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditEvent } from '../audit.js';
+import type { RelyingParty } from '../auth/relying-party.js';
+import { isOnRpId } from '../config.js';
+import { acceptedKeys } from '../keys.js';
+import type { Services } from '../services.js';
+import { ownOrigin } from './csrf.js';
+import { setPasskeyCookie } from './passkey-cookie.js';
+import { ProblemError } from './problems.js';
+import { limits } from './rate-limit.js';
+
+/**
+ * The relying party of this request: configured RP ID and origins, the store's name, and, when
+ * WEBAUTHN_ORIGINS is not set, the origin the request was addressed to if its host is on the RP ID.
+ */
+export function relyingParty(services: Pick<Services, 'config'>, request: FastifyRequest): RelyingParty {
+  const { rpId, origins, includeOwnOrigin } = services.config.webauthn;
+  const own = includeOwnOrigin ? ownOrigin(request) : undefined;
+  const ownUsable = own !== undefined && isOnRpId(new URL(own).hostname, rpId) && !origins.includes(own);
+  return { id: rpId, name: request.store.name, origins: ownUsable ? [...origins, own] : origins };
+}
+
+export function describePasskeyRoute(operationId: string, summary: string, description: string, session: boolean) {
+  return { tags: ['auth'], operationId, summary, description, security: session ? [{ session: [] }] : [] };
+}
+
+/** What both passkey route modules share: the store setting, the audit, the options calls. */
+export function passkeyRouteSupport(services: Services) {
+  const { keys, limiter } = services;
+  const secure = services.config.cookieSecure;
+
+  // Behind the store gate, no-store; with the store setting off every path answers 404 before
+  // the session or the body is looked at, as if it did not exist.
+  async function requireSetting(request: FastifyRequest) {
+    if (!request.store.passkeys) throw new ProblemError('not_found');
+  }
+
+  function audit(
+    request: FastifyRequest,
+    event: AuditEvent,
+    customerId: string | null,
+    details: Record<string, string>,
+  ) {
+    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
+  }
+
+  /** Counts an options call, starts its ceremony and gives the browser the cookie naming the challenge. */
+  async function ceremonyOptions<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    start: (rp: RelyingParty) => Promise<{ options: T; handle: string }>,
+  ): Promise<T> {
+    await limiter.consume([[limits.passkeyChallenges, request.clientKey]]);
+    const { options, handle } = await start(relyingParty(services, request));
+    setPasskeyCookie(reply, keys.csrf, handle, secure);
+    return options;
+  }
+
+  return {
+    /** Every passkey route's options: a customer route, and 404 while the store setting is off. */
+    gate: { config: { customer: true }, preValidation: requireSetting },
+    audit,
+    ceremonyOptions,
+    /** Keys that may have signed a challenge cookie, the current one first. */
+    cookieKeys: acceptedKeys(keys, 'csrf'),
+    secure,
+  };
+}
