@@ -7,6 +7,7 @@ import { unsealContent } from '../../src/delivery/seal.js';
 import { createLogTransport } from '../../src/delivery/transports/log.js';
 import { auth, createHarness, RecordingTransport, registration, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows } from './servers.js';
+import { codeIn } from '../helpers/assertions.js';
 
 const notice: NewMessage = {
   channel: 'email',
@@ -19,12 +20,6 @@ const notice: NewMessage = {
 
 function enqueue(t: TestApp, message: NewMessage = notice): Promise<string> {
   return enqueueMessage(t.db, { clock: t.clock, keys: t.services.keys }, message);
-}
-
-function codeIn(text: string): string {
-  const code = /(?<!\d)(\d{6})(?!\d)/.exec(text)?.[1];
-  assert.ok(code !== undefined, `a six-digit code in: ${text}`);
-  return code;
 }
 
 /** Matches the code as a whole token, not as digits inside a longer number or id. */

@@ -5,6 +5,7 @@ import { enqueueMessage } from '../../src/delivery/outbox.js';
 import { createSmsWebhookTransport } from '../../src/delivery/transports/sms-webhook.js';
 import { auth, createHarness, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows, startHookServer, type HookRequest, type TestHookServer } from './servers.js';
+import { codeIn } from '../helpers/assertions.js';
 
 const secret = 'hook-secret-4f1c9a7e2b';
 const phone = '+14155550123';
@@ -25,12 +26,6 @@ function signatureIsValid(request: HookRequest): boolean {
   const expected = createHmac('sha256', secret).update(request.rawBody, 'utf8').digest();
   const given = Buffer.from(header.slice('sha256='.length), 'hex');
   return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
-function codeIn(text: string): string {
-  const code = /(?<!\d)(\d{6})(?!\d)/.exec(text)?.[1];
-  assert.ok(code !== undefined, `a six-digit code in: ${text}`);
-  return code;
 }
 
 describe('SMS delivery through the provider hook', () => {

@@ -11,6 +11,7 @@ import {
   type MailPart,
   type TestSmtpServer,
 } from './servers.js';
+import { codeIn } from '../helpers/assertions.js';
 
 const from = 'Shop <shop@example.com>';
 const storeName = 'Corner & Co';
@@ -26,12 +27,6 @@ function partOfType(mail: MailPart, type: string): MailPart {
   const part = leafParts(mail).find((p) => (p.headers.get('content-type') ?? '').toLowerCase().startsWith(type));
   assert.ok(part, `the message has a ${type} part`);
   return part;
-}
-
-function codeIn(text: string): string {
-  const code = /(?<!\d)(\d{6})(?!\d)/.exec(text)?.[1];
-  assert.ok(code !== undefined, `a six-digit code in: ${text}`);
-  return code;
 }
 
 describe('email delivery through a real SMTP server', () => {

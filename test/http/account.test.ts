@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
-import { api, auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { api, auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { assertProblem } from '../helpers/assertions.js';
 
 const sessionCookie = 'storefront_session';
 const newPassword = 'difference engine 1822';
@@ -45,11 +46,6 @@ function changeBody(current: string, password = newPassword, confirmation = pass
 
 async function works(t: TestApp, session: string): Promise<boolean> {
   return (await t.get(`${auth}/session`, withSession(session))).status === 200;
-}
-
-function assertProblem(reply: Reply, status: number, code: string) {
-  assert.equal(reply.status, status, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, code);
 }
 
 async function auditEvents(t: TestApp, event: string): Promise<Array<{ customer_id: string }>> {

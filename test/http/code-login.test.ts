@@ -5,13 +5,10 @@ import pg from 'pg';
 import { listAudit } from '../../src/audit.js';
 import { updateStore } from '../../src/store/store.js';
 import { api, auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { otherThan } from '../helpers/assertions.js';
 
 const sessionCookie = 'storefront_session';
 const tenMinutes = 10 * 60;
-
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-}
 
 async function allowCodes(t: TestApp, on = true): Promise<void> {
   const result = await updateStore(t.db, t.clock, { signInWithCode: on });

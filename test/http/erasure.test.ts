@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, registeredCustomer, registration, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, createHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
+import { assertProblem } from '../helpers/assertions.js';
 
 /**
  * Export my data and delete my account: what each answers, what each refuses, and what a
@@ -29,11 +30,6 @@ function exportData(t: TestApp, session?: string) {
 
 function deleteAccount(t: TestApp, session: string | undefined, body: unknown) {
   return t.post(`${auth}/account/delete`, body, session === undefined ? {} : withSession(session));
-}
-
-function assertProblem(reply: Reply, status: number, code: string) {
-  assert.equal(reply.status, status, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, code);
 }
 
 async function count(t: TestApp, sql: string, params: unknown[] = []): Promise<number> {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
 import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertProblem } from '../helpers/assertions.js';
 
 const sessionCookie = 'storefront_session';
 
@@ -38,11 +39,6 @@ function confirm(t: TestApp, session: string | undefined, code: string, headers 
 
 async function works(t: TestApp, session: string): Promise<boolean> {
   return (await t.get(`${auth}/session`, withSession(session))).status === 200;
-}
-
-function assertProblem(reply: Reply, status: number, code: string) {
-  assert.equal(reply.status, status, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, code);
 }
 
 async function auditEvents(t: TestApp, event: string): Promise<string[]> {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
 import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertFieldError } from '../helpers/assertions.js';
 
 const password = 'analytical engine 1843';
 
@@ -19,13 +20,6 @@ function rawSetCookie(reply: Reply, name: string): string {
   const line = all.find((value) => value.startsWith(`${name}=`));
   assert.ok(line, `a Set-Cookie for ${name} in ${JSON.stringify(all)}`);
   return line;
-}
-
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
 }
 
 async function verifiedCustomer(t: TestApp, overrides: Record<string, unknown> = {}) {

@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertFieldError, otherThan } from '../helpers/assertions.js';
 
 const oldPassword = 'analytical engine 1843';
 const newPassword = 'difference engine 1822';
 const tenMinutes = 10 * 60;
-
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-}
 
 function forgot(t: TestApp, identity: unknown) {
   return t.post(`${auth}/password/forgot`, { identity });
@@ -25,13 +22,6 @@ function login(t: TestApp, identity: string, password: string) {
 function assertChallengeRefused(reply: Reply) {
   assert.equal(reply.status, 422, JSON.stringify(reply.body));
   assert.equal(reply.body.code, 'invalid_identity_challenge');
-}
-
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
 }
 
 /** A registered customer with a reset code in hand. */

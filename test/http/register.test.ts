@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registration, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { assertFieldError } from '../helpers/assertions.js';
 
 const phoneStore = { env: { STORE_IDENTITY_MODE: 'phone' } };
 
@@ -14,14 +15,6 @@ function phoneRegistration(overrides: Record<string, unknown> = {}) {
 
 function passwordPair(password: unknown) {
   return { password, password_confirmation: password };
-}
-
-/** A 422 validation_failed whose `errors` names `field` with at least one message. */
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
 }
 
 describe('register', () => {

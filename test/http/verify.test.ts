@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertFieldError, otherThan } from '../helpers/assertions.js';
 
 const tenMinutes = 10 * 60;
-
-/** A six-digit code that is certainly not `code`. */
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-}
 
 function verify(t: TestApp, identity: unknown, code: unknown) {
   return t.post(`${auth}/verify`, { identity, code });
@@ -17,13 +13,6 @@ function assertChallengeRefused(reply: Reply) {
   assert.equal(reply.status, 422, JSON.stringify(reply.body));
   assert.equal(reply.body.code, 'invalid_identity_challenge');
   assert.equal(reply.body.errors, undefined);
-}
-
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
 }
 
 async function verifiedAt(t: TestApp, identity: string): Promise<Date | null> {

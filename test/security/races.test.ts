@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
 import type { Database, Queryable } from '../../src/storage/database.js';
 import { auth, createHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
+import { otherThan } from '../helpers/assertions.js';
 
 /**
  * Races an attacker can start with parallel requests. Each burst comes from distinct client
@@ -33,10 +34,6 @@ async function from(
     payload: JSON.stringify(body),
   });
   return { status: response.statusCode, headers: response.headers, body: response.json() };
-}
-
-function otherThan(code: string, step = 1): string {
-  return String((Number(code) + step) % 1_000_000).padStart(6, '0');
 }
 
 function statuses(replies: Answer[]): string {

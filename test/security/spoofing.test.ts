@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { hashSessionId } from '../../src/auth/sessions.js';
 import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
 import { api, auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { otherThan } from '../helpers/assertions.js';
 
 /**
  * Spoofing and step skipping: a client that lies about its address, rotates addresses inside
@@ -69,10 +70,6 @@ async function auditAddresses(t: TestApp, event: string): Promise<string[]> {
 /** How far the register limit has counted for a client key (white-box: the limiter's key layout). */
 async function registerCount(t: TestApp, clientKey: string): Promise<number> {
   return (await t.services.kv.peek(`rl:register:${clientKey}`, t.clock.now().getTime())).count;
-}
-
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
 }
 
 describe('spoofing and step skipping', () => {
