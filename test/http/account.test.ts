@@ -3,8 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
 import { api, auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
+import { sessionCookie, withSession, works } from '../helpers/customers.js';
 
-const sessionCookie = 'storefront_session';
 const newPassword = 'difference engine 1822';
 
 async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}, address = '10.90.0.1') {
@@ -29,10 +29,6 @@ async function login(t: TestApp, identity: string, password: string, address = '
   };
 }
 
-function withSession(session: string) {
-  return { cookie: `${sessionCookie}=${session}` };
-}
-
 function change(t: TestApp, session: string | undefined, body: Record<string, unknown>, headers = {}) {
   return t.post(`${auth}/password/change`, body, {
     ...(session === undefined ? {} : withSession(session)),
@@ -42,10 +38,6 @@ function change(t: TestApp, session: string | undefined, body: Record<string, un
 
 function changeBody(current: string, password = newPassword, confirmation = password) {
   return { current_password: current, password, password_confirmation: confirmation };
-}
-
-async function works(t: TestApp, session: string): Promise<boolean> {
-  return (await t.get(`${auth}/session`, withSession(session))).status === 200;
 }
 
 async function auditEvents(t: TestApp, event: string): Promise<Array<{ customer_id: string }>> {

@@ -4,25 +4,12 @@ import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, createHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
+import { count, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
 
 /**
  * Export my data and delete my account: what each answers, what each refuses, and what a
  * deletion leaves behind in the database (the customer id in the audit trail, nothing else).
  */
-
-const sessionCookie = 'storefront_session';
-
-async function signedIn(t: TestApp, overrides: Record<string, unknown> = {}) {
-  const customer = await registeredCustomer(t, overrides);
-  const reply = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
-  assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  const session = reply.cookies.find((cookie) => cookie.name === sessionCookie)?.value;
-  const xsrf = reply.cookies.find((cookie) => cookie.name === 'XSRF-TOKEN')?.value;
-  assert.ok(session && xsrf);
-  return { ...customer, session, xsrf };
-}
-
-const withSession = (session: string) => ({ cookie: `${sessionCookie}=${session}` });
 
 function exportData(t: TestApp, session?: string) {
   return t.get(`${auth}/account/export`, session === undefined ? {} : withSession(session));
@@ -30,11 +17,6 @@ function exportData(t: TestApp, session?: string) {
 
 function deleteAccount(t: TestApp, session: string | undefined, body: unknown) {
   return t.post(`${auth}/account/delete`, body, session === undefined ? {} : withSession(session));
-}
-
-async function count(t: TestApp, sql: string, params: unknown[] = []): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, params);
-  return row?.n ?? -1;
 }
 
 async function auditEvents(t: TestApp, event: string) {

@@ -3,8 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
 import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
-
-const sessionCookie = 'storefront_session';
+import { sessionCookie, withSession, works } from '../helpers/customers.js';
 
 async function login(t: TestApp, identity: string, password: string) {
   const reply = await t.post(`${auth}/login`, { identity, password });
@@ -16,10 +15,6 @@ async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}) {
   const session = await login(t, customer.identity, customer.password);
   assert.equal(session.status, 200);
   return { ...customer, session: session.cookie! };
-}
-
-function withSession(session: string) {
-  return { cookie: `${sessionCookie}=${session}` };
 }
 
 function requestChange(t: TestApp, session: string | undefined, body: Record<string, unknown>, headers = {}) {
@@ -35,10 +30,6 @@ function confirm(t: TestApp, session: string | undefined, code: string, headers 
     { code },
     { ...(session === undefined ? {} : withSession(session)), ...headers },
   );
-}
-
-async function works(t: TestApp, session: string): Promise<boolean> {
-  return (await t.get(`${auth}/session`, withSession(session))).status === 200;
 }
 
 async function auditEvents(t: TestApp, event: string): Promise<string[]> {

@@ -1,19 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { findSessionCustomer } from '../../src/auth/sessions.js';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, createHarness, type Reply, type TestApp } from '../helpers/harness.js';
+import { signedIn as loggedIn } from '../helpers/customers.js';
 
 const day = 24 * 60 * 60;
-
-async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}) {
-  const customer = await registeredCustomer(t, overrides);
-  const reply = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
-  assert.equal(reply.status, 200);
-  const session = reply.cookies.find((cookie) => cookie.name === 'storefront_session');
-  const xsrf = reply.cookies.find((cookie) => cookie.name === 'XSRF-TOKEN');
-  assert.ok(session && xsrf);
-  return { ...customer, session: session.value, xsrf: xsrf.value };
-}
 
 function logout(t: TestApp, session?: string) {
   return t.post(`${auth}/logout`, undefined, session === undefined ? {} : { cookie: `storefront_session=${session}` });

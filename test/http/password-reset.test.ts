@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertFieldError, otherThan } from '../helpers/assertions.js';
+import { verifiedAt } from '../helpers/customers.js';
 
 const oldPassword = 'analytical engine 1843';
 const newPassword = 'difference engine 1822';
@@ -30,12 +31,6 @@ async function withResetCode(t: TestApp, overrides: Record<string, unknown> = {}
   assert.equal((await forgot(t, customer.identity)).status, 202);
   const code = await t.codeFor(customer.identity, 'password_reset');
   return { ...customer, code };
-}
-
-async function verifiedAt(t: TestApp, id: string): Promise<Date | null> {
-  const [row] = await t.db.query<{ verified_at: Date | null }>('SELECT verified_at FROM customers WHERE id = $1', [id]);
-  assert.ok(row);
-  return row.verified_at;
 }
 
 describe('password reset', () => {

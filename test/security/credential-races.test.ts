@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
 import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/races.js';
+import { works } from '../helpers/customers.js';
 
 /**
  * A password reset signs the customer out everywhere, and a password change everywhere but the
@@ -12,12 +13,6 @@ import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/ra
  */
 
 const newPassword = 'difference engine 1822';
-
-/** Whether a session cookie still opens `/session`. */
-async function works(t: TestApp, cookie: string): Promise<boolean> {
-  const reply = await t.get(`${auth}/session`, { cookie: `${t.services.config.sessionCookieName}=${cookie}` });
-  return reply.status === 200;
-}
 
 async function reset(t: TestApp, identity: string, code: string) {
   return t.post(`${auth}/password/reset`, {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/races.js';
+import { sessionCookie } from '../helpers/customers.js';
 
 /**
  * An account deletion and logins of the same customer racing it: no session survives the
@@ -9,8 +10,6 @@ import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/ra
  * holds the logins between reading the customer and opening their session, and (on PostgreSQL) a
  * lock on the outbox holds the deletion's transaction open after it has locked the customer row.
  */
-
-const sessionCookie = 'storefront_session';
 
 async function signedIn(t: TestApp) {
   const customer = await registeredCustomer(t);

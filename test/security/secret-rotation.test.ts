@@ -16,6 +16,7 @@ import { migrate } from '../../src/storage/migrations.js';
 import { openTestDatabase, openTestKeyValueStore, type TestDatabase } from '../helpers/database.js';
 import { api, auth, deliverer, injector, RecordingTransport, registration, type Reply } from '../helpers/harness.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { cookieValue, sessionCookie } from '../helpers/customers.js';
 
 /**
  * APP_SECRET rotation. Each phase is a fresh service on this file's database (what a restart with
@@ -25,8 +26,6 @@ import { startService, type ServiceProcess } from '../helpers/service-process.js
 
 const secretA = 'rotation-secret-A-rotation-secret-A-0123456789';
 const secretB = 'rotation-secret-B-rotation-secret-B-9876543210';
-const sessionCookie = 'storefront_session';
-
 interface Phase {
   services: Services;
   sent: RecordingTransport;
@@ -42,12 +41,6 @@ function codeIn(text: string): string {
   const code = text.match(/\b\d{6}\b/)?.[0];
   assert.ok(code !== undefined, `a code in ${JSON.stringify(text)}`);
   return code;
-}
-
-function cookieValue(reply: Reply, name: string): string {
-  const cookie = reply.cookies.find((c) => c.name === name);
-  assert.ok(cookie, `${name} is set`);
-  return cookie.value;
 }
 
 /** Browser-style headers: the CSRF check applies, with the token in its cookie and its header. */

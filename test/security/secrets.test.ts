@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createSession, hashSessionId } from '../../src/auth/sessions.js';
 import type { Queryable } from '../../src/storage/database.js';
-import { api, auth, createHarness, registration, type Reply, type TestApp } from '../helpers/harness.js';
+import { api, auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { cookieValue, sessionCookie } from '../helpers/customers.js';
 
 /**
  * Secrets at rest and in logs. A full journey through every endpoint is walked the way a browser
@@ -11,14 +12,6 @@ import { api, auth, createHarness, registration, type Reply, type TestApp } from
  * row of every table (taken at several moments, so messages waiting in the outbox are seen too)
  * and every log line are searched for each of them in plain text.
  */
-
-const sessionCookie = 'storefront_session';
-
-function cookieValue(reply: Reply, name: string): string {
-  const cookie = reply.cookies.find((c) => c.name === name);
-  assert.ok(cookie, `${name} is set`);
-  return cookie.value;
-}
 
 /** Every row of every table in the database, as JSON text, one entry per row. */
 async function dumpDatabase(t: TestApp): Promise<{ tables: string[]; rows: string[] }> {
