@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { runAdminCommand } from '../../src/cli/commands.js';
 import { deriveKeys } from '../../src/keys.js';
 import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
-import { auth, createHarness, registeredCustomer, registration, testSecret, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, registration, testSecret, type TestApp } from '../helpers/harness.js';
 import { count, signedIn } from '../helpers/customers.js';
 
 /**
@@ -24,12 +24,8 @@ function deleteCommand(t: TestApp, identity: string) {
 }
 
 describe('customer delete', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
+  const harness = useHarness();
   after(async () => {
-    await harness.close();
     folders.removeAll();
   });
 

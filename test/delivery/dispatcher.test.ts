@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
 import type { Transports } from '../../src/delivery/message.js';
 import { enqueueMessage, listOutbox, retryOutboxMessage, type NewMessage } from '../../src/delivery/outbox.js';
 import { unsealContent } from '../../src/delivery/seal.js';
 import { createLogTransport } from '../../src/delivery/transports/log.js';
-import { auth, createHarness, RecordingTransport, registration, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, RecordingTransport, registration, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
 
@@ -28,11 +28,7 @@ function codePattern(code: string): RegExp {
 }
 
 describe('the outbox dispatcher', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a failing message is retried after 5, 10, 20 … seconds, capped at 10 minutes, and failed when the hour is over', async () => {
     const t = await harness.start();

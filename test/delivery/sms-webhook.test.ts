@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { enqueueMessage } from '../../src/delivery/outbox.js';
 import { createSmsWebhookTransport } from '../../src/delivery/transports/sms-webhook.js';
-import { auth, createHarness, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows, startHookServer, type HookRequest, type TestHookServer } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
 
@@ -29,14 +29,10 @@ function signatureIsValid(request: HookRequest): boolean {
 }
 
 describe('SMS delivery through the provider hook', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
+  const harness = useHarness();
   const hooks: TestHookServer[] = [];
 
-  before(async () => {
-    harness = await createHarness();
-  });
   after(async () => {
-    await harness.close();
     await Promise.all(hooks.map((hook) => hook.close()));
   });
 

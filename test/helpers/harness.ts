@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { after, before } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
@@ -180,6 +181,34 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
       await current?.close();
       await database.drop();
     },
+  };
+}
+
+export type Harness = Awaited<ReturnType<typeof createHarness>>;
+
+/**
+ * A harness for the enclosing `describe`: made before its first test and closed after its last,
+ * so a suite writes `const harness = useHarness();` and `await harness.start({...})` in each test.
+ */
+export function useHarness(options: HarnessOptions = {}): Harness {
+  let made: Harness | undefined;
+  before(async () => {
+    made = await createHarness(options);
+  });
+  after(async () => made?.close());
+  const current = (): Harness => {
+    if (made === undefined) throw new Error('the harness is made before the first test of its describe');
+    return made;
+  };
+  return {
+    get db() {
+      return current().db;
+    },
+    get databaseUrl() {
+      return current().databaseUrl;
+    },
+    start: (options) => current().start(options),
+    close: () => current().close(),
   };
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
-import { api, auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { sessionCookie, withSession, works } from '../helpers/customers.js';
 
@@ -46,11 +46,7 @@ async function auditEvents(t: TestApp, event: string): Promise<Array<{ customer_
 }
 
 describe('changing the password', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('answers 200, rotates the session and its CSRF token, ends every other session and sends a notice', async () => {
     const t = await harness.start();
@@ -199,11 +195,7 @@ describe('changing the password', () => {
 });
 
 describe('changing the name', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('answers 200 with the Customer, trimmed, and audits profile.changed', async () => {
     const t = await harness.start();
@@ -277,11 +269,7 @@ describe('changing the name', () => {
 });
 
 describe('the account routes in the browser and behind the store gate', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('refuse a cross-site request and one without the CSRF token, changing nothing', async () => {
     const t = await harness.start();

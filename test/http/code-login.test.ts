@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import pg from 'pg';
 import { listAudit } from '../../src/audit.js';
 import { updateStore } from '../../src/store/store.js';
-import { api, auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
 import { sessionCookie, verifiedAt } from '../helpers/customers.js';
 import { until } from '../helpers/races.js';
@@ -59,11 +59,7 @@ async function sessionCount(t: TestApp, customerId: string): Promise<number> {
 }
 
 describe('signing in with a code', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('the store setting', () => {
     test('off by default: both calls answer 404 not_found like a path that does not exist, whatever the body', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { count, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
 
@@ -52,11 +52,7 @@ async function placesHolding(t: TestApp, needle: string): Promise<string[]> {
 }
 
 describe('export my data and delete my account', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a paused store answers 503 store_unavailable to both, with no-store, and deletes nothing', async () => {
     const t = await harness.start();

@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registration } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registration } from '../helpers/harness.js';
 
 describe('the whole journey', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('register, verify, log in, log out, reset the password and log in with the new one', async () => {
     const t = await harness.start();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { sessionCookie, withSession, works } from '../helpers/customers.js';
 
@@ -47,11 +47,7 @@ function otherCode(code: string): string {
 }
 
 describe('changing the email address or phone number', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a code goes to the new address; confirming switches it, verified, ends other sessions and tells the old one', async () => {
     const t = await harness.start();
@@ -295,11 +291,7 @@ describe('changing the email address or phone number', () => {
 });
 
 describe('races in changing the identity', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('two parallel confirmations with one code: one switch', async () => {
     const t = await harness.start();
@@ -351,11 +343,7 @@ describe('races in changing the identity', () => {
 });
 
 describe('the identity routes in the browser and behind the store gate', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('refuse a cross-site request and one without the CSRF token, changing nothing', async () => {
     const t = await harness.start();

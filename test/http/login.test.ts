@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertFieldError } from '../helpers/assertions.js';
 
 const password = 'analytical engine 1843';
@@ -42,11 +42,7 @@ async function sessionCount(t: TestApp): Promise<number> {
 }
 
 describe('login', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('success', () => {
     test('answers 200 with an AuthSession and no token in the body', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { findSessionCustomer } from '../../src/auth/sessions.js';
-import { auth, createHarness, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 import { signedIn as loggedIn } from '../helpers/customers.js';
 
 const day = 24 * 60 * 60;
@@ -23,11 +23,7 @@ async function sessionsOf(t: TestApp, customerId: string): Promise<number> {
 }
 
 describe('logout and sessions', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('logout', () => {
     test('answers 200 signed_out with a live session', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertFieldError, otherThan } from '../helpers/assertions.js';
 import { verifiedAt } from '../helpers/customers.js';
 
@@ -34,11 +34,7 @@ async function withResetCode(t: TestApp, overrides: Record<string, unknown> = {}
 }
 
 describe('password reset', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('forgot password', () => {
     test('answers 202 accepted alike for an existing and an unknown identity', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { assertFieldError } from '../helpers/assertions.js';
 
 const phoneStore = { env: { STORE_IDENTITY_MODE: 'phone' } };
@@ -18,11 +18,7 @@ function passwordPair(password: unknown) {
 }
 
 describe('register', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('a successful registration', () => {
     test('answers 201 with an unverified Customer and nothing else', async () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { listAudit } from '../../src/audit.js';
 import { hashSessionId, maskAddress } from '../../src/auth/sessions.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';
 
 /** In seconds, as the test clock counts. */
 const minute = 60;
@@ -63,11 +63,7 @@ async function auditOf(t: TestApp, customerId: string) {
 }
 
 describe('account area: sessions', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('GET /sessions', () => {
     test('lists the live sessions newest first, with the current one marked and the client as at login', async () => {

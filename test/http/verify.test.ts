@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertFieldError, otherThan } from '../helpers/assertions.js';
 
 const tenMinutes = 10 * 60;
@@ -25,11 +25,7 @@ async function verifiedAt(t: TestApp, identity: string): Promise<Date | null> {
 }
 
 describe('verify', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a correct code answers 200 with the Customer, verified now', async () => {
     const t = await harness.start();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
-import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/races.js';
 import { works } from '../helpers/customers.js';
 
@@ -32,11 +32,7 @@ async function auditCount(t: TestApp, event: string): Promise<number> {
 }
 
 describe('a password reset and logins racing it', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('logins sent around a reset keep no working session once the reset has answered', async () => {
     const t = await harness.start();
@@ -172,11 +168,7 @@ function rotated(t: TestApp, reply: Awaited<ReturnType<typeof change>>): string 
 }
 
 describe('a password change and logins racing it', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('logins sent around a change keep no working session once the change has answered', async () => {
     const t = await harness.start();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/races.js';
 import { sessionCookie } from '../helpers/customers.js';
 
@@ -38,11 +38,7 @@ async function assertNothingReferences(t: TestApp, customerId: string) {
 }
 
 describe('an account deletion and logins racing it', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('logins that checked the password before the deletion answer 401 and open no session', async () => {
     const hasher = heldHasher();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { updateStore } from '../../src/store/store.js';
-import { api, auth, createHarness } from '../helpers/harness.js';
+import { api, auth, useHarness } from '../helpers/harness.js';
 import { caseArbitrary, endpoints, headerArbitrary, stores, successFor, unknownRoutes } from './fuzz-cases.js';
 import { assertDocumentedAnswer, fuzzCasesSent, fuzzer, seed } from './fuzz-properties.js';
 
@@ -24,11 +24,7 @@ const runsPerEndpointAndStore = 500;
 const runsForUnknownRoutes = 300;
 
 describe('fuzzing every endpoint', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   for (const store of stores) {
     describe(store.label, () => {

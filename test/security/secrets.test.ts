@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createSession, hashSessionId } from '../../src/auth/sessions.js';
 import type { Queryable } from '../../src/storage/database.js';
-import { api, auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { cookieValue, sessionCookie } from '../helpers/customers.js';
 
 /**
@@ -56,11 +56,7 @@ function leaks(texts: string[], secrets: Secret[]): string[] {
 }
 
 describe('secrets at rest and in logs', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('after a journey through every endpoint no table row and no log line holds a password, code, session id or XSRF token', async () => {
     const t = await harness.start();

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { hashSessionId } from '../../src/auth/sessions.js';
 import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
-import { api, auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
 
 /**
@@ -73,11 +73,7 @@ async function registerCount(t: TestApp, clientKey: string): Promise<number> {
 }
 
 describe('spoofing and step skipping', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('the client address without a trusted proxy', () => {
     test('forged X-Forwarded-For, X-Real-IP and Forwarded headers do not escape the register limit and are not recorded', async () => {
