@@ -8,6 +8,7 @@ import { createLogTransport } from '../../src/delivery/transports/log.js';
 import { auth, useHarness, RecordingTransport, registration, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
+import { resetWithCode } from '../helpers/customers.js';
 
 const notice: NewMessage = {
   channel: 'email',
@@ -168,14 +169,7 @@ describe('the outbox dispatcher', () => {
     assert.equal((await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: verificationCode })).status, 200);
     assert.equal((await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: '000000' })).status, 422);
     t.clock.advance(61);
-    assert.equal((await t.post(`${auth}/password/forgot`, { identity: 'ada@example.com' })).status, 202);
-    const resetCode = await t.codeFor('ada@example.com', 'password_reset');
-    const reset = await t.post(`${auth}/password/reset`, {
-      identity: 'ada@example.com',
-      code: resetCode,
-      password: 'difference engine 1822',
-      password_confirmation: 'difference engine 1822',
-    });
+    const { code: resetCode, reply: reset } = await resetWithCode(t, 'ada@example.com', 'difference engine 1822');
     assert.equal(reset.status, 200);
     assert.equal((await t.deliver()).length, 1, 'the password-changed notice is sent');
     assert.equal(

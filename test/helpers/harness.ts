@@ -51,7 +51,7 @@ export interface TestApp {
   /** Waits for work behind the answers (resend, forgot) and sends every due message. */
   deliver(): Promise<OutgoingMessage[]>;
   /** The code in the newest message to `to` of that purpose (delivering first). */
-  codeFor(to: string, purpose: 'verification' | 'password_reset' | 'sign_in' | 'identity_change'): Promise<string>;
+  codeFor(to: string, purpose: CodePurpose): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -95,6 +95,26 @@ export function deliverer(services: Services, outbox: RecordingTransport) {
     const before = outbox.sent.length;
     await services.dispatcher.drain();
     return outbox.sent.slice(before);
+  };
+}
+
+export type CodePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
+
+/** How a test talks to a built app: requests, delivery, and the codes its messages carried. */
+export function requester(app: FastifyInstance, services: Services, outbox: RecordingTransport) {
+  const inject = injector(app);
+  const deliver = deliverer(services, outbox);
+  return {
+    post: (url: string, body?: unknown, headers?: Record<string, string>) => inject('POST', url, body, headers),
+    get: (url: string, headers?: Record<string, string>) => inject('GET', url, undefined, headers),
+    deliver,
+    async codeFor(to: string, purpose: CodePurpose): Promise<string> {
+      await deliver();
+      const message = outbox.sent.filter((m) => m.to === to && m.purpose === purpose).at(-1);
+      const code = message?.content.text.match(/\b\d{6}\b/)?.[0];
+      if (code === undefined) throw new Error(`no ${purpose} code was sent to ${to}`);
+      return code;
+    },
   };
 }
 
@@ -142,9 +162,6 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
     const app = await buildApp(services);
     await app.ready();
 
-    const inject = injector(app);
-    const deliver = deliverer(services, outbox);
-
     const testApp: TestApp = {
       app,
       services,
@@ -152,16 +169,7 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
       clock,
       outbox,
       logs,
-      post: (url, body, headers) => inject('POST', url, body, headers),
-      get: (url, headers) => inject('GET', url, undefined, headers),
-      deliver,
-      async codeFor(to, purpose) {
-        await deliver();
-        const message = outbox.sent.filter((m) => m.to === to && m.purpose === purpose).at(-1);
-        const code = message?.content.text.match(/\b\d{6}\b/)?.[0];
-        if (code === undefined) throw new Error(`no ${purpose} code was sent to ${to}`);
-        return code;
-      },
+      ...requester(app, services, outbox),
       async close() {
         if (current === testApp) current = undefined;
         await app.close();

@@ -1,7 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
-import { auth, type TestApp } from './harness.js';
 
 /**
  * Helpers that force an interleaving instead of hoping for one: a hasher that holds password
@@ -44,26 +43,6 @@ export function heldHasher(): HeldHasher {
     arrived: (count) =>
       count <= arrived ? Promise.resolve() : new Promise((resolve) => arrivals.push({ count, resolve })),
   };
-}
-
-export interface Login {
-  status: number;
-  code: string;
-  cookie: string | undefined;
-}
-
-/** A login from its own client address, so racing logins do not share an address's limit. */
-export async function loginFrom(t: TestApp, address: string, identity: string, password: string): Promise<Login> {
-  const response = await t.app.inject({
-    method: 'POST',
-    url: `${auth}/login`,
-    remoteAddress: address,
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({ identity, password }),
-  });
-  const name = t.services.config.sessionCookieName;
-  const cookie = response.cookies.find((c) => c.name === name)?.value;
-  return { status: response.statusCode, code: response.json().code ?? '', cookie };
 }
 
 /** Polls a condition (never a fixed wait), failing after ten seconds. */

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
 import { api, auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
-import { sessionCookie, withSession, works } from '../helpers/customers.js';
+import { loginFrom, sessionCookie, withSession, works } from '../helpers/customers.js';
 
 const newPassword = 'difference engine 1822';
 
@@ -14,19 +14,8 @@ async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}, add
   return { ...customer, session: session.cookie!, xsrf: session.xsrf! };
 }
 
-async function login(t: TestApp, identity: string, password: string, address = '10.90.0.2') {
-  const response = await t.app.inject({
-    method: 'POST',
-    url: `${auth}/login`,
-    remoteAddress: address,
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({ identity, password }),
-  });
-  return {
-    status: response.statusCode,
-    cookie: response.cookies.find((c) => c.name === sessionCookie)?.value,
-    xsrf: response.cookies.find((c) => c.name === 'XSRF-TOKEN')?.value,
-  };
+function login(t: TestApp, identity: string, password: string, address = '10.90.0.2') {
+  return loginFrom(t, address, identity, password);
 }
 
 function change(t: TestApp, session: string | undefined, body: Record<string, unknown>, headers = {}) {

@@ -4,7 +4,7 @@ import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
-import { count, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
+import { count, listedSessionFields, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
 
 /**
  * Export my data and delete my account: what each answers, what each refuses, and what a
@@ -97,14 +97,7 @@ describe('export my data and delete my account', () => {
       );
       for (const session of data.sessions) {
         // As the session list shows them: a public handle, never the cookie or its hash.
-        assert.deepEqual(Object.keys(session).sort(), [
-          'client',
-          'created_at',
-          'current',
-          'expires_at',
-          'id',
-          'last_seen_at',
-        ]);
+        assert.deepEqual(Object.keys(session).sort(), listedSessionFields);
       }
       // Both logins came from one device: remembered once, as its family and masked network only.
       assert.equal(data.known_devices.length, 1);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { auth, useHarness, registration } from '../helpers/harness.js';
+import { resetWithCode } from '../helpers/customers.js';
 
 describe('the whole journey', () => {
   const harness = useHarness();
@@ -27,14 +28,7 @@ describe('the whole journey', () => {
     assert.equal(loggedOut.status, 200);
     assert.deepEqual(loggedOut.body, { status: 'signed_out' });
 
-    assert.equal((await t.post(`${auth}/password/forgot`, { identity: 'ada@example.com' })).status, 202);
-    const resetCode = await t.codeFor('ada@example.com', 'password_reset');
-    const reset = await t.post(`${auth}/password/reset`, {
-      identity: 'ada@example.com',
-      code: resetCode,
-      password: 'difference engine 1822',
-      password_confirmation: 'difference engine 1822',
-    });
+    const { reply: reset } = await resetWithCode(t, 'ada@example.com', 'difference engine 1822');
     assert.equal(reset.status, 200);
     assert.deepEqual(reset.body, { status: 'password_reset' });
 

@@ -5,6 +5,7 @@ import { hashSessionId, maskAddress } from '../../src/auth/sessions.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';
+import { listedSessionFields } from '../helpers/customers.js';
 
 /** In seconds, as the test clock counts. */
 const minute = 60;
@@ -94,14 +95,7 @@ describe('account area: sessions', () => {
         ],
       );
       const [newest] = sessions;
-      assert.deepEqual(Object.keys(newest!).sort(), [
-        'client',
-        'created_at',
-        'current',
-        'expires_at',
-        'id',
-        'last_seen_at',
-      ]);
+      assert.deepEqual(Object.keys(newest!).sort(), listedSessionFields);
       assert.equal(newest!.created_at, t.clock.now().toISOString());
       assert.equal(new Date(newest!.expires_at).getTime() - t.clock.now().getTime(), 30 * 24 * 60 * minute * 1000);
       // Seen from the other device, the other one is current.

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
 import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
-import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/races.js';
-import { works } from '../helpers/customers.js';
+import { heldHasher, outboxLock, until } from '../helpers/races.js';
+import { loginFrom as login, works } from '../helpers/customers.js';
 
 /**
  * A password reset signs the customer out everywhere, and a password change everywhere but the

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
-import { heldHasher, loginFrom as login, outboxLock, until } from '../helpers/races.js';
-import { sessionCookie } from '../helpers/customers.js';
+import { heldHasher, outboxLock, until } from '../helpers/races.js';
+import { loginFrom as login, sessionCookie } from '../helpers/customers.js';
 
 /**
  * An account deletion and logins of the same customer racing it: no session survives the

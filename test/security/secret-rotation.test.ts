@@ -14,7 +14,8 @@ import { deriveKeys } from '../../src/keys.js';
 import { openServices, type Services } from '../../src/services.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { openTestDatabase, openTestKeyValueStore, type TestDatabase } from '../helpers/database.js';
-import { api, auth, deliverer, injector, RecordingTransport, registration, type Reply } from '../helpers/harness.js';
+import { api, auth, RecordingTransport, registration, requester, type Reply } from '../helpers/harness.js';
+import { codeIn } from '../helpers/assertions.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 import { cookieValue, sessionCookie } from '../helpers/customers.js';
 
@@ -35,12 +36,6 @@ interface Phase {
   deliver(): Promise<OutgoingMessage[]>;
   codeFor(to: string, purpose: 'verification' | 'password_reset'): Promise<string>;
   close(): Promise<void>;
-}
-
-function codeIn(text: string): string {
-  const code = text.match(/\b\d{6}\b/)?.[0];
-  assert.ok(code !== undefined, `a code in ${JSON.stringify(text)}`);
-  return code;
 }
 
 /** Browser-style headers: the CSRF check applies, with the token in its cookie and its header. */
@@ -73,20 +68,10 @@ describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
     });
     const app = await buildApp(services);
     await app.ready();
-    const inject = injector(app);
-    const deliver = deliverer(services, sent);
     return {
       services,
       sent,
-      post: (url, body, headers) => inject('POST', url, body, headers),
-      get: (url, headers) => inject('GET', url, undefined, headers),
-      deliver,
-      async codeFor(to, purpose) {
-        await deliver();
-        const message = sent.sent.filter((m) => m.to === to && m.purpose === purpose).at(-1);
-        assert.ok(message, `a ${purpose} message to ${to}`);
-        return codeIn(message.content.text);
-      },
+      ...requester(app, services, sent),
       async close() {
         await app.close();
         await services.close();
