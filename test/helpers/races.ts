@@ -99,3 +99,42 @@ export async function outboxLock(databaseUrl: string): Promise<OutboxLock> {
     },
   };
 }
+
+/**
+ * Three logins that have checked the password race a write that ends sessions: the write waits on
+ * the outbox lock with all of its changes uncommitted, the held logins go on meanwhile, and the
+ * write commits once every login has answered or waits on it. Resolves with the write's result
+ * and the logins' answers. Three logins and the write each hold one of the test pool's five
+ * connections.
+ */
+export async function loginsAgainstOpenWrite<Write, Answer>(options: {
+  databaseUrl: string;
+  hasher: HeldHasher;
+  login: (index: number) => Promise<Answer>;
+  write: () => Promise<Write>;
+  /** What the write is, for a timeout's message: "the reset". */
+  what: string;
+}): Promise<{ written: Write; logins: Answer[] }> {
+  const { hasher, what } = options;
+  const outbox = await outboxLock(options.databaseUrl);
+  try {
+    hasher.hold(3);
+    let finished = 0;
+    const logins = Array.from({ length: 3 }, (_, i) => options.login(i).finally(() => (finished += 1)));
+    await hasher.arrived(3);
+
+    await outbox.lock();
+    const writing = options.write();
+    await until(async () => (await outbox.waitingOnLocks()) === 1, `${what} waits on the outbox`);
+
+    hasher.release();
+    await until(
+      async () => finished + (await outbox.waitingOnLocks()) - 1 === 3,
+      `every login has answered or waits on ${what}`,
+    );
+    await outbox.commit();
+    return { written: await writing, logins: await Promise.all(logins) };
+  } finally {
+    await outbox.close();
+  }
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
 import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
-import { heldHasher, outboxLock, until } from '../helpers/races.js';
+import { heldHasher, loginsAgainstOpenWrite } from '../helpers/races.js';
 import { loginFrom as login, works } from '../helpers/customers.js';
 
 /**
@@ -86,40 +86,24 @@ describe('a password reset and logins racing it', () => {
     assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 202);
     const code = await t.codeFor(customer.identity, 'password_reset');
 
-    const outbox = await outboxLock(harness.databaseUrl);
-    try {
-      // Three logins and the reset each hold one of the test pool's five connections.
-      hasher.hold();
-      let finished = 0;
-      const logins = Array.from({ length: 3 }, (_, i) =>
-        login(t, `10.72.0.${i + 1}`, customer.identity, customer.password).finally(() => (finished += 1)),
-      );
-      await hasher.arrived(3);
+    // The reset's last statement queues the notice: it waits there with the sessions deleted
+    // and the new password written, neither committed.
+    const { written: resetReply, logins } = await loginsAgainstOpenWrite({
+      databaseUrl: harness.databaseUrl,
+      hasher,
+      login: (i) => login(t, `10.72.0.${i + 1}`, customer.identity, customer.password),
+      write: () => reset(t, customer.identity, code),
+      what: 'the reset',
+    });
+    assert.equal(resetReply.status, 200);
 
-      // The reset's last statement queues the notice: it waits there with the sessions deleted
-      // and the new password written, neither committed.
-      await outbox.lock();
-      const resetting = reset(t, customer.identity, code);
-      await until(async () => (await outbox.waitingOnLocks()) === 1, 'the reset waits on the outbox');
-
-      hasher.release();
-      await until(
-        async () => finished + (await outbox.waitingOnLocks()) - 1 === 3,
-        'every login has answered or waits on the reset',
-      );
-      await outbox.commit();
-      assert.equal((await resetting).status, 200);
-
-      for (const reply of await Promise.all(logins)) {
-        if (reply.cookie !== undefined) {
-          assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
-        }
-        assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+    for (const reply of logins) {
+      if (reply.cookie !== undefined) {
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
       }
-      assert.equal(await auditCount(t, 'login.succeeded'), 0);
-    } finally {
-      await outbox.close();
+      assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
     }
+    assert.equal(await auditCount(t, 'login.succeeded'), 0);
   });
 
   test('parallel logins that upgrade an old-parameter hash all keep working sessions', async () => {
@@ -223,41 +207,24 @@ describe('a password change and logins racing it', () => {
     const customer = await registeredCustomer(t);
     const session = await signedIn(t, customer.identity, customer.password);
 
-    const outbox = await outboxLock(harness.databaseUrl);
-    try {
-      // Three logins and the change each hold one of the test pool's five connections.
-      hasher.hold(3);
-      let finished = 0;
-      const logins = Array.from({ length: 3 }, (_, i) =>
-        login(t, `10.82.0.${i + 1}`, customer.identity, customer.password).finally(() => (finished += 1)),
-      );
-      await hasher.arrived(3);
+    // The change's last statement queues the notice: it waits there with the customer row
+    // locked, the sessions deleted and the new password written, none of it committed.
+    const { written: changed, logins } = await loginsAgainstOpenWrite({
+      databaseUrl: harness.databaseUrl,
+      hasher,
+      login: (i) => login(t, `10.82.0.${i + 1}`, customer.identity, customer.password),
+      write: () => change(t, session, customer.password),
+      what: 'the change',
+    });
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
 
-      // The change's last statement queues the notice: it waits there with the customer row
-      // locked, the sessions deleted and the new password written, none of it committed.
-      await outbox.lock();
-      const changing = change(t, session, customer.password);
-      await until(async () => (await outbox.waitingOnLocks()) === 1, 'the change waits on the outbox');
-
-      hasher.release();
-      await until(
-        async () => finished + (await outbox.waitingOnLocks()) - 1 === 3,
-        'every login has answered or waits on the change',
-      );
-      await outbox.commit();
-      const changed = await changing;
-      assert.equal(changed.status, 200, JSON.stringify(changed.body));
-
-      for (const reply of await Promise.all(logins)) {
-        if (reply.cookie !== undefined) {
-          assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
-        }
-        assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+    for (const reply of logins) {
+      if (reply.cookie !== undefined) {
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
       }
-      assert.equal(await auditCount(t, 'login.succeeded'), 1, 'only the sign-in before the change succeeded');
-      assert.equal(await works(t, rotated(t, changed)), true);
-    } finally {
-      await outbox.close();
+      assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
     }
+    assert.equal(await auditCount(t, 'login.succeeded'), 1, 'only the sign-in before the change succeeded');
+    assert.equal(await works(t, rotated(t, changed)), true);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
-import { heldHasher, outboxLock, until } from '../helpers/races.js';
+import { heldHasher, loginsAgainstOpenWrite } from '../helpers/races.js';
 import { loginFrom as login, sessionCookie } from '../helpers/customers.js';
 
 /**
@@ -62,35 +62,20 @@ describe('an account deletion and logins racing it', () => {
     const t = await harness.start({ overrides: { hasher } });
     const ada = await signedIn(t);
 
-    const outbox = await outboxLock(harness.databaseUrl);
-    try {
-      hasher.hold(3);
-      let finished = 0;
-      const logins = Array.from({ length: 3 }, (_, i) =>
-        login(t, `10.82.0.${i + 1}`, ada.identity, ada.password).finally(() => (finished += 1)),
-      );
-      await hasher.arrived(3);
+    // The deletion locks the customer row, deletes the sessions and codes, then waits on the
+    // outbox with none of it committed.
+    const { written: deleted, logins } = await loginsAgainstOpenWrite({
+      databaseUrl: harness.databaseUrl,
+      hasher,
+      login: (i) => login(t, `10.82.0.${i + 1}`, ada.identity, ada.password),
+      write: () => deleteAccount(t, ada.session, ada.password),
+      what: 'the deletion',
+    });
+    assert.equal(deleted.status, 200);
 
-      // The deletion locks the customer row, deletes the sessions and codes, then waits on the
-      // outbox with none of it committed.
-      await outbox.lock();
-      const deleting = deleteAccount(t, ada.session, ada.password);
-      await until(async () => (await outbox.waitingOnLocks()) === 1, 'the deletion waits on the outbox');
-
-      hasher.release();
-      await until(
-        async () => finished + (await outbox.waitingOnLocks()) - 1 === 3,
-        'every login has answered or waits on the deletion',
-      );
-      await outbox.commit();
-      assert.equal((await deleting).status, 200);
-
-      for (const reply of await Promise.all(logins)) {
-        assert.deepEqual([reply.status, reply.code, reply.cookie], [401, 'unauthenticated', undefined]);
-      }
-      await assertNothingReferences(t, ada.id);
-    } finally {
-      await outbox.close();
+    for (const reply of logins) {
+      assert.deepEqual([reply.status, reply.code, reply.cookie], [401, 'unauthenticated', undefined]);
     }
+    await assertNothingReferences(t, ada.id);
   });
 });
