@@ -4,6 +4,7 @@ import { updateStore } from '../../src/store/store.js';
 import { api, auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { loginFrom, sessionCookie, withSession, works } from '../helpers/customers.js';
+import { auditRows as auditEvents } from '../helpers/audit.js';
 
 const newPassword = 'difference engine 1822';
 
@@ -27,11 +28,6 @@ function change(t: TestApp, session: string | undefined, body: Record<string, un
 
 function changeBody(current: string, password = newPassword, confirmation = password) {
   return { current_password: current, password, password_confirmation: confirmation };
-}
-
-async function auditEvents(t: TestApp, event: string): Promise<Array<{ customer_id: string }>> {
-  await t.services.background.drain();
-  return t.db.query<{ customer_id: string }>('SELECT customer_id FROM audit_events WHERE event = $1', [event]);
 }
 
 describe('changing the password', () => {

@@ -5,7 +5,7 @@ import { listAudit } from '../../src/audit.js';
 import { updateStore } from '../../src/store/store.js';
 import { api, auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
-import { sessionCookie, verifiedAt } from '../helpers/customers.js';
+import { count, sessionCookie, verifiedAt } from '../helpers/customers.js';
 import { until } from '../helpers/races.js';
 
 const tenMinutes = 10 * 60;
@@ -51,11 +51,8 @@ function stableHeaders(reply: Reply) {
   return rest;
 }
 
-async function sessionCount(t: TestApp, customerId: string): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1', [
-    customerId,
-  ]);
-  return row!.n;
+function sessionCount(t: TestApp, customerId: string): Promise<number> {
+  return count(t, 'sessions WHERE customer_id = $1', [customerId]);
 }
 
 describe('signing in with a code', () => {

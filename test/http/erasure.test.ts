@@ -5,6 +5,7 @@ import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { count, listedSessionFields, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
+import { auditRows as auditEvents } from '../helpers/audit.js';
 
 /**
  * Export my data and delete my account: what each answers, what each refuses, and what a
@@ -17,14 +18,6 @@ function exportData(t: TestApp, session?: string) {
 
 function deleteAccount(t: TestApp, session: string | undefined, body: unknown) {
   return t.post(`${auth}/account/delete`, body, session === undefined ? {} : withSession(session));
-}
-
-async function auditEvents(t: TestApp, event: string) {
-  await t.services.background.drain();
-  return t.db.query<{ customer_id: string | null; details: Record<string, string> }>(
-    'SELECT customer_id::text AS customer_id, details FROM audit_events WHERE event = $1 ORDER BY id',
-    [event],
-  );
 }
 
 /**

@@ -4,6 +4,7 @@ import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { sessionCookie, withSession, works } from '../helpers/customers.js';
+import { auditRows } from '../helpers/audit.js';
 
 async function login(t: TestApp, identity: string, password: string) {
   const reply = await t.post(`${auth}/login`, { identity, password });
@@ -32,18 +33,14 @@ function confirm(t: TestApp, session: string | undefined, code: string, headers 
   );
 }
 
-async function auditEvents(t: TestApp, event: string): Promise<string[]> {
-  await t.services.background.drain();
-  const rows = await t.db.query<{ customer_id: string }>(
-    'SELECT customer_id FROM audit_events WHERE event = $1 ORDER BY id',
-    [event],
-  );
-  return rows.map((row) => row.customer_id);
-}
-
 /** A wrong code that is surely not `code`. */
 function otherCode(code: string): string {
   return code === '000000' ? '000001' : '000000';
+}
+
+/** The customers the audit events of one kind name, oldest first. */
+async function auditEvents(t: TestApp, event: string): Promise<Array<string | null>> {
+  return (await auditRows(t, event)).map((row) => row.customer_id);
 }
 
 describe('changing the email address or phone number', () => {

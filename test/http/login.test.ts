@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
 import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 import { assertFieldError } from '../helpers/assertions.js';
+import { count } from '../helpers/customers.js';
 
 const password = 'analytical engine 1843';
 
@@ -36,9 +37,8 @@ async function passwordHashOf(t: TestApp, id: string): Promise<string> {
   return row.password_hash;
 }
 
-async function sessionCount(t: TestApp): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
-  return row?.n ?? -1;
+function sessionCount(t: TestApp): Promise<number> {
+  return count(t, 'sessions');
 }
 
 describe('login', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { findSessionCustomer } from '../../src/auth/sessions.js';
 import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { signedIn as loggedIn } from '../helpers/customers.js';
+import { count, signedIn as loggedIn } from '../helpers/customers.js';
 
 const day = 24 * 60 * 60;
 
@@ -15,11 +15,8 @@ function assertUnauthenticated(reply: Reply) {
   assert.equal(reply.body.code, 'unauthenticated');
 }
 
-async function sessionsOf(t: TestApp, customerId: string): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1', [
-    customerId,
-  ]);
-  return row?.n ?? -1;
+function sessionsOf(t: TestApp, customerId: string): Promise<number> {
+  return count(t, 'sessions WHERE customer_id = $1', [customerId]);
 }
 
 describe('logout and sessions', () => {

@@ -4,6 +4,7 @@ import { createArgon2Hasher } from '../../src/auth/password.js';
 import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { heldHasher, loginsAgainstOpenWrite } from '../helpers/races.js';
 import { loginFrom as login, works } from '../helpers/customers.js';
+import { auditCount } from '../helpers/audit.js';
 
 /**
  * A password reset signs the customer out everywhere, and a password change everywhere but the
@@ -21,14 +22,6 @@ async function reset(t: TestApp, identity: string, code: string) {
     password: newPassword,
     password_confirmation: newPassword,
   });
-}
-
-async function auditCount(t: TestApp, event: string): Promise<number> {
-  await t.services.background.drain();
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events WHERE event = $1', [
-    event,
-  ]);
-  return row?.n ?? -1;
 }
 
 describe('a password reset and logins racing it', () => {
