@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
+import { after, before } from 'node:test';
 import { Cluster } from 'ioredis';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
+import { migrate } from '../../src/storage/migrations.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { RedisKeyValueStore } from '../../src/storage/redis.js';
 import { startTestServer, testServerUrlVariable, type TestServer } from './embedded-server.js';
@@ -95,6 +97,31 @@ export async function openTestDatabase(): Promise<TestDatabase> {
     async drop() {
       await db.close();
       await scratch.drop();
+    },
+  };
+}
+
+/**
+ * A migrated test database for the enclosing `describe`: made before its first test, dropped
+ * after its last.
+ */
+export function useMigratedDatabase(): { readonly db: Database; readonly url: string } {
+  let database: TestDatabase | undefined;
+  before(async () => {
+    database = await openTestDatabase();
+    await migrate(database.db);
+  });
+  after(async () => database?.drop());
+  const current = (): TestDatabase => {
+    if (database === undefined) throw new Error('the database is made before the first test of its describe');
+    return database;
+  };
+  return {
+    get db() {
+      return current().db;
+    },
+    get url() {
+      return current().url;
     },
   };
 }

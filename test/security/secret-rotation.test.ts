@@ -12,8 +12,7 @@ import type { OutgoingMessage } from '../../src/delivery/message.js';
 import { unsealContent } from '../../src/delivery/seal.js';
 import { deriveKeys } from '../../src/keys.js';
 import { openServices, type Services } from '../../src/services.js';
-import { migrate } from '../../src/storage/migrations.js';
-import { openTestDatabase, openTestKeyValueStore, type TestDatabase } from '../helpers/database.js';
+import { openTestKeyValueStore, useMigratedDatabase } from '../helpers/database.js';
 import { api, auth, RecordingTransport, registration, requester, type Reply } from '../helpers/harness.js';
 import { codeIn } from '../helpers/assertions.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
@@ -45,13 +44,7 @@ function asBrowser(token: string, session?: string): Record<string, string> {
 }
 
 describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
-  let database: TestDatabase;
-
-  before(async () => {
-    database = await openTestDatabase();
-    await migrate(database.db);
-  });
-  after(async () => database.drop());
+  const database = useMigratedDatabase();
 
   /** A service on this file's database with these secrets, as after a restart. */
   async function phase(env: { APP_SECRET: string; APP_SECRET_PREVIOUS?: string }): Promise<Phase> {
