@@ -55,6 +55,11 @@ async function assertFails(promise: Promise<unknown>, status: number, code: Stor
   return error;
 }
 
+/** A registration whose confirmation repeats the password. */
+function registrationBody(name: string, email: string, password: string) {
+  return { name, email, password, password_confirmation: password };
+}
+
 describe('the typed client against a running service', () => {
   const running = useClientService('sfa-client-');
   const clientFor = (options: Partial<StorefrontAuthClientOptions> = {}) => running.clientFor(options);
@@ -150,12 +155,7 @@ describe('the typed client against a running service', () => {
 
   test('the API refusals arrive as typed errors with their codes', async () => {
     const client = clientFor();
-    const body = {
-      name: 'Grace',
-      email: 'grace@example.com',
-      password: 'compiler cobol 1959',
-      password_confirmation: 'compiler cobol 1959',
-    };
+    const body = registrationBody('Grace', 'grace@example.com', 'compiler cobol 1959');
     await client.register(body);
     await assertFails(client.register(body), 422, 'identity_unavailable');
     await assertFails(
@@ -174,12 +174,7 @@ describe('the typed client against a running service', () => {
 
   test('a signed-in customer exports their data and deletes their account', async () => {
     const client = clientFor();
-    const body = {
-      name: 'Mary Somerville',
-      email: 'mary@example.com',
-      password: 'connexion physical 1834',
-      password_confirmation: 'connexion physical 1834',
-    };
+    const body = registrationBody('Mary Somerville', 'mary@example.com', 'connexion physical 1834');
     const registered = await client.register(body);
     await client.login({ identity: body.email, password: body.password });
     const data = await client.exportAccount();

@@ -28,6 +28,13 @@ function codePattern(code: string): RegExp {
   return new RegExp(`(?<![A-Za-z0-9])${code}(?![A-Za-z0-9])`);
 }
 
+/** Registers (which must succeed) and reads the code in the verification message still queued. */
+async function registeredWithQueuedCode(t: TestApp): Promise<string> {
+  assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
+  const row = await onlyOutboxRow(t.db);
+  return codeIn(unsealContent(t.services.keys.outbox, row.sealed_body!).text);
+}
+
 describe('the outbox dispatcher', () => {
   const harness = useHarness();
 
@@ -103,9 +110,7 @@ describe('the outbox dispatcher', () => {
 
   test('a message whose code was already used is dropped, not sent', async () => {
     const t = await harness.start();
-    assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
-    const row = await onlyOutboxRow(t.db);
-    const code = codeIn(unsealContent(t.services.keys.outbox, row.sealed_body!).text);
+    const code = await registeredWithQueuedCode(t);
     assert.equal((await t.post(`${auth}/verify`, { identity: 'ada@example.com', code })).status, 200);
 
     assert.deepEqual(await t.deliver(), []);
@@ -143,9 +148,7 @@ describe('the outbox dispatcher', () => {
 
   test('the log transport writes the code to the log', async () => {
     const t = await harness.start();
-    assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
-    const row = await onlyOutboxRow(t.db);
-    const code = codeIn(unsealContent(t.services.keys.outbox, row.sealed_body!).text);
+    const code = await registeredWithQueuedCode(t);
     const logTransport = createLogTransport(t.services.logger);
     const dispatcher = new Dispatcher({
       db: t.db,
