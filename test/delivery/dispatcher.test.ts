@@ -23,6 +23,17 @@ function enqueue(t: TestApp, message: NewMessage = notice): Promise<string> {
   return enqueueMessage(t.db, { clock: t.clock, keys: t.services.keys }, message);
 }
 
+/** A queued message that every attempt fails to send, tried until it is given up or 20 rounds pass. */
+async function failingMessage(t: TestApp): Promise<string> {
+  const id = await enqueue(t);
+  t.outbox.failNext = 1_000;
+  for (let i = 0; i < 20 && (await onlyOutboxRow(t.db)).status === 'pending'; i += 1) {
+    await t.deliver();
+    t.clock.advance(600);
+  }
+  return id;
+}
+
 /** Matches the code as a whole token, not as digits inside a longer number or id. */
 function codePattern(code: string): RegExp {
   return new RegExp(`(?<![A-Za-z0-9])${code}(?![A-Za-z0-9])`);
@@ -33,6 +44,14 @@ async function registeredWithQueuedCode(t: TestApp): Promise<string> {
   assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
   const row = await onlyOutboxRow(t.db);
   return codeIn(unsealContent(t.services.keys.outbox, row.sealed_body!).text);
+}
+
+/** A delivery sends nothing, and the only message is dropped with its body gone. */
+async function assertDroppedUnsent(t: TestApp): Promise<void> {
+  assert.deepEqual(await t.deliver(), []);
+  const row = await onlyOutboxRow(t.db);
+  assert.equal(row.status, 'dropped');
+  assert.equal(row.sealed_body, null);
 }
 
 describe('the outbox dispatcher', () => {
@@ -113,10 +132,7 @@ describe('the outbox dispatcher', () => {
     const code = await registeredWithQueuedCode(t);
     assert.equal((await t.post(`${auth}/verify`, { identity: 'ada@example.com', code })).status, 200);
 
-    assert.deepEqual(await t.deliver(), []);
-    const dropped = await onlyOutboxRow(t.db);
-    assert.equal(dropped.status, 'dropped');
-    assert.equal(dropped.sealed_body, null);
+    await assertDroppedUnsent(t);
   });
 
   test('a message whose code was replaced by a resend is dropped and only the new code is sent', async () => {
@@ -140,10 +156,7 @@ describe('the outbox dispatcher', () => {
     const t = await harness.start();
     assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
     t.clock.advance(10 * 60);
-    assert.deepEqual(await t.deliver(), []);
-    const row = await onlyOutboxRow(t.db);
-    assert.equal(row.status, 'dropped');
-    assert.equal(row.sealed_body, null);
+    await assertDroppedUnsent(t);
   });
 
   test('the log transport writes the code to the log', async () => {
@@ -252,12 +265,7 @@ describe('the outbox dispatcher', () => {
 
   test('retryOutboxMessage puts a failed message back in the queue, refuses a sent one, and knows no unknown id', async () => {
     const t = await harness.start();
-    const id = await enqueue(t);
-    t.outbox.failNext = 1_000;
-    for (let i = 0; i < 20 && (await onlyOutboxRow(t.db)).status === 'pending'; i += 1) {
-      await t.deliver();
-      t.clock.advance(600);
-    }
+    const id = await failingMessage(t);
     assert.equal((await onlyOutboxRow(t.db)).status, 'failed');
 
     assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'retried');
@@ -289,12 +297,7 @@ describe('the outbox dispatcher', () => {
 
   test('a retried message gets a fresh delivery window', async () => {
     const t = await harness.start();
-    const id = await enqueue(t);
-    t.outbox.failNext = 1_000;
-    for (let i = 0; i < 20 && (await onlyOutboxRow(t.db)).status === 'pending'; i += 1) {
-      await t.deliver();
-      t.clock.advance(600);
-    }
+    const id = await failingMessage(t);
     assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'retried');
     await t.deliver();
     const row = await onlyOutboxRow(t.db);
