@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
-import { after, before } from 'node:test';
 import { Cluster } from 'ioredis';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
@@ -8,6 +7,7 @@ import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-v
 import { migrate } from '../../src/storage/migrations.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { RedisKeyValueStore } from '../../src/storage/redis.js';
+import { perDescribe } from './per-describe.js';
 import { startTestServer, testServerUrlVariable, type TestServer } from './embedded-server.js';
 
 /**
@@ -105,23 +105,19 @@ export async function openTestDatabase(): Promise<TestDatabase> {
  * A migrated test database for the enclosing `describe`: made before its first test, dropped
  * after its last.
  */
-export function useMigratedDatabase(): { readonly db: Database; readonly url: string } {
-  let database: TestDatabase | undefined;
-  before(async () => {
-    database = await openTestDatabase();
-    await migrate(database.db);
-  });
-  after(async () => database?.drop());
-  const current = (): TestDatabase => {
-    if (database === undefined) throw new Error('the database is made before the first test of its describe');
-    return database;
-  };
+export function useMigratedDatabase(): { readonly db: Database } {
+  const current = perDescribe(
+    async () => {
+      const database = await openTestDatabase();
+      await migrate(database.db);
+      return database;
+    },
+    (database) => database.drop(),
+    'the database',
+  );
   return {
     get db() {
       return current().db;
-    },
-    get url() {
-      return current().url;
     },
   };
 }

@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream';
-import { after, before } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
@@ -11,6 +10,7 @@ import type { Database } from '../../src/storage/database.js';
 import type { KeyValueStore } from '../../src/storage/key-value.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { FakeClock } from './clock.js';
+import { perDescribe } from './per-describe.js';
 import { openTestDatabase, openTestKeyValueStore, truncateAll } from './database.js';
 
 export const testSecret = 'test-secret-test-secret-test-secret-0123456789';
@@ -199,15 +199,11 @@ export type Harness = Awaited<ReturnType<typeof createHarness>>;
  * so a suite writes `const harness = useHarness();` and `await harness.start({...})` in each test.
  */
 export function useHarness(options: HarnessOptions = {}): Harness {
-  let made: Harness | undefined;
-  before(async () => {
-    made = await createHarness(options);
-  });
-  after(async () => made?.close());
-  const current = (): Harness => {
-    if (made === undefined) throw new Error('the harness is made before the first test of its describe');
-    return made;
-  };
+  const current = perDescribe(
+    () => createHarness(options),
+    (harness) => harness.close(),
+    'the harness',
+  );
   return {
     get db() {
       return current().db;
