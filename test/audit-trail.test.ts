@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { AuditTrail, listAudit } from '../src/audit.js';
 import { BackgroundWork } from '../src/background.js';
-import { migrate } from '../src/storage/migrations.js';
 import { FakeClock } from './helpers/clock.js';
-import { openTestDatabase, truncateAll, type TestDatabase } from './helpers/database.js';
+import { truncateAll, useMigratedDatabase } from './helpers/database.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -19,12 +18,7 @@ function blockedBackground() {
 }
 
 describe('the audit trail under pressure', () => {
-  let database: TestDatabase;
-  before(async () => {
-    database = await openTestDatabase();
-    await migrate(database.db);
-  });
-  after(async () => database.drop());
+  const database = useMigratedDatabase();
 
   const entry = (requestId: string) => ({ event: 'login.failed' as const, clientAddress: '127.0.0.1', requestId });
 

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { runAdminCommand } from '../../src/cli/commands.js';
 import { deriveKeys } from '../../src/keys.js';
 import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
-import { auth, createHarness, registeredCustomer, registration, testSecret, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, registration, testSecret, type TestApp } from '../helpers/harness.js';
+import { count, signedIn } from '../helpers/customers.js';
 
 /**
  * `customer delete <identity> --yes`: the same erasure as the customer's own, without a password,
@@ -15,20 +16,6 @@ import { auth, createHarness, registeredCustomer, registration, testSecret, type
 const slow = { timeout: 60_000 };
 const folders = tempFolders('sfa-cli-delete-');
 
-async function signedIn(t: TestApp, overrides: Record<string, unknown> = {}) {
-  const customer = await registeredCustomer(t, overrides);
-  const reply = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
-  assert.equal(reply.status, 200);
-  const session = reply.cookies.find((cookie) => cookie.name === 'storefront_session')?.value;
-  assert.ok(session);
-  return { ...customer, session };
-}
-
-async function count(t: TestApp, sql: string, params: unknown[] = []): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, params);
-  return row?.n ?? -1;
-}
-
 function deleteCommand(t: TestApp, identity: string) {
   return runAdminCommand(
     { db: t.db, clock: t.clock, config: t.services.config, keys: deriveKeys(testSecret) },
@@ -37,12 +24,8 @@ function deleteCommand(t: TestApp, identity: string) {
 }
 
 describe('customer delete', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
+  const harness = useHarness();
   after(async () => {
-    await harness.close();
     folders.removeAll();
   });
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { listAudit } from '../../src/audit.js';
 import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
-import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
 
 const folders = tempFolders('sfa-cli-sessions-');
@@ -14,12 +14,8 @@ async function signIn(t: TestApp, customer: { identity: string; password: string
 }
 
 describe('operator commands for sessions', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
+  const harness = useHarness();
   after(async () => {
-    await harness.close();
     folders.removeAll();
   });
 

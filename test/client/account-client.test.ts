@@ -1,27 +1,11 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { createStorefrontAuthClient, StorefrontAuthError } from '../../src/client/index.js';
-import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { describe, test } from 'node:test';
+import { StorefrontAuthError } from '../../src/client/index.js';
+import { useClientService } from '../helpers/client-service.js';
 
 describe('the typed client on the account routes', () => {
-  let dataDir: string;
-  let service: ServiceProcess;
-  // The Origin a browser on the service's own page would send, so the CSRF token is checked.
-  const clientFor = () =>
-    createStorefrontAuthClient({ baseUrl: service.url, headers: { origin: new URL(service.url).origin } });
-
-  before(async () => {
-    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-account-client-'));
-    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-  });
-
-  after(async () => {
-    assert.equal(await service?.stop(), 0, 'the service stops cleanly');
-    await fs.rm(dataDir, { recursive: true, force: true });
-  });
+  const running = useClientService('sfa-account-client-');
+  const clientFor = () => running.clientFor();
 
   test('changes the name and the password, keeping its own session under a new cookie and token', async () => {
     const client = clientFor();

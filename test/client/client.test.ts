@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   createStorefrontAuthClient,
   StorefrontAuthError,
@@ -12,7 +9,7 @@ import {
   type StorefrontAuthErrorCode,
 } from '../../src/client/index.js';
 import { cliEnv, runCommand } from '../helpers/cli.js';
-import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { useClientService } from '../helpers/client-service.js';
 import { waitForCode } from './service-codes.js';
 
 interface Exchange {
@@ -58,24 +55,14 @@ async function assertFails(promise: Promise<unknown>, status: number, code: Stor
   return error;
 }
 
+/** A registration whose confirmation repeats the password. */
+function registrationBody(name: string, email: string, password: string) {
+  return { name, email, password, password_confirmation: password };
+}
+
 describe('the typed client against a running service', () => {
-  let dataDir: string;
-  let service: ServiceProcess;
-  let origin: string;
-  const clientFor = (options: Partial<StorefrontAuthClientOptions> = {}) =>
-    // The Origin a browser on the service's own page would send, so the CSRF token is checked.
-    createStorefrontAuthClient({ baseUrl: service.url, headers: { origin }, ...options });
-
-  before(async () => {
-    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-client-'));
-    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-    origin = new URL(service.url).origin;
-  });
-
-  after(async () => {
-    assert.equal(await service?.stop(), 0, 'the service stops cleanly');
-    await fs.rm(dataDir, { recursive: true, force: true });
-  });
+  const running = useClientService('sfa-client-');
+  const clientFor = (options: Partial<StorefrontAuthClientOptions> = {}) => running.clientFor(options);
 
   test('a customer registers, verifies, logs in, is recognised, logs out, resets the password and logs in again', async () => {
     const exchanges: Exchange[] = [];
@@ -86,7 +73,7 @@ describe('the typed client against a running service', () => {
     const ready = await client.ready();
     assert.deepEqual(ready.checks, { database: true, cache: true, search: true, store: true });
 
-    let mark = service.logs.length;
+    let mark = running.service.logs.length;
     const registered = await client.register({
       name: 'Ada Lovelace',
       email: ' Ada@Example.com ',
@@ -95,11 +82,11 @@ describe('the typed client against a running service', () => {
     });
     assert.equal(registered.name, 'Ada Lovelace');
     assert.deepEqual(registered.identity, { type: 'email', value: 'ada@example.com', verified_at: null });
-    await waitForCode(service, 'ada@example.com', 'verification', { from: mark });
+    await waitForCode(running.service, 'ada@example.com', 'verification', { from: mark });
 
-    mark = service.logs.length;
+    mark = running.service.logs.length;
     assert.deepEqual(await client.resendVerification({ identity: 'ada@example.com' }), { status: 'accepted' });
-    const code = await waitForCode(service, 'ada@example.com', 'verification', { from: mark });
+    const code = await waitForCode(running.service, 'ada@example.com', 'verification', { from: mark });
     const verified = await client.verify({ identity: 'ada@example.com', code });
     assert.equal(verified.id, registered.id);
     assert.equal(typeof verified.identity.verified_at, 'string');
@@ -122,9 +109,9 @@ describe('the typed client against a running service', () => {
     assert.equal(client.cookies().has('storefront_session'), false, 'the expired session cookie leaves the jar');
     await assertFails(client.session(), 401, 'unauthenticated');
 
-    mark = service.logs.length;
+    mark = running.service.logs.length;
     assert.deepEqual(await client.forgotPassword({ identity: 'ada@example.com' }), { status: 'accepted' });
-    const resetCode = await waitForCode(service, 'ada@example.com', 'password_reset', { from: mark });
+    const resetCode = await waitForCode(running.service, 'ada@example.com', 'password_reset', { from: mark });
     const reset = await client.resetPassword({
       identity: 'ada@example.com',
       code: resetCode,
@@ -148,7 +135,7 @@ describe('the typed client against a running service', () => {
     const posts = exchanges.filter((exchange) => exchange.method === 'POST');
     assert.equal(posts.length, 9);
     for (const post of posts) {
-      assert.equal(post.origin, origin);
+      assert.equal(post.origin, running.origin);
       assert.match(post.token ?? '', /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, `${post.path} carried an X-XSRF-TOKEN`);
     }
     assert.equal(exchanges.filter((exchange) => exchange.status === 419).length, 0, 'no token was ever refused');
@@ -168,12 +155,7 @@ describe('the typed client against a running service', () => {
 
   test('the API refusals arrive as typed errors with their codes', async () => {
     const client = clientFor();
-    const body = {
-      name: 'Grace',
-      email: 'grace@example.com',
-      password: 'compiler cobol 1959',
-      password_confirmation: 'compiler cobol 1959',
-    };
+    const body = registrationBody('Grace', 'grace@example.com', 'compiler cobol 1959');
     await client.register(body);
     await assertFails(client.register(body), 422, 'identity_unavailable');
     await assertFails(
@@ -192,12 +174,7 @@ describe('the typed client against a running service', () => {
 
   test('a signed-in customer exports their data and deletes their account', async () => {
     const client = clientFor();
-    const body = {
-      name: 'Mary Somerville',
-      email: 'mary@example.com',
-      password: 'connexion physical 1834',
-      password_confirmation: 'connexion physical 1834',
-    };
+    const body = registrationBody('Mary Somerville', 'mary@example.com', 'connexion physical 1834');
     const registered = await client.register(body);
     await client.login({ identity: body.email, password: body.password });
     const data = await client.exportAccount();
@@ -298,9 +275,9 @@ describe('the typed client against a running service', () => {
     await assertFails(client.requestSignInCode({ identity }), 404, 'not_found');
     await assertFails(client.loginWithCode({ identity, code: '123456' }), 404, 'not_found');
 
-    const set = await runCommand(['store', 'set', '--sign-in-with-code', 'true'], cliEnv(dataDir));
+    const set = await runCommand(['store', 'set', '--sign-in-with-code', 'true'], cliEnv(running.dataDir));
     assert.equal(set.code, 0, set.stderr);
-    const mark = service.logs.length;
+    const mark = running.service.logs.length;
     // The service reads the store again within two seconds; until then the path is still 404.
     const deadline = Date.now() + 10_000;
     for (;;) {
@@ -316,7 +293,7 @@ describe('the typed client against a running service', () => {
       assert.ok(Date.now() < deadline, 'the service took up --sign-in-with-code within 10 s');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const code = await waitForCode(service, identity, 'sign_in', { from: mark });
+    const code = await waitForCode(running.service, identity, 'sign_in', { from: mark });
     const signedIn = await client.loginWithCode({ identity, code });
     assert.equal(signedIn.auth_type, 'session');
     assert.equal(typeof signedIn.customer.identity.verified_at, 'string', 'the code verified the identity');

@@ -1,6 +1,7 @@
+import type { CodePurpose } from '../helpers/harness.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
 
-export type CodePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
+export type { CodePurpose };
 
 /**
  * The newest six-digit code sent to `to` for `purpose`, read from the service's `log` transport

@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createStorefrontAuthClient, StorefrontAuthError } from '../../src/client/index.js';
-import { createHarness, registeredCustomer } from '../helpers/harness.js';
+import { useHarness, registeredCustomer } from '../helpers/harness.js';
 
 describe('the typed client: sessions', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('lists sessions, revokes another one, signs out the others, and revoking its own signs out', async () => {
     const t = await harness.start();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registration, toReply, type Reply } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registration, toReply, type Reply } from '../helpers/harness.js';
 
 /** What a client sees of a registration, with the parts that name the customer blanked out. */
 function answerShape(reply: Reply) {
@@ -12,11 +12,7 @@ function answerShape(reply: Reply) {
 }
 
 describe('brakes on paid channels', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('past the hourly budget messages wait in the outbox, answers stay the same, and they go out when the hour has passed', async () => {
     const t = await harness.start({ env: { DELIVERY_BUDGET_PER_HOUR: '2' } });

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
 import type { Transports } from '../../src/delivery/message.js';
 import { enqueueMessage, listOutbox, retryOutboxMessage, type NewMessage } from '../../src/delivery/outbox.js';
 import { unsealContent } from '../../src/delivery/seal.js';
 import { createLogTransport } from '../../src/delivery/transports/log.js';
-import { auth, createHarness, RecordingTransport, registration, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, RecordingTransport, registration, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows } from './servers.js';
+import { codeIn } from '../helpers/assertions.js';
+import { resetWithCode } from '../helpers/customers.js';
 
 const notice: NewMessage = {
   channel: 'email',
@@ -21,10 +23,15 @@ function enqueue(t: TestApp, message: NewMessage = notice): Promise<string> {
   return enqueueMessage(t.db, { clock: t.clock, keys: t.services.keys }, message);
 }
 
-function codeIn(text: string): string {
-  const code = /(?<!\d)(\d{6})(?!\d)/.exec(text)?.[1];
-  assert.ok(code !== undefined, `a six-digit code in: ${text}`);
-  return code;
+/** A queued message that every attempt fails to send, tried until it is given up or 20 rounds pass. */
+async function failingMessage(t: TestApp): Promise<string> {
+  const id = await enqueue(t);
+  t.outbox.failNext = 1_000;
+  for (let i = 0; i < 20 && (await onlyOutboxRow(t.db)).status === 'pending'; i += 1) {
+    await t.deliver();
+    t.clock.advance(600);
+  }
+  return id;
 }
 
 /** Matches the code as a whole token, not as digits inside a longer number or id. */
@@ -32,12 +39,23 @@ function codePattern(code: string): RegExp {
   return new RegExp(`(?<![A-Za-z0-9])${code}(?![A-Za-z0-9])`);
 }
 
+/** Registers (which must succeed) and reads the code in the verification message still queued. */
+async function registeredWithQueuedCode(t: TestApp): Promise<string> {
+  assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
+  const row = await onlyOutboxRow(t.db);
+  return codeIn(unsealContent(t.services.keys.outbox, row.sealed_body!).text);
+}
+
+/** A delivery sends nothing, and the only message is dropped with its body gone. */
+async function assertDroppedUnsent(t: TestApp): Promise<void> {
+  assert.deepEqual(await t.deliver(), []);
+  const row = await onlyOutboxRow(t.db);
+  assert.equal(row.status, 'dropped');
+  assert.equal(row.sealed_body, null);
+}
+
 describe('the outbox dispatcher', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a failing message is retried after 5, 10, 20 … seconds, capped at 10 minutes, and failed when the hour is over', async () => {
     const t = await harness.start();
@@ -111,15 +129,10 @@ describe('the outbox dispatcher', () => {
 
   test('a message whose code was already used is dropped, not sent', async () => {
     const t = await harness.start();
-    assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
-    const row = await onlyOutboxRow(t.db);
-    const code = codeIn(unsealContent(t.services.keys.outbox, row.sealed_body!).text);
+    const code = await registeredWithQueuedCode(t);
     assert.equal((await t.post(`${auth}/verify`, { identity: 'ada@example.com', code })).status, 200);
 
-    assert.deepEqual(await t.deliver(), []);
-    const dropped = await onlyOutboxRow(t.db);
-    assert.equal(dropped.status, 'dropped');
-    assert.equal(dropped.sealed_body, null);
+    await assertDroppedUnsent(t);
   });
 
   test('a message whose code was replaced by a resend is dropped and only the new code is sent', async () => {
@@ -143,17 +156,12 @@ describe('the outbox dispatcher', () => {
     const t = await harness.start();
     assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
     t.clock.advance(10 * 60);
-    assert.deepEqual(await t.deliver(), []);
-    const row = await onlyOutboxRow(t.db);
-    assert.equal(row.status, 'dropped');
-    assert.equal(row.sealed_body, null);
+    await assertDroppedUnsent(t);
   });
 
   test('the log transport writes the code to the log', async () => {
     const t = await harness.start();
-    assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
-    const row = await onlyOutboxRow(t.db);
-    const code = codeIn(unsealContent(t.services.keys.outbox, row.sealed_body!).text);
+    const code = await registeredWithQueuedCode(t);
     const logTransport = createLogTransport(t.services.logger);
     const dispatcher = new Dispatcher({
       db: t.db,
@@ -177,14 +185,7 @@ describe('the outbox dispatcher', () => {
     assert.equal((await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: verificationCode })).status, 200);
     assert.equal((await t.post(`${auth}/verify`, { identity: 'ada@example.com', code: '000000' })).status, 422);
     t.clock.advance(61);
-    assert.equal((await t.post(`${auth}/password/forgot`, { identity: 'ada@example.com' })).status, 202);
-    const resetCode = await t.codeFor('ada@example.com', 'password_reset');
-    const reset = await t.post(`${auth}/password/reset`, {
-      identity: 'ada@example.com',
-      code: resetCode,
-      password: 'difference engine 1822',
-      password_confirmation: 'difference engine 1822',
-    });
+    const { code: resetCode, reply: reset } = await resetWithCode(t, 'ada@example.com', 'difference engine 1822');
     assert.equal(reset.status, 200);
     assert.equal((await t.deliver()).length, 1, 'the password-changed notice is sent');
     assert.equal(
@@ -264,12 +265,7 @@ describe('the outbox dispatcher', () => {
 
   test('retryOutboxMessage puts a failed message back in the queue, refuses a sent one, and knows no unknown id', async () => {
     const t = await harness.start();
-    const id = await enqueue(t);
-    t.outbox.failNext = 1_000;
-    for (let i = 0; i < 20 && (await onlyOutboxRow(t.db)).status === 'pending'; i += 1) {
-      await t.deliver();
-      t.clock.advance(600);
-    }
+    const id = await failingMessage(t);
     assert.equal((await onlyOutboxRow(t.db)).status, 'failed');
 
     assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'retried');
@@ -301,12 +297,7 @@ describe('the outbox dispatcher', () => {
 
   test('a retried message gets a fresh delivery window', async () => {
     const t = await harness.start();
-    const id = await enqueue(t);
-    t.outbox.failNext = 1_000;
-    for (let i = 0; i < 20 && (await onlyOutboxRow(t.db)).status === 'pending'; i += 1) {
-      await t.deliver();
-      t.clock.advance(600);
-    }
+    const id = await failingMessage(t);
     assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'retried');
     await t.deliver();
     const row = await onlyOutboxRow(t.db);

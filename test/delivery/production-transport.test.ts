@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { runAdminCommand } from '../../src/cli/commands.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { configuredTransports, openServices } from '../../src/services.js';
 import { loadStore } from '../../src/store/store.js';
 import { FakeClock } from '../helpers/clock.js';
-import { openTestDatabase, openTestKeyValueStore, truncateAll, type TestDatabase } from '../helpers/database.js';
+import { openTestKeyValueStore, truncateAll, useMigratedDatabase } from '../helpers/database.js';
 import { testSecret } from '../helpers/harness.js';
-import { migrate } from '../../src/storage/migrations.js';
 
 const production = { NODE_ENV: 'production', APP_SECRET: testSecret, DATA_DIR: '/nonexistent' };
 const smtp = { SMTP_URL: 'smtp://127.0.0.1:2525' };
@@ -28,14 +27,8 @@ function capturingLogger() {
 }
 
 describe('codes never go to the log in production unless the operator asks', () => {
-  let database: TestDatabase;
+  const database = useMigratedDatabase();
   const clock = new FakeClock();
-
-  before(async () => {
-    database = await openTestDatabase();
-    await migrate(database.db);
-  });
-  after(async () => database.drop());
 
   /** Opens the service on a fresh store row made from `env`; resolves to the refusal, if any. */
   async function start(env: Record<string, string>): Promise<ConfigError | undefined> {

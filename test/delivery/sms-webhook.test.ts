@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { enqueueMessage } from '../../src/delivery/outbox.js';
 import { createSmsWebhookTransport } from '../../src/delivery/transports/sms-webhook.js';
-import { auth, createHarness, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows, startHookServer, type HookRequest, type TestHookServer } from './servers.js';
+import { codeIn } from '../helpers/assertions.js';
 
 const secret = 'hook-secret-4f1c9a7e2b';
 const phone = '+14155550123';
@@ -27,21 +28,11 @@ function signatureIsValid(request: HookRequest): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-function codeIn(text: string): string {
-  const code = /(?<!\d)(\d{6})(?!\d)/.exec(text)?.[1];
-  assert.ok(code !== undefined, `a six-digit code in: ${text}`);
-  return code;
-}
-
 describe('SMS delivery through the provider hook', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
+  const harness = useHarness();
   const hooks: TestHookServer[] = [];
 
-  before(async () => {
-    harness = await createHarness();
-  });
   after(async () => {
-    await harness.close();
     await Promise.all(hooks.map((hook) => hook.close()));
   });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { createSmtpTransport } from '../../src/delivery/transports/smtp.js';
-import { auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registration, type Harness, type TestApp } from '../helpers/harness.js';
 import {
   leafParts,
   onlyOutboxRow,
@@ -11,11 +11,12 @@ import {
   type MailPart,
   type TestSmtpServer,
 } from './servers.js';
+import { codeIn } from '../helpers/assertions.js';
 
 const from = 'Shop <shop@example.com>';
 const storeName = 'Corner & Co';
 
-function startWithSmtp(harness: Awaited<ReturnType<typeof createHarness>>, url: string): Promise<TestApp> {
+function startWithSmtp(harness: Harness, url: string): Promise<TestApp> {
   return harness.start({
     env: { SMTP_URL: url, MAIL_FROM: from, STORE_NAME: storeName },
     overrides: { transports: { email: createSmtpTransport(url, from) } },
@@ -28,22 +29,12 @@ function partOfType(mail: MailPart, type: string): MailPart {
   return part;
 }
 
-function codeIn(text: string): string {
-  const code = /(?<!\d)(\d{6})(?!\d)/.exec(text)?.[1];
-  assert.ok(code !== undefined, `a six-digit code in: ${text}`);
-  return code;
-}
-
 describe('email delivery through a real SMTP server', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
+  const harness = useHarness();
   let t: TestApp | undefined;
   const servers: TestSmtpServer[] = [];
 
-  before(async () => {
-    harness = await createHarness();
-  });
   after(async () => {
-    await harness.close();
     await Promise.all(servers.map((server) => server.close()));
   });
 

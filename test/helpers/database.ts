@@ -4,8 +4,10 @@ import { Cluster } from 'ioredis';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
+import { migrate } from '../../src/storage/migrations.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { RedisKeyValueStore } from '../../src/storage/redis.js';
+import { perDescribe } from './per-describe.js';
 import { startTestServer, testServerUrlVariable, type TestServer } from './embedded-server.js';
 
 /**
@@ -95,6 +97,27 @@ export async function openTestDatabase(): Promise<TestDatabase> {
     async drop() {
       await db.close();
       await scratch.drop();
+    },
+  };
+}
+
+/**
+ * A migrated test database for the enclosing `describe`: made before its first test, dropped
+ * after its last.
+ */
+export function useMigratedDatabase(): { readonly db: Database } {
+  const current = perDescribe(
+    async () => {
+      const database = await openTestDatabase();
+      await migrate(database.db);
+      return database;
+    },
+    (database) => database.drop(),
+    'the database',
+  );
+  return {
+    get db() {
+      return current().db;
     },
   };
 }

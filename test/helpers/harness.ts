@@ -10,6 +10,7 @@ import type { Database } from '../../src/storage/database.js';
 import type { KeyValueStore } from '../../src/storage/key-value.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { FakeClock } from './clock.js';
+import { perDescribe } from './per-describe.js';
 import { openTestDatabase, openTestKeyValueStore, truncateAll } from './database.js';
 
 export const testSecret = 'test-secret-test-secret-test-secret-0123456789';
@@ -50,7 +51,7 @@ export interface TestApp {
   /** Waits for work behind the answers (resend, forgot) and sends every due message. */
   deliver(): Promise<OutgoingMessage[]>;
   /** The code in the newest message to `to` of that purpose (delivering first). */
-  codeFor(to: string, purpose: 'verification' | 'password_reset' | 'sign_in' | 'identity_change'): Promise<string>;
+  codeFor(to: string, purpose: CodePurpose): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -94,6 +95,26 @@ export function deliverer(services: Services, outbox: RecordingTransport) {
     const before = outbox.sent.length;
     await services.dispatcher.drain();
     return outbox.sent.slice(before);
+  };
+}
+
+export type CodePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
+
+/** How a test talks to a built app: requests, delivery, and the codes its messages carried. */
+export function requester(app: FastifyInstance, services: Services, outbox: RecordingTransport) {
+  const inject = injector(app);
+  const deliver = deliverer(services, outbox);
+  return {
+    post: (url: string, body?: unknown, headers?: Record<string, string>) => inject('POST', url, body, headers),
+    get: (url: string, headers?: Record<string, string>) => inject('GET', url, undefined, headers),
+    deliver,
+    async codeFor(to: string, purpose: CodePurpose): Promise<string> {
+      await deliver();
+      const message = outbox.sent.filter((m) => m.to === to && m.purpose === purpose).at(-1);
+      const code = message?.content.text.match(/\b\d{6}\b/)?.[0];
+      if (code === undefined) throw new Error(`no ${purpose} code was sent to ${to}`);
+      return code;
+    },
   };
 }
 
@@ -141,9 +162,6 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
     const app = await buildApp(services);
     await app.ready();
 
-    const inject = injector(app);
-    const deliver = deliverer(services, outbox);
-
     const testApp: TestApp = {
       app,
       services,
@@ -151,16 +169,7 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
       clock,
       outbox,
       logs,
-      post: (url, body, headers) => inject('POST', url, body, headers),
-      get: (url, headers) => inject('GET', url, undefined, headers),
-      deliver,
-      async codeFor(to, purpose) {
-        await deliver();
-        const message = outbox.sent.filter((m) => m.to === to && m.purpose === purpose).at(-1);
-        const code = message?.content.text.match(/\b\d{6}\b/)?.[0];
-        if (code === undefined) throw new Error(`no ${purpose} code was sent to ${to}`);
-        return code;
-      },
+      ...requester(app, services, outbox),
       async close() {
         if (current === testApp) current = undefined;
         await app.close();
@@ -180,6 +189,30 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
       await current?.close();
       await database.drop();
     },
+  };
+}
+
+export type Harness = Awaited<ReturnType<typeof createHarness>>;
+
+/**
+ * A harness for the enclosing `describe`: made before its first test and closed after its last,
+ * so a suite writes `const harness = useHarness();` and `await harness.start({...})` in each test.
+ */
+export function useHarness(options: HarnessOptions = {}): Harness {
+  const current = perDescribe(
+    () => createHarness(options),
+    (harness) => harness.close(),
+    'the harness',
+  );
+  return {
+    get db() {
+      return current().db;
+    },
+    get databaseUrl() {
+      return current().databaseUrl;
+    },
+    start: (options) => current().start(options),
+    close: () => current().close(),
   };
 }
 

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
-import { api, auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { assertProblem } from '../helpers/assertions.js';
+import { loginFrom, sessionCookie, withSession, works } from '../helpers/customers.js';
+import { auditRows as auditEvents } from '../helpers/audit.js';
 
-const sessionCookie = 'storefront_session';
 const newPassword = 'difference engine 1822';
 
 async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}, address = '10.90.0.1') {
@@ -13,23 +15,8 @@ async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}, add
   return { ...customer, session: session.cookie!, xsrf: session.xsrf! };
 }
 
-async function login(t: TestApp, identity: string, password: string, address = '10.90.0.2') {
-  const response = await t.app.inject({
-    method: 'POST',
-    url: `${auth}/login`,
-    remoteAddress: address,
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({ identity, password }),
-  });
-  return {
-    status: response.statusCode,
-    cookie: response.cookies.find((c) => c.name === sessionCookie)?.value,
-    xsrf: response.cookies.find((c) => c.name === 'XSRF-TOKEN')?.value,
-  };
-}
-
-function withSession(session: string) {
-  return { cookie: `${sessionCookie}=${session}` };
+function login(t: TestApp, identity: string, password: string, address = '10.90.0.2') {
+  return loginFrom(t, address, identity, password);
 }
 
 function change(t: TestApp, session: string | undefined, body: Record<string, unknown>, headers = {}) {
@@ -43,26 +30,8 @@ function changeBody(current: string, password = newPassword, confirmation = pass
   return { current_password: current, password, password_confirmation: confirmation };
 }
 
-async function works(t: TestApp, session: string): Promise<boolean> {
-  return (await t.get(`${auth}/session`, withSession(session))).status === 200;
-}
-
-function assertProblem(reply: Reply, status: number, code: string) {
-  assert.equal(reply.status, status, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, code);
-}
-
-async function auditEvents(t: TestApp, event: string): Promise<Array<{ customer_id: string }>> {
-  await t.services.background.drain();
-  return t.db.query<{ customer_id: string }>('SELECT customer_id FROM audit_events WHERE event = $1', [event]);
-}
-
 describe('changing the password', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('answers 200, rotates the session and its CSRF token, ends every other session and sends a notice', async () => {
     const t = await harness.start();
@@ -211,11 +180,7 @@ describe('changing the password', () => {
 });
 
 describe('changing the name', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('answers 200 with the Customer, trimmed, and audits profile.changed', async () => {
     const t = await harness.start();
@@ -289,11 +254,7 @@ describe('changing the name', () => {
 });
 
 describe('the account routes in the browser and behind the store gate', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('refuse a cross-site request and one without the CSRF token, changing nothing', async () => {
     const t = await harness.start();

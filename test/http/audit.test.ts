@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { listAudit } from '../../src/audit.js';
 import { runAdminCommand } from '../../src/cli/commands.js';
-import { auth, createHarness, registeredCustomer } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer } from '../helpers/harness.js';
 
 describe('the audit trail', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('records registration, verification, login success and failure, reset, logout and rate-limit hits with customer, address and request id', async () => {
     const t = await harness.start();

@@ -1,26 +1,23 @@
 import assert from 'node:assert/strict';
-import { setTimeout as delay } from 'node:timers/promises';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import pg from 'pg';
 import { listAudit } from '../../src/audit.js';
 import { updateStore } from '../../src/store/store.js';
 import {
   api,
   auth,
-  createHarness,
+  useHarness,
   registeredCustomer,
   stableHeaders,
   withoutRequestId,
   type Reply,
   type TestApp,
 } from '../helpers/harness.js';
+import { otherThan } from '../helpers/assertions.js';
+import { count, sessionCookie, verifiedAt } from '../helpers/customers.js';
+import { until } from '../helpers/races.js';
 
-const sessionCookie = 'storefront_session';
 const tenMinutes = 10 * 60;
-
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-}
 
 async function allowCodes(t: TestApp, on = true): Promise<void> {
   const result = await updateStore(t.db, t.clock, { signInWithCode: on });
@@ -52,34 +49,12 @@ function cookieOf(reply: Reply, name: string) {
   return reply.cookies.find((c) => c.name === name);
 }
 
-async function verifiedAt(t: TestApp, id: string): Promise<Date | null> {
-  const [row] = await t.db.query<{ verified_at: Date | null }>('SELECT verified_at FROM customers WHERE id = $1', [id]);
-  assert.ok(row);
-  return row.verified_at;
-}
-
-async function sessionCount(t: TestApp, customerId: string): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1', [
-    customerId,
-  ]);
-  return row!.n;
-}
-
-/** Polls a condition on the database (never a fixed wait), failing after ten seconds. */
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await delay(5);
-  }
+function sessionCount(t: TestApp, customerId: string): Promise<number> {
+  return count(t, 'sessions WHERE customer_id = $1', [customerId]);
 }
 
 describe('signing in with a code', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('the store setting', () => {
     test('off by default: both calls answer 404 not_found like a path that does not exist, whatever the body', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { issueCsrfToken } from '../../src/http/csrf.js';
-import { api, auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
 
 const sessionCookie = 'storefront_session';
 
@@ -62,11 +62,7 @@ function withToken(token: string, extra: Record<string, string> = {}, session?: 
 }
 
 describe('CSRF and CORS', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a request with neither Origin nor Sec-Fetch-Site is not from a browser and gets each endpoint’s own answer', async () => {
     const t = await harness.start();

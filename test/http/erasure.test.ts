@@ -1,27 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, registeredCustomer, registration, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
+import { assertProblem } from '../helpers/assertions.js';
+import { count, listedSessionFields, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
+import { auditRows as auditEvents } from '../helpers/audit.js';
 
 /**
  * Export my data and delete my account: what each answers, what each refuses, and what a
  * deletion leaves behind in the database (the customer id in the audit trail, nothing else).
  */
-
-const sessionCookie = 'storefront_session';
-
-async function signedIn(t: TestApp, overrides: Record<string, unknown> = {}) {
-  const customer = await registeredCustomer(t, overrides);
-  const reply = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
-  assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  const session = reply.cookies.find((cookie) => cookie.name === sessionCookie)?.value;
-  const xsrf = reply.cookies.find((cookie) => cookie.name === 'XSRF-TOKEN')?.value;
-  assert.ok(session && xsrf);
-  return { ...customer, session, xsrf };
-}
-
-const withSession = (session: string) => ({ cookie: `${sessionCookie}=${session}` });
 
 function exportData(t: TestApp, session?: string) {
   return t.get(`${auth}/account/export`, session === undefined ? {} : withSession(session));
@@ -29,24 +18,6 @@ function exportData(t: TestApp, session?: string) {
 
 function deleteAccount(t: TestApp, session: string | undefined, body: unknown) {
   return t.post(`${auth}/account/delete`, body, session === undefined ? {} : withSession(session));
-}
-
-function assertProblem(reply: Reply, status: number, code: string) {
-  assert.equal(reply.status, status, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, code);
-}
-
-async function count(t: TestApp, sql: string, params: unknown[] = []): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, params);
-  return row?.n ?? -1;
-}
-
-async function auditEvents(t: TestApp, event: string) {
-  await t.services.background.drain();
-  return t.db.query<{ customer_id: string | null; details: Record<string, string> }>(
-    'SELECT customer_id::text AS customer_id, details FROM audit_events WHERE event = $1 ORDER BY id',
-    [event],
-  );
 }
 
 /**
@@ -74,11 +45,7 @@ async function placesHolding(t: TestApp, needle: string): Promise<string[]> {
 }
 
 describe('export my data and delete my account', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a paused store answers 503 store_unavailable to both, with no-store, and deletes nothing', async () => {
     const t = await harness.start();
@@ -123,14 +90,7 @@ describe('export my data and delete my account', () => {
       );
       for (const session of data.sessions) {
         // As the session list shows them: a public handle, never the cookie or its hash.
-        assert.deepEqual(Object.keys(session).sort(), [
-          'client',
-          'created_at',
-          'current',
-          'expires_at',
-          'id',
-          'last_seen_at',
-        ]);
+        assert.deepEqual(Object.keys(session).sort(), listedSessionFields);
       }
       // Both logins came from one device: remembered once, as its family and masked network only.
       assert.equal(data.known_devices.length, 1);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness } from '../helpers/harness.js';
 
 const phoneStore = { STORE_IDENTITY_MODE: 'phone' };
 
@@ -67,11 +67,7 @@ const cases: Array<{ name: string; path: string; body: unknown; fields: string[]
 ];
 
 describe('field errors', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   for (const { name, path, body, fields, env } of cases) {
     test(`${name} answers 422 naming ${fields.join(', ')}`, async () => {

@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registration } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registration } from '../helpers/harness.js';
+import { resetWithCode } from '../helpers/customers.js';
 
 describe('the whole journey', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('register, verify, log in, log out, reset the password and log in with the new one', async () => {
     const t = await harness.start();
@@ -31,14 +28,7 @@ describe('the whole journey', () => {
     assert.equal(loggedOut.status, 200);
     assert.deepEqual(loggedOut.body, { status: 'signed_out' });
 
-    assert.equal((await t.post(`${auth}/password/forgot`, { identity: 'ada@example.com' })).status, 202);
-    const resetCode = await t.codeFor('ada@example.com', 'password_reset');
-    const reset = await t.post(`${auth}/password/reset`, {
-      identity: 'ada@example.com',
-      code: resetCode,
-      password: 'difference engine 1822',
-      password_confirmation: 'difference engine 1822',
-    });
+    const { reply: reset } = await resetWithCode(t, 'ada@example.com', 'difference engine 1822');
     assert.equal(reset.status, 200);
     assert.deepEqual(reset.body, { status: 'password_reset' });
 

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
-
-const sessionCookie = 'storefront_session';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertProblem } from '../helpers/assertions.js';
+import { sessionCookie, withSession, works } from '../helpers/customers.js';
+import { auditRows } from '../helpers/audit.js';
 
 async function login(t: TestApp, identity: string, password: string) {
   const reply = await t.post(`${auth}/login`, { identity, password });
@@ -15,10 +16,6 @@ async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}) {
   const session = await login(t, customer.identity, customer.password);
   assert.equal(session.status, 200);
   return { ...customer, session: session.cookie! };
-}
-
-function withSession(session: string) {
-  return { cookie: `${sessionCookie}=${session}` };
 }
 
 function requestChange(t: TestApp, session: string | undefined, body: Record<string, unknown>, headers = {}) {
@@ -36,35 +33,18 @@ function confirm(t: TestApp, session: string | undefined, code: string, headers 
   );
 }
 
-async function works(t: TestApp, session: string): Promise<boolean> {
-  return (await t.get(`${auth}/session`, withSession(session))).status === 200;
-}
-
-function assertProblem(reply: Reply, status: number, code: string) {
-  assert.equal(reply.status, status, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, code);
-}
-
-async function auditEvents(t: TestApp, event: string): Promise<string[]> {
-  await t.services.background.drain();
-  const rows = await t.db.query<{ customer_id: string }>(
-    'SELECT customer_id FROM audit_events WHERE event = $1 ORDER BY id',
-    [event],
-  );
-  return rows.map((row) => row.customer_id);
-}
-
 /** A wrong code that is surely not `code`. */
 function otherCode(code: string): string {
   return code === '000000' ? '000001' : '000000';
 }
 
+/** The customers the audit events of one kind name, oldest first. */
+async function auditEvents(t: TestApp, event: string): Promise<Array<string | null>> {
+  return (await auditRows(t, event)).map((row) => row.customer_id);
+}
+
 describe('changing the email address or phone number', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a code goes to the new address; confirming switches it, verified, ends other sessions and tells the old one', async () => {
     const t = await harness.start();
@@ -308,11 +288,7 @@ describe('changing the email address or phone number', () => {
 });
 
 describe('races in changing the identity', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('two parallel confirmations with one code: one switch', async () => {
     const t = await harness.start();
@@ -364,11 +340,7 @@ describe('races in changing the identity', () => {
 });
 
 describe('the identity routes in the browser and behind the store gate', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('refuse a cross-site request and one without the CSRF token, changing nothing', async () => {
     const t = await harness.start();

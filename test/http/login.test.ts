@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/password.js';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertFieldError } from '../helpers/assertions.js';
+import { count } from '../helpers/customers.js';
 
 const password = 'analytical engine 1843';
 
@@ -21,13 +23,6 @@ function rawSetCookie(reply: Reply, name: string): string {
   return line;
 }
 
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
-}
-
 async function verifiedCustomer(t: TestApp, overrides: Record<string, unknown> = {}) {
   const customer = await registeredCustomer(t, overrides);
   const code = await t.codeFor(customer.identity, 'verification');
@@ -42,17 +37,12 @@ async function passwordHashOf(t: TestApp, id: string): Promise<string> {
   return row.password_hash;
 }
 
-async function sessionCount(t: TestApp): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
-  return row?.n ?? -1;
+function sessionCount(t: TestApp): Promise<number> {
+  return count(t, 'sessions');
 }
 
 describe('login', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('success', () => {
     test('answers 200 with an AuthSession and no token in the body', async () => {

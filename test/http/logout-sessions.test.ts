@@ -1,19 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { findSessionCustomer } from '../../src/auth/sessions.js';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
+import { count, signedIn as loggedIn } from '../helpers/customers.js';
 
 const day = 24 * 60 * 60;
-
-async function loggedIn(t: TestApp, overrides: Record<string, unknown> = {}) {
-  const customer = await registeredCustomer(t, overrides);
-  const reply = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
-  assert.equal(reply.status, 200);
-  const session = reply.cookies.find((cookie) => cookie.name === 'storefront_session');
-  const xsrf = reply.cookies.find((cookie) => cookie.name === 'XSRF-TOKEN');
-  assert.ok(session && xsrf);
-  return { ...customer, session: session.value, xsrf: xsrf.value };
-}
 
 function logout(t: TestApp, session?: string) {
   return t.post(`${auth}/logout`, undefined, session === undefined ? {} : { cookie: `storefront_session=${session}` });
@@ -24,19 +15,12 @@ function assertUnauthenticated(reply: Reply) {
   assert.equal(reply.body.code, 'unauthenticated');
 }
 
-async function sessionsOf(t: TestApp, customerId: string): Promise<number> {
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1', [
-    customerId,
-  ]);
-  return row?.n ?? -1;
+function sessionsOf(t: TestApp, customerId: string): Promise<number> {
+  return count(t, 'sessions WHERE customer_id = $1', [customerId]);
 }
 
 describe('logout and sessions', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('logout', () => {
     test('answers 200 signed_out with a live session', async () => {

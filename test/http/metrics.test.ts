@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { startMetricsServer } from '../../src/http/metrics-server.js';
-import { api, auth, createHarness, registeredCustomer } from '../helpers/harness.js';
+import { api, auth, useHarness, registeredCustomer } from '../helpers/harness.js';
 
 describe('Prometheus metrics', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('count requests by route and status, login outcomes, rate-limit hits, deliveries, outbox depth and dependency checks', async () => {
     const t = await harness.start();

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertFieldError, otherThan } from '../helpers/assertions.js';
+import { assertNoSessionOpened, verifiedAt } from '../helpers/customers.js';
 
 const oldPassword = 'analytical engine 1843';
 const newPassword = 'difference engine 1822';
 const tenMinutes = 10 * 60;
-
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-}
 
 function forgot(t: TestApp, identity: unknown) {
   return t.post(`${auth}/password/forgot`, { identity });
@@ -27,13 +25,6 @@ function assertChallengeRefused(reply: Reply) {
   assert.equal(reply.body.code, 'invalid_identity_challenge');
 }
 
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
-}
-
 /** A registered customer with a reset code in hand. */
 async function withResetCode(t: TestApp, overrides: Record<string, unknown> = {}) {
   const customer = await registeredCustomer(t, overrides);
@@ -42,18 +33,8 @@ async function withResetCode(t: TestApp, overrides: Record<string, unknown> = {}
   return { ...customer, code };
 }
 
-async function verifiedAt(t: TestApp, id: string): Promise<Date | null> {
-  const [row] = await t.db.query<{ verified_at: Date | null }>('SELECT verified_at FROM customers WHERE id = $1', [id]);
-  assert.ok(row);
-  return row.verified_at;
-}
-
 describe('password reset', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('forgot password', () => {
     test('answers 202 accepted alike for an existing and an unknown identity', async () => {
@@ -131,12 +112,7 @@ describe('password reset', () => {
       const customer = await withResetCode(t);
       const reply = await reset(t, customer.identity, customer.code);
       assert.equal(reply.status, 200);
-      assert.equal(
-        reply.cookies.find((cookie) => /session/i.test(cookie.name)),
-        undefined,
-      );
-      const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
-      assert.equal(sessions?.n, 0);
+      await assertNoSessionOpened(t, reply);
     });
 
     test('marks an unverified customer verified', async () => {

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   api,
   auth,
-  createHarness,
   registeredCustomer,
   registration,
   type HarnessOptions,
   type TestApp,
+  useHarness,
 } from '../helpers/harness.js';
 
 const minute = 60;
@@ -70,11 +70,7 @@ const login = (t: TestApp, identity: string, password: string) => t.post(`${auth
  */
 export function rateLimitSuite(name: string, harnessOptions: HarnessOptions = {}): void {
   describe(name, () => {
-    let harness: Awaited<ReturnType<typeof createHarness>>;
-    before(async () => {
-      harness = await createHarness(harnessOptions);
-    });
-    after(async () => harness.close());
+    const harness = useHarness(harnessOptions);
 
     describe('resend and forgot per identity', () => {
       test('answers 429 on the second forgot-password call for one identity within a minute', async () => {

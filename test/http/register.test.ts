@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registration, type Reply, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
+import { assertFieldError } from '../helpers/assertions.js';
 
 const phoneStore = { env: { STORE_IDENTITY_MODE: 'phone' } };
 
@@ -16,20 +17,8 @@ function passwordPair(password: unknown) {
   return { password, password_confirmation: password };
 }
 
-/** A 422 validation_failed whose `errors` names `field` with at least one message. */
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
-}
-
 describe('register', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('a successful registration', () => {
     test('answers 201 with an unverified Customer and nothing else', async () => {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { listAudit } from '../../src/audit.js';
 import { hashSessionId, maskAddress } from '../../src/auth/sessions.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';
+import { listedSessionFields } from '../helpers/customers.js';
 
 /** In seconds, as the test clock counts. */
 const minute = 60;
@@ -63,11 +64,7 @@ async function auditOf(t: TestApp, customerId: string) {
 }
 
 describe('account area: sessions', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('GET /sessions', () => {
     test('lists the live sessions newest first, with the current one marked and the client as at login', async () => {
@@ -98,14 +95,7 @@ describe('account area: sessions', () => {
         ],
       );
       const [newest] = sessions;
-      assert.deepEqual(Object.keys(newest!).sort(), [
-        'client',
-        'created_at',
-        'current',
-        'expires_at',
-        'id',
-        'last_seen_at',
-      ]);
+      assert.deepEqual(Object.keys(newest!).sort(), listedSessionFields);
       assert.equal(newest!.created_at, t.clock.now().toISOString());
       assert.equal(new Date(newest!.expires_at).getTime() - t.clock.now().getTime(), 30 * 24 * 60 * minute * 1000);
       // Seen from the other device, the other one is current.

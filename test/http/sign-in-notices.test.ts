@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { listKnownDevices } from '../../src/auth/known-devices.js';
 import type { OutgoingMessage } from '../../src/delivery/message.js';
 import { prune } from '../../src/janitor.js';
 import { defaultRetention } from '../../src/config.js';
 import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
-import { auth, createHarness, registeredCustomer, testSecret, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, testSecret, type TestApp } from '../helpers/harness.js';
 
 const folders = tempFolders('sfa-sign-in-notices-');
 const day = 24 * 60 * 60;
@@ -62,12 +62,8 @@ function noticeCounter(t: TestApp, outcome: string): Promise<number> {
 }
 
 describe('the new sign-in notice', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
+  const harness = useHarness();
   after(async () => {
-    await harness.close();
     folders.removeAll();
   });
 

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { loadStore, StoreCache, updateStore, type StoreStatus } from '../../src/store/store.js';
 import {
   api,
   auth,
-  createHarness,
   registeredCustomer,
   registration,
   type Reply,
   type TestApp,
+  useHarness,
 } from '../helpers/harness.js';
 
 /** The store context (docs/reference.md): the store-wide gate answers before anything else, so a shut store leaks nothing. */
@@ -48,11 +48,7 @@ async function shut(t: TestApp, status: StoreStatus): Promise<void> {
 }
 
 describe('the store gate', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   for (const status of ['paused', 'closed'] as const) {
     test(`a ${status} store answers 503 store_unavailable on every customer call`, async () => {

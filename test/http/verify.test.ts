@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { assertFieldError, otherThan } from '../helpers/assertions.js';
+import { assertNoSessionOpened } from '../helpers/customers.js';
 
 const tenMinutes = 10 * 60;
-
-/** A six-digit code that is certainly not `code`. */
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-}
 
 function verify(t: TestApp, identity: unknown, code: unknown) {
   return t.post(`${auth}/verify`, { identity, code });
@@ -17,13 +14,6 @@ function assertChallengeRefused(reply: Reply) {
   assert.equal(reply.status, 422, JSON.stringify(reply.body));
   assert.equal(reply.body.code, 'invalid_identity_challenge');
   assert.equal(reply.body.errors, undefined);
-}
-
-function assertFieldError(reply: Reply, field: string) {
-  assert.equal(reply.status, 422, JSON.stringify(reply.body));
-  assert.equal(reply.body.code, 'validation_failed');
-  const messages = reply.body.errors?.[field];
-  assert.ok(Array.isArray(messages) && messages.length > 0, `errors.${field} in ${JSON.stringify(reply.body.errors)}`);
 }
 
 async function verifiedAt(t: TestApp, identity: string): Promise<Date | null> {
@@ -36,11 +26,7 @@ async function verifiedAt(t: TestApp, identity: string): Promise<Date | null> {
 }
 
 describe('verify', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('a correct code answers 200 with the Customer, verified now', async () => {
     const t = await harness.start();
@@ -62,12 +48,7 @@ describe('verify', () => {
     const customer = await registeredCustomer(t);
     const reply = await verify(t, customer.identity, await t.codeFor(customer.identity, 'verification'));
     assert.equal(reply.status, 200);
-    assert.equal(
-      reply.cookies.find((cookie) => /session/i.test(cookie.name)),
-      undefined,
-    );
-    const [sessions] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
-    assert.equal(sessions?.n, 0);
+    await assertNoSessionOpened(t, reply);
   });
 
   test('accepts the identity in another case and with surrounding spaces', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { PasswordHasher } from '../../src/auth/password.js';
-import { api, auth, createHarness, registration, toReply, type Reply, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registration, toReply, type Reply, type TestApp } from '../helpers/harness.js';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -49,11 +49,7 @@ async function inject(
 }
 
 describe('wire format', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('an unknown route answers 404 not_found as a problem document', async () => {
     const t = await harness.start();

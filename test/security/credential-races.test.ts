@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { setTimeout as delay } from 'node:timers/promises';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
-import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
-import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { createArgon2Hasher } from '../../src/auth/password.js';
+import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { heldHasher, loginsAgainstOpenWrite } from '../helpers/races.js';
+import { loginFrom as login, works } from '../helpers/customers.js';
+import { auditCount } from '../helpers/audit.js';
 
 /**
  * A password reset signs the customer out everywhere, and a password change everywhere but the
@@ -14,70 +15,6 @@ import { auth, createHarness, registeredCustomer, type TestApp } from '../helper
 
 const newPassword = 'difference engine 1822';
 
-/**
- * The test hasher, whose password verifications wait while held: logins stop after reading the
- * hash. `hold(n)` holds the next n verifications only, so a password change (which verifies the
- * current password too) can pass the logins it races.
- */
-function heldHasher() {
-  const inner = createArgon2Hasher(testArgon2);
-  let held: Promise<void> | undefined;
-  let release = () => {};
-  let arrived = 0;
-  let holding = Infinity;
-  const arrivals: Array<{ count: number; resolve: () => void }> = [];
-  const hasher: PasswordHasher & {
-    hold(count?: number): void;
-    release(): void;
-    arrived(count: number): Promise<void>;
-  } = {
-    hash: (password) => inner.hash(password),
-    async verify(passwordHash, password) {
-      arrived += 1;
-      const turn = arrived;
-      for (const waiter of arrivals.filter((w) => w.count <= arrived)) waiter.resolve();
-      if (turn <= holding) await held;
-      return inner.verify(passwordHash, password);
-    },
-    verifyDummy: (password) => inner.verifyDummy(password),
-    needsRehash: (passwordHash) => inner.needsRehash(passwordHash),
-    hold(count = Infinity) {
-      arrived = 0;
-      holding = count;
-      held = new Promise((resolve) => (release = resolve));
-    },
-    release: () => release(),
-    arrived: (count) =>
-      count <= arrived ? Promise.resolve() : new Promise((resolve) => arrivals.push({ count, resolve })),
-  };
-  return hasher;
-}
-
-interface Login {
-  status: number;
-  code: string;
-  cookie: string | undefined;
-}
-
-async function login(t: TestApp, address: string, identity: string, password: string): Promise<Login> {
-  const response = await t.app.inject({
-    method: 'POST',
-    url: `${auth}/login`,
-    remoteAddress: address,
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({ identity, password }),
-  });
-  const name = t.services.config.sessionCookieName;
-  const cookie = response.cookies.find((c) => c.name === name)?.value;
-  return { status: response.statusCode, code: response.json().code ?? '', cookie };
-}
-
-/** Whether a session cookie still opens `/session`. */
-async function works(t: TestApp, cookie: string): Promise<boolean> {
-  const reply = await t.get(`${auth}/session`, { cookie: `${t.services.config.sessionCookieName}=${cookie}` });
-  return reply.status === 200;
-}
-
 async function reset(t: TestApp, identity: string, code: string) {
   return t.post(`${auth}/password/reset`, {
     identity,
@@ -87,29 +24,8 @@ async function reset(t: TestApp, identity: string, code: string) {
   });
 }
 
-async function auditCount(t: TestApp, event: string): Promise<number> {
-  await t.services.background.drain();
-  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events WHERE event = $1', [
-    event,
-  ]);
-  return row?.n ?? -1;
-}
-
-/** Polls a condition on the database (never a fixed wait), failing after ten seconds. */
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await delay(5);
-  }
-}
-
 describe('a password reset and logins racing it', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('logins sent around a reset keep no working session once the reset has answered', async () => {
     const t = await harness.start();
@@ -163,57 +79,24 @@ describe('a password reset and logins racing it', () => {
     assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 202);
     const code = await t.codeFor(customer.identity, 'password_reset');
 
-    const locker = new pg.Client({ connectionString: harness.databaseUrl });
-    await locker.connect();
-    // Watched from a connection of its own, outside any transaction: inside one, pg_stat_activity
-    // lists the backends of its first read only, and behind a pooler the reset and the logins may
-    // run on server connections opened after it.
-    const watcher = new pg.Client({ connectionString: harness.databaseUrl });
-    await watcher.connect();
-    const waitingOnLocks = async () => {
-      const [row] = (
-        await watcher.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        )
-      ).rows;
-      return row?.n ?? 0;
-    };
-    try {
-      // Three logins and the reset each hold one of the test pool's five connections.
-      hasher.hold();
-      let finished = 0;
-      const logins = Array.from({ length: 3 }, (_, i) =>
-        login(t, `10.72.0.${i + 1}`, customer.identity, customer.password).finally(() => (finished += 1)),
-      );
-      await hasher.arrived(3);
+    // The reset's last statement queues the notice: it waits there with the sessions deleted
+    // and the new password written, neither committed.
+    const { written: resetReply, logins } = await loginsAgainstOpenWrite({
+      databaseUrl: harness.databaseUrl,
+      hasher,
+      login: (i) => login(t, `10.72.0.${i + 1}`, customer.identity, customer.password),
+      write: () => reset(t, customer.identity, code),
+      what: 'the reset',
+    });
+    assert.equal(resetReply.status, 200);
 
-      // The reset's last statement queues the notice: it waits there with the sessions deleted
-      // and the new password written, neither committed.
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE outbox IN EXCLUSIVE MODE');
-      const resetting = reset(t, customer.identity, code);
-      await until(async () => (await waitingOnLocks()) === 1, 'the reset waits on the outbox');
-
-      hasher.release();
-      await until(
-        async () => finished + (await waitingOnLocks()) - 1 === 3,
-        'every login has answered or waits on the reset',
-      );
-      await locker.query('COMMIT');
-      assert.equal((await resetting).status, 200);
-
-      for (const reply of await Promise.all(logins)) {
-        if (reply.cookie !== undefined) {
-          assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
-        }
-        assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+    for (const reply of logins) {
+      if (reply.cookie !== undefined) {
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
       }
-      assert.equal(await auditCount(t, 'login.succeeded'), 0);
-    } finally {
-      await locker.end();
-      await watcher.end();
+      assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
     }
+    assert.equal(await auditCount(t, 'login.succeeded'), 0);
   });
 
   test('parallel logins that upgrade an old-parameter hash all keep working sessions', async () => {
@@ -262,11 +145,7 @@ function rotated(t: TestApp, reply: Awaited<ReturnType<typeof change>>): string 
 }
 
 describe('a password change and logins racing it', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('logins sent around a change keep no working session once the change has answered', async () => {
     const t = await harness.start();
@@ -321,55 +200,24 @@ describe('a password change and logins racing it', () => {
     const customer = await registeredCustomer(t);
     const session = await signedIn(t, customer.identity, customer.password);
 
-    const locker = new pg.Client({ connectionString: harness.databaseUrl });
-    await locker.connect();
-    const watcher = new pg.Client({ connectionString: harness.databaseUrl });
-    await watcher.connect();
-    const waitingOnLocks = async () => {
-      const [row] = (
-        await watcher.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        )
-      ).rows;
-      return row?.n ?? 0;
-    };
-    try {
-      // Three logins and the change each hold one of the test pool's five connections.
-      hasher.hold(3);
-      let finished = 0;
-      const logins = Array.from({ length: 3 }, (_, i) =>
-        login(t, `10.82.0.${i + 1}`, customer.identity, customer.password).finally(() => (finished += 1)),
-      );
-      await hasher.arrived(3);
+    // The change's last statement queues the notice: it waits there with the customer row
+    // locked, the sessions deleted and the new password written, none of it committed.
+    const { written: changed, logins } = await loginsAgainstOpenWrite({
+      databaseUrl: harness.databaseUrl,
+      hasher,
+      login: (i) => login(t, `10.82.0.${i + 1}`, customer.identity, customer.password),
+      write: () => change(t, session, customer.password),
+      what: 'the change',
+    });
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
 
-      // The change's last statement queues the notice: it waits there with the customer row
-      // locked, the sessions deleted and the new password written, none of it committed.
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE outbox IN EXCLUSIVE MODE');
-      const changing = change(t, session, customer.password);
-      await until(async () => (await waitingOnLocks()) === 1, 'the change waits on the outbox');
-
-      hasher.release();
-      await until(
-        async () => finished + (await waitingOnLocks()) - 1 === 3,
-        'every login has answered or waits on the change',
-      );
-      await locker.query('COMMIT');
-      const changed = await changing;
-      assert.equal(changed.status, 200, JSON.stringify(changed.body));
-
-      for (const reply of await Promise.all(logins)) {
-        if (reply.cookie !== undefined) {
-          assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
-        }
-        assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
+    for (const reply of logins) {
+      if (reply.cookie !== undefined) {
+        assert.equal(await works(t, reply.cookie), false, 'an old-password session works');
       }
-      assert.equal(await auditCount(t, 'login.succeeded'), 1, 'only the sign-in before the change succeeded');
-      assert.equal(await works(t, rotated(t, changed)), true);
-    } finally {
-      await locker.end();
-      await watcher.end();
+      assert.deepEqual([reply.status, reply.code], [401, 'unauthenticated']);
     }
+    assert.equal(await auditCount(t, 'login.succeeded'), 1, 'only the sign-in before the change succeeded');
+    assert.equal(await works(t, rotated(t, changed)), true);
   });
 });

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { sharedHashPool } from '../../src/auth/hash-pool.js';
 import { problemCatalogue, type ProblemCode } from '../../src/http/problems.js';
 import { loginRefusedDetail } from '../../src/http/routes/auth.js';
-import { auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 
 /**
  * Account enumeration: nothing an unauthenticated caller sees (status, body, header names and
@@ -155,11 +155,7 @@ function assertAllEqual(snapshots: Snapshot[], expected: Snapshot, labels: strin
 }
 
 describe('account enumeration', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   for (const store of stores) {
     describe(store.label, () => {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
 import type { Database, Queryable } from '../../src/storage/database.js';
-import { auth, createHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
+import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
+import { otherThan } from '../helpers/assertions.js';
 
 /**
  * Races an attacker can start with parallel requests. Each burst comes from distinct client
@@ -33,10 +34,6 @@ async function from(
     payload: JSON.stringify(body),
   });
   return { status: response.statusCode, headers: response.headers, body: response.json() };
-}
-
-function otherThan(code: string, step = 1): string {
-  return String((Number(code) + step) % 1_000_000).padStart(6, '0');
 }
 
 function statuses(replies: Answer[]): string {
@@ -103,11 +100,7 @@ function attemptRecordingDatabase(db: Database, evaluations: Evaluation[]): Data
 const newPassword = (i: number) => `parallel engine ${i}x`;
 
 describe('races', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('one reset code submitted 16 times at once', () => {
     test('exactly one submission answers 200, the code is consumed once, one notice is queued and every session ends', async () => {

@@ -12,10 +12,11 @@ import type { OutgoingMessage } from '../../src/delivery/message.js';
 import { unsealContent } from '../../src/delivery/seal.js';
 import { deriveKeys } from '../../src/keys.js';
 import { openServices, type Services } from '../../src/services.js';
-import { migrate } from '../../src/storage/migrations.js';
-import { openTestDatabase, openTestKeyValueStore, type TestDatabase } from '../helpers/database.js';
-import { api, auth, deliverer, injector, RecordingTransport, registration, type Reply } from '../helpers/harness.js';
+import { openTestKeyValueStore, useMigratedDatabase } from '../helpers/database.js';
+import { api, auth, RecordingTransport, registration, requester, type Reply } from '../helpers/harness.js';
+import { codeIn } from '../helpers/assertions.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { cookieValue, sessionCookie } from '../helpers/customers.js';
 
 /**
  * APP_SECRET rotation. Each phase is a fresh service on this file's database (what a restart with
@@ -25,8 +26,6 @@ import { startService, type ServiceProcess } from '../helpers/service-process.js
 
 const secretA = 'rotation-secret-A-rotation-secret-A-0123456789';
 const secretB = 'rotation-secret-B-rotation-secret-B-9876543210';
-const sessionCookie = 'storefront_session';
-
 interface Phase {
   services: Services;
   sent: RecordingTransport;
@@ -38,18 +37,6 @@ interface Phase {
   close(): Promise<void>;
 }
 
-function codeIn(text: string): string {
-  const code = text.match(/\b\d{6}\b/)?.[0];
-  assert.ok(code !== undefined, `a code in ${JSON.stringify(text)}`);
-  return code;
-}
-
-function cookieValue(reply: Reply, name: string): string {
-  const cookie = reply.cookies.find((c) => c.name === name);
-  assert.ok(cookie, `${name} is set`);
-  return cookie.value;
-}
-
 /** Browser-style headers: the CSRF check applies, with the token in its cookie and its header. */
 function asBrowser(token: string, session?: string): Record<string, string> {
   const cookies = [`XSRF-TOKEN=${token}`, ...(session === undefined ? [] : [`${sessionCookie}=${session}`])];
@@ -57,13 +44,7 @@ function asBrowser(token: string, session?: string): Record<string, string> {
 }
 
 describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
-  let database: TestDatabase;
-
-  before(async () => {
-    database = await openTestDatabase();
-    await migrate(database.db);
-  });
-  after(async () => database.drop());
+  const database = useMigratedDatabase();
 
   /** A service on this file's database with these secrets, as after a restart. */
   async function phase(env: { APP_SECRET: string; APP_SECRET_PREVIOUS?: string }): Promise<Phase> {
@@ -80,20 +61,10 @@ describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
     });
     const app = await buildApp(services);
     await app.ready();
-    const inject = injector(app);
-    const deliver = deliverer(services, sent);
     return {
       services,
       sent,
-      post: (url, body, headers) => inject('POST', url, body, headers),
-      get: (url, headers) => inject('GET', url, undefined, headers),
-      deliver,
-      async codeFor(to, purpose) {
-        await deliver();
-        const message = sent.sent.filter((m) => m.to === to && m.purpose === purpose).at(-1);
-        assert.ok(message, `a ${purpose} message to ${to}`);
-        return codeIn(message.content.text);
-      },
+      ...requester(app, services, sent),
       async close() {
         await app.close();
         await services.close();

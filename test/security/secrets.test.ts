@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createSession, hashSessionId } from '../../src/auth/sessions.js';
 import type { Queryable } from '../../src/storage/database.js';
-import { api, auth, createHarness, registration, type Reply, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
+import { cookieValue, sessionCookie } from '../helpers/customers.js';
 
 /**
  * Secrets at rest and in logs. A full journey through every endpoint is walked the way a browser
@@ -11,14 +12,6 @@ import { api, auth, createHarness, registration, type Reply, type TestApp } from
  * row of every table (taken at several moments, so messages waiting in the outbox are seen too)
  * and every log line are searched for each of them in plain text.
  */
-
-const sessionCookie = 'storefront_session';
-
-function cookieValue(reply: Reply, name: string): string {
-  const cookie = reply.cookies.find((c) => c.name === name);
-  assert.ok(cookie, `${name} is set`);
-  return cookie.value;
-}
 
 /** Every row of every table in the database, as JSON text, one entry per row. */
 async function dumpDatabase(t: TestApp): Promise<{ tables: string[]; rows: string[] }> {
@@ -63,11 +56,7 @@ function leaks(texts: string[], secrets: Secret[]): string[] {
 }
 
 describe('secrets at rest and in logs', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   test('after a journey through every endpoint no table row and no log line holds a password, code, session id or XSRF token', async () => {
     const t = await harness.start();

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { hashSessionId } from '../../src/auth/sessions.js';
 import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
-import { api, auth, createHarness, registration, type TestApp } from '../helpers/harness.js';
+import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
+import { otherThan } from '../helpers/assertions.js';
+import { auditRows } from '../helpers/audit.js';
 
 /**
  * Spoofing and step skipping: a client that lies about its address, rotates addresses inside
@@ -57,30 +59,18 @@ function assertProblem(answer: Answer, status: number, code: string, where = '')
   assert.equal(answer.body.code, code, where);
 }
 
-async function auditAddresses(t: TestApp, event: string): Promise<string[]> {
-  await t.services.background.drain();
-  const rows = await t.db.query<{ client_address: string }>(
-    'SELECT client_address FROM audit_events WHERE event = $1 ORDER BY id',
-    [event],
-  );
-  return rows.map((row) => row.client_address);
-}
-
 /** How far the register limit has counted for a client key (white-box: the limiter's key layout). */
 async function registerCount(t: TestApp, clientKey: string): Promise<number> {
   return (await t.services.kv.peek(`rl:register:${clientKey}`, t.clock.now().getTime())).count;
 }
 
-function otherThan(code: string): string {
-  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+/** The client addresses the audit events of one kind recorded, oldest first. */
+async function auditAddresses(t: TestApp, event: string): Promise<Array<string | null>> {
+  return (await auditRows(t, event)).map((row) => row.client_address);
 }
 
 describe('spoofing and step skipping', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   describe('the client address without a trusted proxy', () => {
     test('forged X-Forwarded-For, X-Real-IP and Forwarded headers do not escape the register limit and are not recorded', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { auth, createHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
+import { describe, test } from 'node:test';
+import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 
 /**
  * Text that is not well-formed Unicode (a lone surrogate) or bytes that are not UTF-8 would be
@@ -47,11 +47,7 @@ async function postRaw(t: TestApp, path: string, payload: string | Buffer) {
 }
 
 describe('text that is not well-formed Unicode', () => {
-  let harness: Awaited<ReturnType<typeof createHarness>>;
-  before(async () => {
-    harness = await createHarness();
-  });
-  after(async () => harness.close());
+  const harness = useHarness();
 
   for (const endpoint of endpoints) {
     for (const field of Object.keys(endpoint.body).filter((name) => endpoint.body[name] !== undefined)) {

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { register } from '../../src/auth/registration.js';
+import { verifyIdentity } from '../../src/auth/verification.js';
+import { otherThan } from '../helpers/assertions.js';
+import { verifiedAt } from '../helpers/customers.js';
+import { domainOf } from '../helpers/domain.js';
+import { registration, useHarness } from '../helpers/harness.js';
+
+/** Registration and verification as domain calls on a real database, without the HTTP edge. */
+describe('the registration and verification flows', () => {
+  const harness = useHarness();
+
+  test('register creates an unverified customer with the normalized identity and queues a verification code', async () => {
+    const t = await harness.start();
+    const { deps, store } = domainOf(t);
+    const result = await register(deps, await store(), registration({ email: '  Ada@Example.com ' }));
+    assert.ok(result.ok, JSON.stringify(result));
+    assert.deepEqual(result.customer.identity, { type: 'email', value: 'ada@example.com', verified_at: null });
+    assert.equal(await verifiedAt(t, result.customer.id), null);
+    assert.match(await t.codeFor('ada@example.com', 'verification'), /^\d{6}$/);
+  });
+
+  test('register refuses an identity that is taken, in any case, and writes no second customer', async () => {
+    const t = await harness.start();
+    const { deps, store } = domainOf(t);
+    assert.ok((await register(deps, await store(), registration())).ok);
+    const again = await register(deps, await store(), registration({ email: 'ADA@example.com' }));
+    assert.deepEqual(again, { ok: false, reason: 'identity_unavailable' });
+    const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
+    assert.equal(row?.n, 1);
+  });
+
+  test('register names every invalid field and writes nothing', async () => {
+    const t = await harness.start();
+    const { deps, store } = domainOf(t);
+    const result = await register(
+      deps,
+      await store(),
+      registration({ name: ' ', email: 'not an email', password_confirmation: 'something else' }),
+    );
+    assert.ok(!result.ok && result.reason === 'invalid', JSON.stringify(result));
+    assert.deepEqual(Object.keys(result.errors).sort(), ['email', 'name', 'password_confirmation']);
+    assert.deepEqual(await t.deliver(), []);
+  });
+
+  test('verifyIdentity marks the customer verified with the live code only, once', async () => {
+    const t = await harness.start();
+    const { deps, store } = domainOf(t);
+    const registered = await register(deps, await store(), registration());
+    assert.ok(registered.ok);
+    const code = await t.codeFor('ada@example.com', 'verification');
+
+    assert.equal(await verifyIdentity(deps, await store(), 'ada@example.com', otherThan(code)), null);
+    assert.equal(await verifiedAt(t, registered.customer.id), null);
+    t.clock.advance(60);
+    const verified = await verifyIdentity(deps, await store(), 'ada@example.com', code);
+    assert.equal(verified?.identity.verified_at, t.clock.now().toISOString());
+    assert.equal(await verifyIdentity(deps, await store(), 'ada@example.com', code), null, 'a code is spent once');
+  });
+
+  test('verifyIdentity answers an unknown identity as it answers a wrong code', async () => {
+    const t = await harness.start();
+    const { deps, store } = domainOf(t);
+    assert.equal(await verifyIdentity(deps, await store(), 'nobody@example.com', '123456'), null);
+    assert.equal(await verifyIdentity(deps, await store(), 'not an email', '123456'), null);
+  });
+});

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loginWithCode, requestSignInCode } from '../../src/auth/code-login.js';
+import { login } from '../../src/auth/login.js';
+import { requestPasswordReset, resetPassword } from '../../src/auth/password-reset.js';
+import { register } from '../../src/auth/registration.js';
+import { updateStore } from '../../src/store/store.js';
+import { otherThan } from '../helpers/assertions.js';
+import { count, verifiedAt } from '../helpers/customers.js';
+import { domainOf, type Domain } from '../helpers/domain.js';
+import { registration, useHarness } from '../helpers/harness.js';
+
+/** Login, password reset and code login as domain calls on a real database, without the HTTP edge. */
+
+const password = registration().password;
+const newPassword = 'difference engine 1822';
+
+async function registered(domain: Domain): Promise<string> {
+  const result = await register(domain.deps, await domain.store(), registration());
+  assert.ok(result.ok, JSON.stringify(result));
+  return result.customer.id;
+}
+
+describe('the sign-in flows', () => {
+  const harness = useHarness();
+
+  test('login with the password opens a session row; a wrong password and an unknown identity open none', async () => {
+    const t = await harness.start();
+    const domain = domainOf(t);
+    const { deps, store, client } = domain;
+    const id = await registered(domain);
+
+    const wrong = await login(deps, await store(), 'ada@example.com', 'not the password', undefined, client);
+    assert.deepEqual(wrong, { ok: false, customerId: id });
+    const unknown = await login(deps, await store(), 'nobody@example.com', password, undefined, client);
+    assert.deepEqual(unknown, { ok: false, customerId: null });
+    assert.equal(await count(t, 'sessions'), 0);
+
+    const result = await login(deps, await store(), 'ADA@example.com', password, undefined, client);
+    assert.ok(result.ok);
+    assert.equal(result.customer.id, id);
+    assert.ok(result.expiresAt > t.clock.now());
+    assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), 1);
+  });
+
+  test('a password reset with the live code replaces the password, ends every session and verifies the customer', async () => {
+    const t = await harness.start();
+    const domain = domainOf(t);
+    const { deps, store, client } = domain;
+    const id = await registered(domain);
+    assert.ok((await login(deps, await store(), 'ada@example.com', password, undefined, client)).ok);
+
+    await requestPasswordReset(deps, await store(), 'ada@example.com');
+    const code = await t.codeFor('ada@example.com', 'password_reset');
+    const input = { identity: 'ada@example.com', password: newPassword, password_confirmation: newPassword };
+    assert.deepEqual(await resetPassword(deps, await store(), { ...input, code: otherThan(code) }), {
+      ok: false,
+      reason: 'invalid_challenge',
+    });
+    assert.deepEqual(await resetPassword(deps, await store(), { ...input, code }), { ok: true, customerId: id });
+
+    assert.equal(await count(t, 'sessions'), 0);
+    assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
+    assert.equal((await login(deps, await store(), 'ada@example.com', password, undefined, client)).ok, false);
+    assert.equal((await login(deps, await store(), 'ada@example.com', newPassword, undefined, client)).ok, true);
+  });
+
+  test('a reset refuses a weak new password before it spends the code', async () => {
+    const t = await harness.start();
+    const domain = domainOf(t);
+    const { deps, store } = domain;
+    await registered(domain);
+    await requestPasswordReset(deps, await store(), 'ada@example.com');
+    const code = await t.codeFor('ada@example.com', 'password_reset');
+    const weak = { identity: 'ada@example.com', code, password: 'short', password_confirmation: 'short' };
+    const refused = await resetPassword(deps, await store(), weak);
+    assert.ok(!refused.ok && refused.reason === 'invalid', JSON.stringify(refused));
+    assert.deepEqual(Object.keys(refused.errors), ['password']);
+    const strong = { ...weak, password: newPassword, password_confirmation: newPassword };
+    assert.equal((await resetPassword(deps, await store(), strong)).ok, true, 'the code is still live');
+  });
+
+  test('a sign-in code opens a session and verifies the customer, once', async () => {
+    const t = await harness.start();
+    const domain = domainOf(t);
+    const { deps, store, client } = domain;
+    assert.ok((await updateStore(t.db, t.clock, { signInWithCode: true })).ok);
+    const id = await registered(domain);
+
+    await requestSignInCode(deps, await store(), 'ada@example.com');
+    const code = await t.codeFor('ada@example.com', 'sign_in');
+    const wrong = await loginWithCode(deps, await store(), 'ada@example.com', otherThan(code), undefined, client);
+    assert.deepEqual(wrong, { ok: false, customerId: id });
+
+    const result = await loginWithCode(deps, await store(), 'ada@example.com', code, undefined, client);
+    assert.ok(result.ok);
+    assert.equal(result.customer.id, id);
+    assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
+    assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), 1);
+    const again = await loginWithCode(deps, await store(), 'ada@example.com', code, undefined, client);
+    assert.equal(again.ok, false, 'a code is spent once');
+  });
+});

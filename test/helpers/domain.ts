@@ -1,0 +1,35 @@
+import type { AuthDeps } from '../../src/auth/deps.js';
+import type { SessionClient } from '../../src/auth/sessions.js';
+import type { StoreContext } from '../../src/store/store.js';
+import type { TestApp } from './harness.js';
+
+/**
+ * The domain's flows called as plain functions, with no HTTP in between: the parts they use come
+ * from a harness's services (its database, fake clock, fast hasher and keys), and the codes they
+ * queue are read from its outbox with `t.codeFor`. The one place that knows how to build them.
+ */
+export interface Domain {
+  deps: AuthDeps;
+  /** The store as the flows see it, read afresh (after `updateStore`). */
+  store(): Promise<StoreContext>;
+  client: SessionClient;
+}
+
+export function domainOf(t: TestApp): Domain {
+  return {
+    deps: {
+      db: t.db,
+      clock: t.clock,
+      hasher: t.services.hasher,
+      keys: t.services.keys,
+      allowedCallingCodes: t.services.config.smsAllowedCallingCodes,
+      // The test delivers by draining the outbox itself.
+      messagesQueued: () => {},
+    },
+    store: () => {
+      t.services.store.invalidate();
+      return t.services.store.get();
+    },
+    client: { userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0', address: '203.0.113.9' },
+  };
+}

@@ -1,0 +1,453 @@
+import fc from 'fast-check';
+import { api, auth } from '../helpers/harness.js';
+
+/**
+ * What the fuzzer sends: every endpoint with its documented successes, the stores it runs in, and
+ * the arbitraries of bodies, headers, queries and paths (plausible values mixed with hostile ones).
+ */
+
+export type Field = 'name' | 'email' | 'phone' | 'password' | 'password_confirmation' | 'identity' | 'code';
+
+export interface Endpoint {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  success: number[];
+  fields: Field[];
+}
+
+export const endpoints: Endpoint[] = [
+  {
+    name: 'register',
+    method: 'POST',
+    path: `${auth}/register`,
+    success: [201],
+    fields: ['name', 'email', 'phone', 'password', 'password_confirmation'],
+  },
+  { name: 'verify', method: 'POST', path: `${auth}/verify`, success: [200], fields: ['identity', 'code'] },
+  {
+    name: 'resend verification',
+    method: 'POST',
+    path: `${auth}/verification/resend`,
+    success: [202],
+    fields: ['identity'],
+  },
+  { name: 'login', method: 'POST', path: `${auth}/login`, success: [200], fields: ['identity', 'password'] },
+  { name: 'forgot password', method: 'POST', path: `${auth}/password/forgot`, success: [202], fields: ['identity'] },
+  {
+    name: 'reset password',
+    method: 'POST',
+    path: `${auth}/password/reset`,
+    success: [200],
+    fields: ['identity', 'code', 'password', 'password_confirmation'],
+  },
+  { name: 'sign-in code request', method: 'POST', path: `${auth}/code/request`, success: [202], fields: ['identity'] },
+  {
+    name: 'sign-in code login',
+    method: 'POST',
+    path: `${auth}/code/login`,
+    success: [200],
+    fields: ['identity', 'code'],
+  },
+  { name: 'logout', method: 'POST', path: `${auth}/logout`, success: [200], fields: [] },
+  { name: 'who am I', method: 'GET', path: `${auth}/session`, success: [200], fields: [] },
+  { name: 'csrf cookie', method: 'GET', path: `${api}/csrf-cookie`, success: [204], fields: [] },
+  { name: 'sanctum csrf cookie', method: 'GET', path: '/sanctum/csrf-cookie', success: [204], fields: [] },
+  { name: 'platform info', method: 'GET', path: `${api}/platform`, success: [200], fields: [] },
+  { name: 'liveness', method: 'GET', path: `${api}/health/live`, success: [200], fields: [] },
+  { name: 'readiness', method: 'GET', path: `${api}/health/ready`, success: [200], fields: [] },
+];
+
+export interface StoreSetup {
+  label: string;
+  env: Record<string, string>;
+  identity: string;
+}
+
+export const stores: StoreSetup[] = [
+  { label: 'email store', env: {}, identity: 'ada@example.com' },
+  {
+    label: 'phone store requiring verification behind a trusted proxy',
+    env: { STORE_IDENTITY_MODE: 'phone', STORE_VERIFICATION_REQUIRED: 'true', TRUST_PROXY: 'true' },
+    identity: '+14155550123',
+  },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Arbitraries
+
+export const chars = (min: number, max: number) => fc.integer({ min, max }).map((c) => String.fromCharCode(c));
+export const printable = fc.string({ unit: chars(0x20, 0x7e), maxLength: 120 });
+export const controlCharacters = fc.string({
+  unit: fc.oneof(chars(0x00, 0x1f), chars(0x7f, 0x9f)),
+  minLength: 1,
+  maxLength: 40,
+});
+export const loneSurrogates = fc
+  .array(fc.constantFrom('\ud800', '\udbff', '\udc00', '\udfff', '\ud83d', 'a', '1', '@', '\u0000', '+'), {
+    minLength: 1,
+    maxLength: 40,
+  })
+  .map((parts) => parts.join(''));
+export const huge = fc
+  .tuple(fc.integer({ min: 256, max: 20_000 }), fc.constantFrom('a', '1', 'é', '\u0000', '😀', ' ', 'a1', '\ud800'))
+  .map(([n, unit]) => unit.repeat(Math.ceil(n / unit.length)));
+export const nasty = fc.constantFrom(
+  '',
+  ' ',
+  '\u0000',
+  '\u202e',
+  '\ufeff',
+  '\u2028',
+  "' OR 1=1 --",
+  '"; DROP TABLE customers; --',
+  '${jndi:ldap://x}',
+  '<script>alert(1)</script>',
+  '../../etc/passwd',
+  '%00',
+  '__proto__',
+  'constructor',
+  'null',
+  'true',
+  '0',
+  '-1',
+  '1e309',
+  'NaN',
+);
+export const hostileString = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: 'grapheme' }),
+  controlCharacters,
+  loneSurrogates,
+  huge,
+  nasty,
+);
+export const anyJson: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 4, arbitrary: hostileString },
+  { weight: 1, arbitrary: fc.integer() },
+  { weight: 1, arbitrary: fc.double() },
+  { weight: 1, arbitrary: fc.boolean() },
+  { weight: 1, arbitrary: fc.constant(null) },
+  { weight: 1, arbitrary: fc.array(fc.jsonValue({ maxDepth: 3 }), { maxLength: 5 }) },
+  { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }) },
+);
+
+export const sixDigits = fc.integer({ min: 0, max: 999_999 }).map((n) => String(n).padStart(6, '0'));
+export const phones = fc.oneof(
+  fc.constantFrom(
+    '+14155550123',
+    '+1 (415) 555-0199',
+    '+442079460000',
+    '+999',
+    '+1 123 456 7890',
+    '+',
+    '+0',
+    '14155550123',
+  ),
+  fc.string({ unit: chars(0x30, 0x39), minLength: 1, maxLength: 20 }).map((digits) => `+${digits}`),
+  fc.integer({ min: 0, max: 999 }).map((n) => `+44 20 7946 0${String(n).padStart(3, '0')}`),
+);
+export const emails = fc.oneof(
+  fc.emailAddress(),
+  fc.constantFrom('ADA@Example.com ', 'nobody@example.com', 'a@b', '@', 'a@-b.com', `${'a'.repeat(250)}@x.io`),
+);
+
+export interface Pool {
+  identityField: 'email' | 'phone';
+  identity: string;
+  password: string;
+  codes: string[];
+}
+
+export function plausible(field: Field, pool: Pool): fc.Arbitrary<unknown> {
+  switch (field) {
+    case 'name':
+      return fc.oneof(fc.constant('Ada Lovelace'), fc.string({ unit: 'grapheme', maxLength: 130 }));
+    case 'email':
+      return fc.oneof(fc.constant(pool.identity), emails, emails);
+    case 'phone':
+      return fc.oneof(fc.constant(pool.identity), phones);
+    case 'identity':
+      return fc.oneof(fc.constant(pool.identity), emails, phones);
+    case 'password':
+    case 'password_confirmation':
+      return fc.oneof(
+        fc.constantFrom(pool.password, 'analytical engine 1844', 'password1', 'short1', 'nodigitshere'),
+        fc.string({ unit: 'grapheme', minLength: 6, maxLength: 40 }).map((s) => `${s}a1`),
+      );
+    case 'code':
+      return fc.oneof(fc.constantFrom(...pool.codes), sixDigits);
+  }
+}
+
+export function fieldValue(field: Field, pool: Pool): fc.Arbitrary<unknown> {
+  return fc.oneof({ weight: 3, arbitrary: plausible(field, pool) }, { weight: 2, arbitrary: anyJson });
+}
+
+/**
+ * Half the bodies carry every field the store expects with a plausible value (one of them now
+ * and then replaced by anything at all), so they get past validation into the domain; the other
+ * half are any subset of the fields with any values, plus unknown keys.
+ */
+export function objectBody(fields: Field[], pool: Pool): fc.Arbitrary<Record<string, unknown>> {
+  const unusedIdentity: Field = pool.identityField === 'email' ? 'phone' : 'email';
+  const expected = fields.filter((field) => field !== unusedIdentity);
+  const nearValid = fc
+    .tuple(
+      fc.record(
+        Object.fromEntries(expected.map((field) => [field, plausible(field, pool)])) as Record<
+          string,
+          fc.Arbitrary<unknown>
+        >,
+      ),
+      fc.oneof(
+        { weight: 2, arbitrary: fc.constant(undefined) },
+        {
+          weight: 1,
+          arbitrary: fc.tuple(fc.constantFrom(...(expected.length > 0 ? expected : ['identity' as Field])), anyJson),
+        },
+      ),
+      fc.boolean(),
+    )
+    .map(([body, mutation, confirm]) => {
+      const result: Record<string, unknown> = { ...body };
+      if (confirm && 'password' in result) result['password_confirmation'] = result['password'];
+      if (mutation !== undefined) result[mutation[0]] = mutation[1];
+      return result;
+    });
+  const model = Object.fromEntries(fields.map((field) => [field, fieldValue(field, pool)])) as Record<
+    string,
+    fc.Arbitrary<unknown>
+  >;
+  const anyShape = fc
+    .tuple(
+      fc.record(model, { requiredKeys: [] }),
+      fc.dictionary(fc.string({ maxLength: 12 }), anyJson, { maxKeys: 3 }),
+      fc.boolean(),
+    )
+    .map(([known, extra, confirm]) => {
+      const body: Record<string, unknown> = { ...extra, ...known };
+      if (confirm && 'password' in body) body['password_confirmation'] = body['password'];
+      return body;
+    });
+  return fc.oneof(nearValid, anyShape);
+}
+
+/** Raw JSON text that JSON.stringify would never produce. */
+export function rawBodies(fields: Field[], pool: Pool): fc.Arbitrary<string | Buffer> {
+  const key = fields.length > 0 ? fc.constantFrom(...fields) : fc.constantFrom('identity', 'password');
+  const value = (field: Field) => plausible(field, pool).map((v) => JSON.stringify(v));
+  const duplicateKeys = fc
+    .tuple(key, fc.array(fc.tuple(key, fc.boolean()), { minLength: 1, maxLength: 4 }))
+    .chain(([first, rest]) =>
+      fc.tuple(
+        ...[first, ...rest.map(([k]) => k)].map((k) => value(k as Field).map((v) => `${JSON.stringify(k)}:${v}`)),
+      ),
+    )
+    .map((pairs) => `{${[...pairs, ...pairs.slice().reverse()].join(',')}}`);
+  const deepNesting = fc
+    .tuple(fc.integer({ min: 1, max: 6_000 }), fc.constantFrom('[', '{"a":'), key)
+    .map(([depth, open, k]) => {
+      const close = open === '[' ? ']' : '}';
+      return `{${JSON.stringify(k)}:${open.repeat(depth)}1${close.repeat(depth)}}`;
+    });
+  const escapedSurrogates = fc
+    .tuple(key, fc.constantFrom('\\ud800', '\\udfff', '\\ud800\\ud800', '\\udc00\\ud800', '\\u0000', 'a\\ud83d'))
+    .map(([k, escape]) => `{${JSON.stringify(k)}:"${escape}@example.com","password":"x${escape}1"}`);
+  const invalidUtf8 = fc
+    .uint8Array({ minLength: 1, maxLength: 64 })
+    .map((bytes) =>
+      Buffer.concat([Buffer.from('{"identity":"'), Buffer.from([0xff, 0xfe, ...bytes, 0xc0]), Buffer.from('"}')]),
+    );
+  const truncated = objectBody(fields, pool)
+    .map((body) => JSON.stringify(body))
+    .chain((text) => fc.integer({ min: 0, max: Math.max(0, text.length - 1) }).map((cut) => text.slice(0, cut)));
+  const oversized = objectBody(fields, pool).chain((body) =>
+    fc
+      .integer({ min: 16 * 1024 + 1, max: 24 * 1024 })
+      .map((size) => JSON.stringify({ ...body, padding: 'p'.repeat(size) })),
+  );
+  const notAnObject = fc.oneof(
+    hostileString,
+    anyJson.map((v) => JSON.stringify(v) ?? 'undefined'),
+  );
+  const prototypeKeys = fc
+    .constantFrom(
+      '{"__proto__":{"x":1}}',
+      '{"constructor":{"prototype":{"x":1}}}',
+      '{"identity":"a@b.co","__proto__":null}',
+    )
+    .map((text) => text);
+  return fc.oneof(
+    duplicateKeys,
+    deepNesting,
+    escapedSurrogates,
+    invalidUtf8,
+    truncated,
+    oversized,
+    notAnObject,
+    prototypeKeys,
+  );
+}
+
+export function payloads(fields: Field[], pool: Pool): fc.Arbitrary<string | Buffer | undefined> {
+  return fc.oneof(
+    { weight: 6, arbitrary: objectBody(fields, pool).map((body) => JSON.stringify(body)) },
+    { weight: 4, arbitrary: rawBodies(fields, pool) },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+  );
+}
+
+export const contentTypes = fc.oneof(
+  { weight: 24, arbitrary: fc.constant('application/json') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      'application/json; charset=utf-8',
+      'Application/JSON',
+      'application/json; charset=utf-16',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/problem+json',
+      'application/jsonx',
+      'text/json',
+      '*/*',
+      ';',
+    ),
+  },
+  { weight: 1, arbitrary: printable },
+  { weight: 1, arbitrary: fc.constant(undefined) },
+);
+
+export interface SessionPool {
+  session: string;
+  xsrf: string;
+}
+
+export function headerArbitrary(sessions: SessionPool): fc.Arbitrary<Record<string, string>> {
+  const cookie = fc.oneof(
+    printable,
+    printable.map((v) => `storefront_session=${v}`),
+    fc.constant(`storefront_session=${sessions.session}`),
+    fc.constant(`XSRF-TOKEN=${sessions.xsrf}; storefront_session=${sessions.session}`),
+    printable.map((v) => `storefront_session=${sessions.session}; storefront_session=${v}`),
+    fc.constantFrom('storefront_session=%E0%A4%A', 'storefront_session="unterminated', '=; =; =', 'storefront_session'),
+  );
+  const random = fc.dictionary(
+    fc.constantFrom(
+      'x-request-id',
+      'accept',
+      'x-forwarded-for',
+      'user-agent',
+      'accept-language',
+      'authorization',
+      'forwarded',
+      'x-real-ip',
+      'referer',
+      'x-xsrf-token',
+      'x-fuzz',
+    ),
+    printable,
+    { maxKeys: 4 },
+  );
+  // Mostly without Origin and Sec-Fetch-Site, so the requests reach the handlers.
+  const browser = fc.oneof(
+    { weight: 9, arbitrary: fc.constant({}) },
+    {
+      weight: 1,
+      arbitrary: fc.record(
+        {
+          origin: fc.oneof(
+            fc.constantFrom('null', 'https://evil.example', 'http://localhost:80', 'http://localhost'),
+            printable,
+          ),
+          'sec-fetch-site': fc.oneof(fc.constantFrom('cross-site', 'same-site', 'same-origin', 'none'), printable),
+          'x-xsrf-token': fc.oneof(fc.constant(sessions.xsrf), printable),
+        },
+        { requiredKeys: [] },
+      ),
+    },
+  );
+  return fc
+    .tuple(random, fc.option(cookie, { nil: undefined }), browser)
+    .map(([headers, cookieValue, browserHeaders]) => ({
+      ...headers,
+      ...(cookieValue === undefined ? {} : { cookie: cookieValue }),
+      ...(browserHeaders as Record<string, string>),
+    }));
+}
+
+/** A query string on one case in four. */
+export const queries = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(undefined) },
+  {
+    weight: 1,
+    arbitrary: fc.oneof(
+      printable.map((q) => encodeURI(q)),
+      fc.constantFrom('%', '%zz', '%E0%A4%A', 'a=1&a=2', '__proto__[x]=1'),
+    ),
+  },
+);
+
+export interface FuzzCase {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  payload: string | Buffer | undefined;
+}
+
+export function caseArbitrary(endpoint: Endpoint, pool: Pool, sessions: SessionPool): fc.Arbitrary<FuzzCase> {
+  // GET endpoints get a body now and then too: it must not matter.
+  const body =
+    endpoint.method === 'POST'
+      ? payloads(endpoint.fields, pool)
+      : fc.oneof(
+          { weight: 9, arbitrary: fc.constant(undefined) },
+          { weight: 1, arbitrary: payloads(endpoint.fields, pool) },
+        );
+  return fc.tuple(body, contentTypes, headerArbitrary(sessions), queries).map(([payload, type, headers, query]) => ({
+    method: endpoint.method,
+    url: query === undefined ? endpoint.path : `${endpoint.path}?${query}`,
+    headers: { ...headers, ...(type === undefined || payload === undefined ? {} : { 'content-type': type }) },
+    payload,
+  }));
+}
+
+export const unknownRoutes = fc
+  .tuple(
+    fc.oneof(
+      { weight: 5, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH') },
+      { weight: 1, arbitrary: fc.constantFrom('HEAD', 'OPTIONS') },
+    ),
+    fc.oneof(
+      { weight: 3, arbitrary: fc.webSegment().map((segment) => `${api}/${segment}`) },
+      { weight: 3, arbitrary: fc.webSegment().map((segment) => `${auth}/${segment}`) },
+      {
+        weight: 2,
+        arbitrary: fc.constantFrom(
+          ...endpoints.map((endpoint) => endpoint.path),
+          `${api}/customer/auth/login/`,
+          `${api}//platform`,
+          `${api}/customer/auth/../auth/login`,
+          '/API/V1/PLATFORM',
+          '/api/v2/platform',
+          '/%2e%2e/etc/passwd',
+          '/sanctum/csrf-cookie/x',
+        ),
+      },
+      // Percent-encodings that do not decode.
+      { weight: 1, arbitrary: fc.constantFrom(`${api}/%zz`, `${auth}/%E0%A4%A`, `${auth}/login%`, `${api}/%C0%AF`) },
+    ),
+  )
+  .map(([method, url]) => ({ method, url }));
+
+/** What a method and path may answer with besides problem documents: a route's success, or a CORS preflight's 204. */
+export function successFor(method: string, url: string): number[] {
+  if (method === 'OPTIONS') return [204];
+  const endpoint = endpoints.find(
+    (e) => e.path === url && (e.method === method || (method === 'HEAD' && e.method === 'GET')),
+  );
+  return endpoint?.success ?? [];
+}
