@@ -4,8 +4,10 @@ import {
   type PublicKeyCredentialCreationOptionsJSON,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
+import { enqueueMessage } from '../delivery/outbox.js';
+import type { StoreContext } from '../store/store.js';
 import type { CustomerRow } from './customers.js';
-import type { AuthDeps } from './deps.js';
+import { channelFor, type AuthDeps } from './deps.js';
 import { deviceFamily } from './device-family.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { insertPasskey, listCredentialDescriptors, type PasskeyView } from './passkeys.js';
@@ -46,18 +48,24 @@ export type PasskeyRegistrationResult = { ok: true; passkey: PasskeyView } | { o
  * whatever the outcome) and stores the passkey. Refused when the challenge is missing, expired,
  * used or another customer's, when the origin or RP ID is not this relying party's, when the
  * attestation does not verify, or when the credential is already registered.
+ *
+ * A passkey signs in without the password and outlives a password reset, so whoever holds a stolen
+ * session could keep a way in by adding one. The identity is told at once (`passkey_added`, queued
+ * in the passkey's own transaction), as it is told of a password change, so the customer can
+ * remove it from the account area and reset the password.
  */
 export async function finishPasskeyRegistration(
-  deps: Pick<AuthDeps, 'db' | 'clock'>,
+  deps: Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>,
   rp: RelyingParty,
-  customerId: string,
+  store: Pick<StoreContext, 'name' | 'identityMode'>,
+  customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
   handle: string | undefined,
   response: RegistrationResponseJSON,
   name: string | undefined,
   userAgent: string | undefined,
 ): Promise<PasskeyRegistrationResult> {
   const challenge = handle === undefined ? null : await takePasskeyChallenge(deps.db, deps.clock, 'register', handle);
-  if (challenge === null || challenge.customerId !== customerId) return { ok: false };
+  if (challenge === null || challenge.customerId !== customer.id) return { ok: false };
   let verification;
   try {
     verification = await verifyRegistrationResponse({
@@ -75,14 +83,29 @@ export async function finishPasskeyRegistration(
   }
   if (!verification.verified) return { ok: false };
   const { credential } = verification.registrationInfo;
-  const passkey = await insertPasskey(deps.db, deps.clock, {
-    customerId,
-    credentialId: credential.id,
-    publicKey: credential.publicKey,
-    counter: credential.counter,
-    transports: credential.transports ?? [],
-    // Unnamed, a passkey is called after the device that made it, as sessions are described.
-    name: name ?? deviceFamily(userAgent),
+  const passkey = await deps.db.transaction(async (tx) => {
+    const added = await insertPasskey(tx, deps.clock, {
+      customerId: customer.id,
+      credentialId: credential.id,
+      publicKey: credential.publicKey,
+      counter: credential.counter,
+      transports: credential.transports ?? [],
+      // Unnamed, a passkey is called after the device that made it, as sessions are described.
+      name: name ?? deviceFamily(userAgent),
+    });
+    if (added === null) return null;
+    await enqueueMessage(tx, deps, {
+      channel: channelFor(store.identityMode),
+      purpose: 'passkey_added',
+      to: customer.identity_value,
+      customerId: customer.id,
+      storeName: store.name,
+      customerName: customer.name,
+      passkeyName: added.name,
+    });
+    return added;
   });
-  return passkey === null ? { ok: false } : { ok: true, passkey };
+  if (passkey === null) return { ok: false };
+  deps.messagesQueued();
+  return { ok: true, passkey };
 }

@@ -8,7 +8,8 @@ export type MessagePurpose =
   | 'new_sign_in'
   | 'identity_change'
   | 'identity_taken'
-  | 'identity_changed';
+  | 'identity_changed'
+  | 'passkey_added';
 
 export interface MessageContent {
   subject: string;

@@ -30,6 +30,8 @@ export interface NewMessage {
   signIn?: SignInDetails;
   /** For `identity_changed`: the new identity, masked (maskIdentity). */
   maskedIdentity?: string;
+  /** For `passkey_added`: the passkey's name. */
+  passkeyName?: string;
   challengeId?: string;
 }
 

@@ -13,6 +13,8 @@ export interface TemplateInput {
   maskedIdentity?: string;
   /** For `new_sign_in`: when, the device's family in a few words and the masked address. */
   signIn?: SignInDetails;
+  /** For `passkey_added`: the passkey's name, as the account area lists it. */
+  passkeyName?: string;
 }
 
 export interface SignInDetails {
@@ -102,6 +104,13 @@ export function renderMessage(input: TemplateInput): MessageContent {
       lines = [
         `Someone asked to move a ${storeName} account to this ${identity}, but it already has an account, so nothing changed.`,
         `If this was you, sign in with this ${identity} instead; otherwise ignore this message.`,
+      ];
+      break;
+    case 'passkey_added':
+      subject = `A passkey was added to your ${storeName} account`;
+      lines = [
+        `A passkey named "${input.passkeyName ?? 'passkey'}" was just added to your ${storeName} account; it signs in without your password.`,
+        'If this was not you, remove it in your account area and reset your password right away.',
       ];
       break;
     case 'identity_changed':

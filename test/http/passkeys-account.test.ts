@@ -81,6 +81,29 @@ describe('passkeys in the account', () => {
     }
   });
 
+  test('adding a passkey tells the identity at once, naming the passkey, with no link', async () => {
+    const t = await harness.start();
+    await allowPasskeys(t);
+    const ada = await signedInCustomer(t);
+    await t.deliver();
+    const added = await addPasskey(t, ada.session, new SoftAuthenticator(), {}, 'Work laptop');
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    const notices = (await t.deliver()).filter((m) => m.purpose === 'passkey_added');
+    assert.equal(notices.length, 1, 'one notice');
+    const [notice] = notices;
+    assert.equal(notice!.to, ada.identity);
+    assert.match(notice!.content.text, /"Work laptop" was just added/);
+    assert.match(notice!.content.text, /remove it in your account area and reset your password/);
+    assert.doesNotMatch(notice!.content.text + notice!.content.html, /https?:\/\//);
+    const refused = await addPasskey(t, ada.session, new SoftAuthenticator(), { origin: 'https://evil.example' });
+    assert.equal(refused.status, 422, 'a wrong origin is refused');
+    assert.equal(
+      (await t.deliver()).filter((m) => m.purpose === 'passkey_added').length,
+      0,
+      'a refused passkey is not announced',
+    );
+  });
+
   test("a removed passkey no longer signs in; an id not among the caller's passkeys is 404", async () => {
     const t = await harness.start();
     const ada = await customerWithPasskey(t);

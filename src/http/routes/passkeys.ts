@@ -75,7 +75,8 @@ export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
         const result = await finishPasskeyRegistration(
           deps,
           relyingParty(services, request),
-          customer.id,
+          request.store,
+          customer,
           passkeyHandle(request, cookieKeys),
           request.body.credential as unknown as RegistrationResponseJSON,
           name,
