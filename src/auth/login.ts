@@ -1,5 +1,11 @@
 import type { StoreContext } from '../store/store.js';
-import { findCustomerByIdentity, toCustomer, type Customer, type CustomerRow } from './customers.js';
+import {
+  findCustomerByIdentity,
+  toCustomer,
+  upgradePasswordHash,
+  type Customer,
+  type CustomerRow,
+} from './customers.js';
 import type { AuthDeps } from './deps.js';
 import { normalizeIdentity } from './identity.js';
 import { createSession, deleteSession, type NewSession, type SessionClient } from './sessions.js';
@@ -44,11 +50,7 @@ export async function login(
   if (deps.hasher.needsRehash(customer.password_hash)) {
     // The same password under new parameters: the credential version stays, and so do sessions.
     const upgraded = await deps.hasher.hash(password);
-    await deps.db.query('UPDATE customers SET password_hash = $2 WHERE id = $1 AND password_hash = $3', [
-      customer.id,
-      upgraded,
-      customer.password_hash,
-    ]);
+    await upgradePasswordHash(deps.db, customer.id, customer.password_hash, upgraded);
   }
   // A session the request already carried is replaced, never reused (session fixation); without
   // one, the new session is a single INSERT and needs no transaction.

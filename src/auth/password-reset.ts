@@ -2,7 +2,7 @@ import { sendCodeIfWanted } from './send-code.js';
 import type { StoreContext } from '../store/store.js';
 import { enqueueMessage } from '../delivery/outbox.js';
 import { consumeChallenge } from './codes.js';
-import { findCustomerByIdentity } from './customers.js';
+import { findCustomerByIdentity, replacePassword } from './customers.js';
 import { channelFor, type AuthDeps, type FieldErrors } from './deps.js';
 import { normalizeIdentity } from './identity.js';
 import { validateNewPassword } from './registration.js';
@@ -59,13 +59,7 @@ export async function resetPassword(
     // Proving control of the identity is what verification asks for, so it counts as verified.
     // The new credential version stops logins that checked the old password from opening a
     // session (see createSession); the row lock taken above makes them wait for this commit.
-    await tx.query(
-      `UPDATE customers
-          SET password_hash = $2, credential_version = credential_version + 1,
-              verified_at = COALESCE(verified_at, $3), updated_at = $3
-        WHERE id = $1`,
-      [customer.id, passwordHash, now],
-    );
+    await replacePassword(tx, customer.id, passwordHash, now, { markVerified: true });
     await deleteCustomerSessions(tx, customer.id);
     await enqueueMessage(tx, deps, {
       channel: channelFor(store.identityMode),

@@ -1,7 +1,7 @@
 import { sendCodeIfWanted } from './send-code.js';
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
-import { customerColumns, findCustomerByIdentity, toCustomer, type Customer, type CustomerRow } from './customers.js';
+import { findCustomerByIdentity, markVerified, toCustomer, type Customer } from './customers.js';
 import type { AuthDeps } from './deps.js';
 import { normalizeIdentity } from './identity.js';
 
@@ -17,11 +17,7 @@ export async function verifyIdentity(
     const customer = value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value);
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'verification', code);
     if (!accepted || customer === null) return null;
-    const [row] = await tx.query<CustomerRow>(
-      `UPDATE customers SET verified_at = COALESCE(verified_at, $2), updated_at = $2 WHERE id = $1 RETURNING ${customerColumns}`,
-      [customer.id, deps.clock.now()],
-    );
-    return toCustomer(row!);
+    return toCustomer(await markVerified(tx, customer.id, deps.clock.now()));
   });
 }
 
