@@ -30,6 +30,7 @@ import { registerOpenApi } from './http/openapi.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
+import { edgeOf } from './http/edge.js';
 import { signInPage } from './web/page.js';
 import { DatabaseUnavailableError } from './storage/database.js';
 import type { StoreContext } from './store/store.js';
@@ -107,7 +108,8 @@ function handleError(error: FastifyError | Error, request: FastifyRequest, reply
   return sendProblem(request, reply, 'internal_error');
 }
 
-export async function buildApp(services: Services): Promise<FastifyInstance> {
+export async function buildApp(built: Services): Promise<FastifyInstance> {
+  const services = edgeOf(built);
   const { config } = services;
   const app = Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: services.logger,

@@ -3,7 +3,7 @@ import type { AuditEvent } from '../audit.js';
 import type { RelyingParty } from '../auth/relying-party.js';
 import { isOnRpId } from '../config.js';
 import { acceptedKeys } from '../keys.js';
-import type { Services } from '../services.js';
+import type { Edge } from './edge.js';
 import { ownOrigin } from './csrf.js';
 import { setPasskeyCookie } from './passkey-cookie.js';
 import { ProblemError } from './problems.js';
@@ -13,7 +13,7 @@ import { limits } from './rate-limit.js';
  * The relying party of this request: configured RP ID and origins, the store's name, and, when
  * WEBAUTHN_ORIGINS is not set, the origin the request was addressed to if its host is on the RP ID.
  */
-export function relyingParty(services: Pick<Services, 'config'>, request: FastifyRequest): RelyingParty {
+export function relyingParty(services: Pick<Edge, 'config'>, request: FastifyRequest): RelyingParty {
   const { rpId, origins, includeOwnOrigin } = services.config.webauthn;
   const own = includeOwnOrigin ? ownOrigin(request) : undefined;
   const ownUsable = own !== undefined && isOnRpId(new URL(own).hostname, rpId) && !origins.includes(own);
@@ -25,7 +25,7 @@ export function describePasskeyRoute(operationId: string, summary: string, descr
 }
 
 /** What both passkey route modules share: the store setting, the audit, the options calls. */
-export function passkeyRouteSupport(services: Services) {
+export function passkeyRouteSupport(services: Edge) {
   const { keys, limiter } = services;
   const secure = services.config.cookieSecure;
 

@@ -2,11 +2,11 @@ import type { FastifyRequest } from 'fastify';
 import type { CustomerRow } from '../auth/customers.js';
 import type { AuthDeps } from '../auth/deps.js';
 import { findSessionCustomer } from '../auth/sessions.js';
-import type { Services } from '../services.js';
+import type { Edge } from './edge.js';
 import { ProblemError } from './problems.js';
 
 /** What the domain's flows need from the running services; the same for every route module. */
-export function authDeps(services: Services): AuthDeps {
+export function authDeps(services: Edge): AuthDeps {
   return {
     db: services.db,
     clock: services.clock,
@@ -22,7 +22,7 @@ export function authDeps(services: Services): AuthDeps {
  * else of the request is looked at: the first step of every call of the account area.
  */
 export async function signedIn(
-  services: Pick<Services, 'db' | 'clock' | 'config'>,
+  services: Pick<Edge, 'db' | 'clock' | 'config'>,
   request: FastifyRequest,
 ): Promise<{ sessionId: string; customer: CustomerRow }> {
   const sessionId = request.cookies[services.config.sessionCookieName];

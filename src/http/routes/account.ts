@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { changeName, changePassword, changePasswordErrors } from '../../auth/account.js';
 import { validateName } from '../../auth/registration.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
@@ -20,7 +20,7 @@ function describe(operationId: string, summary: string, description: string) {
 const config = { customer: true };
 
 /** The signed-in customer's own account: password and name. */
-export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 

@@ -9,7 +9,7 @@ import { register, registrationErrors } from '../../auth/registration.js';
 import { toCustomer } from '../../auth/customers.js';
 import { deleteSession, findSessionCustomer } from '../../auth/sessions.js';
 import { resendVerification, verifyIdentity } from '../../auth/verification.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
@@ -66,7 +66,7 @@ export function refuseInvalidBody(
   });
 }
 
-export function authRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function authRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys } = services;
   const { metrics, limiter } = services;
   const deps = authDeps(services);

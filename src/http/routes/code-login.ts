@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { loginWithCode, requestSignInCode } from '../../auth/code-login.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
@@ -15,7 +15,7 @@ import { authDeps } from '../route-support.js';
  * (`auth.sign_in_with_code`). With the setting off both paths answer 404 not_found, before the
  * body is looked at, as if they did not exist.
  */
-export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { deleteAccountWithPassword, exportAccount } from '../../auth/erasure.js';
 import { wrongCurrentPassword } from '../../auth/account.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
@@ -26,7 +26,7 @@ function describe(operationId: string, summary: string, description: string) {
 const config = { customer: true };
 
 /** The signed-in customer's own data: export it, or delete the account. */
-export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics } = services;
   const sessionCookie = settings.sessionCookieName;
   const deps = {

@@ -7,7 +7,7 @@ import {
   identityChangeErrors,
   requestIdentityChange,
 } from '../../auth/identity-change.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, bodyProblemResponses, Customer, IdentityChangeBody, IdentityConfirmBody } from '../schemas.js';
@@ -23,7 +23,7 @@ function describe(operationId: string, summary: string, description: string) {
 const config = { customer: true };
 
 /** The signed-in customer moving their account to another email address or phone number. */
-export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { metrics, limiter } = services;
   const deps = authDeps(services);
 

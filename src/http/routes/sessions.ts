@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { listCustomerSessions, revokeCustomerSession, revokeCustomerSessions } from '../../auth/sessions.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
@@ -17,7 +17,7 @@ function describe(operationId: string, summary: string, description: string) {
 const config = { customer: true };
 
 /** The account area: the signed-in customer's own sessions. */
-export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics, db, clock } = services;
   const sessionCookie = settings.sessionCookieName;
 
