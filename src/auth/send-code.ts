@@ -23,7 +23,7 @@ export async function sendCode(
     customerId: customer.id,
     storeName: store.name,
     customerName: customer.name,
-    code: challenge.code,
+    code: { value: challenge.code, expiresAt: challenge.expiresAt },
     challengeId: challenge.challengeId,
   });
 }

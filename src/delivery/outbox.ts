@@ -25,7 +25,8 @@ export interface NewMessage {
   customerId: string | null;
   storeName: string;
   customerName: string;
-  code?: string;
+  /** A code and when it expires, which the message states as its lifetime. */
+  code?: { value: string; expiresAt: Date };
   signedOut?: 'every_device' | 'other_devices';
   signIn?: SignInDetails;
   /** For `identity_changed`: the new identity, masked (maskIdentity). */
@@ -36,7 +37,15 @@ export interface NewMessage {
 /** Writes a message in the caller's transaction, so it exists exactly when its code does. */
 export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: NewMessage): Promise<string> {
   const now = deps.clock.now();
-  const content = renderMessage(message);
+  const { code, ...rest } = message;
+  const content = renderMessage({
+    ...rest,
+    ...(code === undefined
+      ? {}
+      : {
+          code: { value: code.value, lifetimeMinutes: Math.round((code.expiresAt.getTime() - now.getTime()) / 60_000) },
+        }),
+  });
   const [row] = await tx.query<{ id: string }>(
     `INSERT INTO outbox (channel, purpose, recipient, customer_id, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) RETURNING id::text AS id`,
