@@ -4,7 +4,7 @@ import { findCustomerByIdentity, markVerified } from './customers.js';
 import type { AuthDeps } from './deps.js';
 import { normalizeIdentity } from './identity.js';
 import { completeSignIn, type LoginResult } from './login.js';
-import { sendCodeIfWanted } from './send-code.js';
+import { queueCodeIfWanted } from './queue-code.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
 /**
@@ -14,7 +14,7 @@ import { createSession, deleteSession, type SessionClient } from './sessions.js'
 export async function requestSignInCode(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
   const value = normalizeIdentity(store.identityMode, identity);
   if (value === null) return;
-  await sendCodeIfWanted(deps, store, value, 'sign_in', () => true);
+  await queueCodeIfWanted(deps, store, value, 'sign_in', () => true);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { sendCodeIfWanted } from './send-code.js';
+import { queueCodeIfWanted } from './queue-code.js';
 import type { StoreContext } from '../store/store.js';
 import { enqueueMessage } from '../delivery/outbox.js';
 import { consumeChallenge } from './codes.js';
@@ -12,7 +12,7 @@ import { deleteCustomerSessions } from './sessions.js';
 export async function requestPasswordReset(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
   const value = normalizeIdentity(store.identityMode, identity);
   if (value === null) return;
-  await sendCodeIfWanted(deps, store, value, 'password_reset', () => true);
+  await queueCodeIfWanted(deps, store, value, 'password_reset', () => true);
 }
 
 export interface ResetPasswordInput {

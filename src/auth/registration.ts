@@ -1,4 +1,4 @@
-import { sendCode } from './send-code.js';
+import { queueCode } from './queue-code.js';
 import { randomUUID } from 'node:crypto';
 import type { StoreContext } from '../store/store.js';
 import { identityTaken, insertCustomer, toCustomer, type Customer } from './customers.js';
@@ -107,7 +107,7 @@ export async function register(deps: AuthDeps, store: StoreContext, input: Regis
     const now = deps.clock.now();
     const row = await insertCustomer(tx, { id: randomUUID(), name, type, value: identity, passwordHash, now });
     if (row === null) return { ok: false, reason: 'identity_unavailable' };
-    await sendCode(tx, deps, store, row, 'verification');
+    await queueCode(tx, deps, store, row, 'verification');
     return { ok: true, customer: toCustomer(row) };
   });
   if (result.ok) deps.messagesQueued();

@@ -1,4 +1,4 @@
-import { sendCodeIfWanted } from './send-code.js';
+import { queueCodeIfWanted } from './queue-code.js';
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, markVerified, toCustomer, type Customer } from './customers.js';
@@ -28,5 +28,5 @@ export async function verifyIdentity(
 export async function resendVerification(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
   const value = normalizeIdentity(store.identityMode, identity);
   if (value === null) return;
-  await sendCodeIfWanted(deps, store, value, 'verification', (customer) => customer.verified_at === null);
+  await queueCodeIfWanted(deps, store, value, 'verification', (customer) => customer.verified_at === null);
 }
