@@ -7,6 +7,13 @@ import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-
 import { sslModeOf } from './storage/postgres-tls.js';
 import { isRedisClusterUrl, parseRedisClusterUrl, RedisAddressError } from './storage/redis-address.js';
 
+/** The delivery settings' defaults, which the dispatcher also starts from when built directly. */
+export const deliveryDefaults: { retryBaseSeconds: number; windowSeconds: number; budgetPerHour: number } = {
+  retryBaseSeconds: 5,
+  windowSeconds: 60 * 60,
+  budgetPerHour: 1000,
+};
+
 export type IdentityMode = 'email' | 'phone';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -45,7 +52,7 @@ export interface Config {
   smsWebhookSecret: string | undefined;
   /** Calling codes (without '+') a phone store accepts at registration; empty means all. */
   smsAllowedCallingCodes: string[];
-  delivery: { retryBaseSeconds: number; windowSeconds: number; budgetPerHour: number };
+  delivery: typeof deliveryDefaults;
   retention: RetentionSettings;
   /** Seconds between the janitor's passes; 0: no janitor in this instance. */
   janitorIntervalSeconds: number;
@@ -520,9 +527,14 @@ export function loadConfig(env: Env = process.env): Config {
     smsWebhookSecret,
     smsAllowedCallingCodes: readCallingCodes(env, 'SMS_ALLOWED_COUNTRY_CODES'),
     delivery: {
-      retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', 5, { min: 0.001 }),
-      windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', 60 * 60, { min: 1 }),
-      budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', 1000, { min: 1, integer: true }),
+      retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', deliveryDefaults.retryBaseSeconds, {
+        min: 0.001,
+      }),
+      windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', deliveryDefaults.windowSeconds, { min: 1 }),
+      budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', deliveryDefaults.budgetPerHour, {
+        min: 1,
+        integer: true,
+      }),
     },
     retention: {
       sessionDays: readNumber(env, 'SESSION_RETENTION_DAYS', defaultRetention.sessionDays, { min: 0 }),

@@ -16,7 +16,6 @@ export type LoginResult =
       ok: true;
       customer: Customer;
       sessionId: string;
-      expiresAt: Date;
       /** What became of the new sign-in notice; a failure is the caller's to log, the login stands. */
       signInNotice: SignInNotice | { failed: unknown };
     }
@@ -90,7 +89,6 @@ export async function completeSignIn(
     ok: true,
     customer: toCustomer(customer),
     sessionId: session.sessionId,
-    expiresAt: session.expiresAt,
     signInNotice,
   };
 }

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
+import { deliveryDefaults } from '../config.js';
 import { acceptedKeys, type Keys } from '../keys.js';
 import type { DeliveryOutcome } from '../metrics.js';
 import type { Database } from '../storage/database.js';
@@ -36,11 +37,11 @@ export interface DispatcherOptions {
 export const defaultDispatcherOptions: DispatcherOptions = {
   pollIntervalMs: 1_000,
   batchSize: 20,
-  retryBaseSeconds: 5,
+  retryBaseSeconds: deliveryDefaults.retryBaseSeconds,
   maxRetryDelaySeconds: 10 * 60,
-  deliveryWindowSeconds: 60 * 60,
+  deliveryWindowSeconds: deliveryDefaults.windowSeconds,
   leaseSeconds: 60,
-  budgetPerHour: 1000,
+  budgetPerHour: deliveryDefaults.budgetPerHour,
 };
 
 export interface DispatcherDeps {
