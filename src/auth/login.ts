@@ -7,7 +7,7 @@ import {
   type CustomerRow,
 } from './customers.js';
 import type { AuthDeps } from './deps.js';
-import { normalizeIdentity } from './identity.js';
+import type { ParsedIdentity } from './identity.js';
 import { createSession, deleteSession, type NewSession, type SessionClient } from './sessions.js';
 import { noteSignIn, type SignInNotice } from './sign-in-notice.js';
 
@@ -30,12 +30,12 @@ export type LoginResult =
 export async function login(
   deps: AuthDeps,
   store: StoreContext,
-  identity: string,
+  identity: ParsedIdentity,
   password: string,
   previousSessionId: string | undefined,
   client: SessionClient,
 ): Promise<LoginResult> {
-  const value = normalizeIdentity(store.identityMode, identity);
+  const { value } = identity;
   const customer = value === null ? null : await findCustomerByIdentity(deps.db, store.identityMode, value);
   if (customer === null) {
     await deps.hasher.verifyDummy(password);

@@ -4,19 +4,23 @@ import { enqueueMessage } from '../delivery/outbox.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, replacePassword } from './customers.js';
 import { channelFor, type AuthDeps, type FieldErrors } from './deps.js';
-import { normalizeIdentity } from './identity.js';
+import type { ParsedIdentity } from './identity.js';
 import { validateNewPassword } from './registration.js';
 import { deleteCustomerSessions } from './sessions.js';
 
 /** Sends a reset code when the account exists. The caller answers 202 before this runs. */
-export async function requestPasswordReset(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
-  const value = normalizeIdentity(store.identityMode, identity);
+export async function requestPasswordReset(
+  deps: AuthDeps,
+  store: StoreContext,
+  identity: ParsedIdentity,
+): Promise<void> {
+  const { value } = identity;
   if (value === null) return;
   await queueCodeIfWanted(deps, store, value, 'password_reset', () => true);
 }
 
 export interface ResetPasswordInput {
-  identity: string;
+  identity: ParsedIdentity;
   code: string;
   password: string;
   password_confirmation: string;
@@ -49,7 +53,7 @@ export async function resetPassword(
   if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
 
   const passwordHash = await deps.hasher.hash(input.password);
-  const value = normalizeIdentity(store.identityMode, input.identity);
+  const { value } = input.identity;
   const result = await deps.db.transaction(async (tx): Promise<ResetPasswordResult> => {
     const customer =
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });

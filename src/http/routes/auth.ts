@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import type { FieldErrors } from '../../auth/deps.js';
-import { normalizeIdentity } from '../../auth/identity.js';
+import { parseIdentity } from '../../auth/identity.js';
 import { login } from '../../auth/login.js';
 import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../auth/password-reset.js';
 import { register, registrationErrors } from '../../auth/registration.js';
@@ -42,9 +42,9 @@ export function describe(operationId: string, summary: string, description: stri
 // Routes behind the store gate: 503 store_unavailable while the store is paused or closed.
 const config = { customer: true };
 
-/** The counting key for an identity: normalized when it can be, so "A@x.com" and "a@x.com" are one. */
-export function identitySubject(request: FastifyRequest, raw: string): string {
-  return normalizeIdentity(request.store.identityMode, raw) ?? raw.trim().toLowerCase();
+/** The request's identity, parsed once for both the limiter and the domain. */
+export function identityOf(request: FastifyRequest & { body: { identity: string } }) {
+  return parseIdentity(request.store.identityMode, request.body.identity);
 }
 
 /**
@@ -152,7 +152,7 @@ export function authRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         await limiter.consume([[limits.codeAttempts, request.clientKey]]);
-        const customer = await verifyIdentity(deps, request.store, request.body.identity, request.body.code);
+        const customer = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
         if (customer === null) throw new ProblemError('invalid_identity_challenge');
         audit(request, 'customer.verified', customer.id);
         return customer;
@@ -178,14 +178,15 @@ export function authRoutes(services: Edge): FastifyPluginAsyncTypebox {
           },
         },
         async (request, reply) => {
-          const subject = `${operation}:${identitySubject(request, request.body.identity)}`;
+          const identity = identityOf(request);
+          const subject = `${operation}:${identity.key}`;
           await limiter.consume([
             [limits.messagesPerIdentityMinute, subject],
             [limits.messagesPerIdentityHour, subject],
             [limits.messagesPerAddress, request.clientKey],
           ]);
           const store = request.store;
-          return acceptMessageRequest(reply, operation, () => work(deps, store, request.body.identity));
+          return acceptMessageRequest(reply, operation, () => work(deps, store, identity));
         },
       );
     }
@@ -210,12 +211,12 @@ export function authRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const identity = identitySubject(request, request.body.identity);
+        const identity = identityOf(request);
         // Counted before the password check so parallel guesses cannot exceed the limit; forgiven on success.
         await limiter
           .consume([
             [limits.loginAttempts, request.clientKey],
-            [limits.failedLogins, identity],
+            [limits.failedLogins, identity.key],
           ])
           .catch((error: unknown) => {
             metrics.logins.inc({ outcome: 'throttled' });
@@ -223,7 +224,7 @@ export function authRoutes(services: Edge): FastifyPluginAsyncTypebox {
           });
         const previous = request.cookies[sessionCookie];
         const client = { userAgent: request.headers['user-agent'], address: request.ip };
-        const result = await login(deps, request.store, request.body.identity, request.body.password, previous, client);
+        const result = await login(deps, request.store, identity, request.body.password, previous, client);
         metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
           audit(request, 'login.failed', result.customerId, { method: 'password' });
@@ -232,7 +233,7 @@ export function authRoutes(services: Edge): FastifyPluginAsyncTypebox {
         }
         audit(request, 'login.succeeded', result.customer.id, { method: 'password' });
         reportSignInNotice(request.log, metrics, result.signInNotice);
-        await limiter.forget(limits.failedLogins, identity);
+        await limiter.forget(limits.failedLogins, identity.key);
         startSessionCookies(reply, settings, keys.csrf, result.sessionId);
         return { auth_type: 'session' as const, customer: result.customer };
       },
@@ -259,7 +260,7 @@ export function authRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request) => {
         refuseInvalidBody(request, resetPasswordErrors);
         await limiter.consume([[limits.codeAttempts, request.clientKey]]);
-        const result = await resetPassword(deps, request.store, request.body);
+        const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
         if (!result.ok) {
           throw result.reason === 'invalid'
             ? new ProblemError('validation_failed', { errors: result.errors })

@@ -7,7 +7,7 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { describe, identitySubject } from './auth.js';
+import { describe, identityOf } from './auth.js';
 import { authDeps } from '../route-support.js';
 
 /**
@@ -52,14 +52,14 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const subject = `sign-in-code:${identitySubject(request, request.body.identity)}`;
+        const identity = identityOf(request);
+        const subject = `sign-in-code:${identity.key}`;
         await limiter.consume([
           [limits.messagesPerIdentityMinute, subject],
           [limits.messagesPerIdentityHour, subject],
           [limits.messagesPerAddress, request.clientKey],
         ]);
         const store = request.store;
-        const identity = request.body.identity;
         // Answered before any lookup, so the time to answer cannot tell who has an account.
         services.background.run('sign-in-code', () => requestSignInCode(deps, store, identity));
         reply.code(202);
@@ -91,7 +91,7 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
           throw error;
         });
         const previous = request.cookies[settings.sessionCookieName];
-        const result = await loginWithCode(deps, request.store, request.body.identity, request.body.code, previous, {
+        const result = await loginWithCode(deps, request.store, identityOf(request), request.body.code, previous, {
           userAgent: request.headers['user-agent'],
           address: request.ip,
         });
