@@ -48,8 +48,8 @@ export interface Config {
   /** PEM CA bundle (SMTP_CA_FILE) for the SMTP server's certificate, implicit TLS or STARTTLS. */
   smtpCa: string | undefined;
   mailFrom: string;
-  smsWebhookUrl: string | undefined;
-  smsWebhookSecret: string | undefined;
+  /** The SMS hook and the secret that signs its requests: both or neither. */
+  smsWebhook: { url: string; secret: string } | undefined;
   /** Calling codes (without '+') a phone store accepts at registration; empty means all. */
   smsAllowedCallingCodes: string[];
   delivery: typeof deliveryDefaults;
@@ -373,12 +373,12 @@ function readRedisKeyPrefix(env: Env, name: string, cluster: boolean): string {
  * allows that only when the operator asked for it.
  */
 export function deliveryProblem(
-  config: Pick<Config, 'smtpUrl' | 'smsWebhookUrl' | 'deliveryLogAllowed'>,
+  config: Pick<Config, 'smtpUrl' | 'smsWebhook' | 'deliveryLogAllowed'>,
   mode: IdentityMode,
 ): { variable: string; reason: string } | undefined {
   if (config.deliveryLogAllowed) return undefined;
   const variable = mode === 'email' ? 'SMTP_URL' : 'SMS_WEBHOOK_URL';
-  if ((mode === 'email' ? config.smtpUrl : config.smsWebhookUrl) !== undefined) return undefined;
+  if ((mode === 'email' ? config.smtpUrl : config.smsWebhook) !== undefined) return undefined;
   return {
     variable,
     reason: `is not set, so the ${mode} store's codes would be written to the log; in production set it, or set DELIVERY_LOG_IN_PRODUCTION=true to log them on purpose`,
@@ -449,8 +449,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
   const smsWebhookSecret = read(env, 'SMS_WEBHOOK_SECRET');
-  if (smsWebhookUrl !== undefined && smsWebhookSecret === undefined) {
-    throw new ConfigError('SMS_WEBHOOK_SECRET', 'is required when SMS_WEBHOOK_URL is set');
+  let smsWebhook: Config['smsWebhook'];
+  if (smsWebhookUrl !== undefined) {
+    if (smsWebhookSecret === undefined) {
+      throw new ConfigError('SMS_WEBHOOK_SECRET', 'is required when SMS_WEBHOOK_URL is set');
+    }
+    smsWebhook = { url: smsWebhookUrl, secret: smsWebhookSecret };
   }
 
   const nodeEnv = read(env, 'NODE_ENV');
@@ -523,8 +527,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl,
     smtpCa,
     mailFrom: read(env, 'MAIL_FROM') ?? 'Storefront <no-reply@localhost>',
-    smsWebhookUrl,
-    smsWebhookSecret,
+    smsWebhook,
     smsAllowedCallingCodes: readCallingCodes(env, 'SMS_ALLOWED_COUNTRY_CODES'),
     delivery: {
       retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', deliveryDefaults.retryBaseSeconds, {

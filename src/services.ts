@@ -73,9 +73,9 @@ export function configuredTransports(config: Config, logger: FastifyBaseLogger):
         ? fallback('SMTP_URL')
         : createSmtpTransport(config.smtpUrl, config.mailFrom, { ca: config.smtpCa }),
     sms:
-      config.smsWebhookUrl === undefined
+      config.smsWebhook === undefined
         ? fallback('SMS_WEBHOOK_URL')
-        : createSmsWebhookTransport(config.smsWebhookUrl, config.smsWebhookSecret!),
+        : createSmsWebhookTransport(config.smsWebhook.url, config.smsWebhook.secret),
   };
 }
 
