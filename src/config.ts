@@ -88,7 +88,7 @@ export interface WebAuthnSettings {
   origins: string[];
   /**
    * WEBAUTHN_ORIGINS unset: the origin a request was addressed to is accepted too, when its host is
-   * on the RP ID (see passkeyOrigins in http/routes/passkeys.ts).
+   * on the RP ID (see relyingParty in http/passkey-support.ts).
    */
   includeOwnOrigin: boolean;
 }

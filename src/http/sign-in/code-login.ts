@@ -7,7 +7,7 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { describe, identityOf } from './auth.js';
+import { describe, identityOf } from '../route-support.js';
 import { authDeps } from '../route-support.js';
 
 /**

@@ -8,7 +8,7 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
-import { refuseInvalidBody } from './auth.js';
+import { refuseInvalidBody } from '../route-support.js';
 import { authDeps, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {

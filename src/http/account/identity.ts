@@ -11,7 +11,7 @@ import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, bodyProblemResponses, Customer, IdentityChangeBody, IdentityConfirmBody } from '../schemas.js';
-import { refuseInvalidBody } from './auth.js';
+import { refuseInvalidBody } from '../route-support.js';
 import { authDeps, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
