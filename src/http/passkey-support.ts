@@ -8,6 +8,7 @@ import { ownOrigin } from './csrf.js';
 import { setPasskeyCookie } from './passkey-cookie.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
+import { customerRoute } from './route-support.js';
 
 /**
  * The relying party of this request: configured RP ID and origins, the store's name, and, when
@@ -58,7 +59,7 @@ export function passkeyRouteSupport(services: Edge) {
 
   return {
     /** Every passkey route's options: a customer route, and 404 while the store setting is off. */
-    gate: { config: { customer: true }, preValidation: requireSetting },
+    gate: { config: customerRoute, preValidation: requireSetting },
     audit,
     ceremonyOptions,
     /** Keys that may have signed a challenge cookie, the current one first. */

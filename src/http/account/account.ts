@@ -8,16 +8,12 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
-import { refuseInvalidBody } from '../route-support.js';
-import { authDeps, signedIn } from '../route-support.js';
+import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   // Every account route needs the session cookie.
   return { tags: ['account'], operationId, summary, description, security: [{ session: [] }] };
 }
-
-// Behind the store gate and answered with Cache-Control: no-store, as every customer route.
-const config = { customer: true };
 
 /** The signed-in customer's own account: password and name. */
 export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
@@ -32,7 +28,7 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/password/change',
       {
-        config,
+        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -89,7 +85,7 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/profile',
       {
-        config,
+        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.'),

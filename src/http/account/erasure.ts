@@ -16,14 +16,11 @@ import {
   DeletedStatus,
   problemResponses,
 } from '../schemas.js';
-import { signedIn } from '../route-support.js';
+import { customerRoute, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
 }
-
-// Behind the store gate and answered with Cache-Control: no-store, like every customer route.
-const config = { customer: true };
 
 /** The signed-in customer's own data: export it, or delete the account. */
 export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
@@ -45,7 +42,7 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.get(
       '/account/export',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'exportAccount',
@@ -71,7 +68,7 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/account/delete',
       {
-        config,
+        config: customerRoute,
         // The session is checked before the body: without one the answer is 401, whatever was sent.
         attachValidation: true,
         schema: {

@@ -7,14 +7,11 @@ import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
-import { signedIn } from '../route-support.js';
+import { customerRoute, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
 }
-
-// Behind the store gate and answered with Cache-Control: no-store, like every customer route.
-const config = { customer: true };
 
 /** The account area: the signed-in customer's own sessions. */
 export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
@@ -41,7 +38,7 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.get(
       '/sessions',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'listSessions',
@@ -61,7 +58,7 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/:id/revoke',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'revokeSession',
@@ -91,7 +88,7 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/revoke-others',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'revokeOtherSessions',

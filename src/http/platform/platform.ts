@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
+import { customerRoute } from '../route-support.js';
 import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
 
 export const apiVersion = 'v1';
@@ -76,7 +77,7 @@ export function csrfCookieRoute(services: Edge, url: string): FastifyPluginAsync
     app.get(
       url,
       {
-        config: { customer: true },
+        config: customerRoute,
         schema: {
           tags: ['auth'],
           security: [],

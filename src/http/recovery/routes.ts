@@ -4,12 +4,12 @@ import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import {
-  messageRequestRoute,
   auditor,
   authDeps,
   customerRoute,
   describe,
   identityOf,
+  messageRequestRoute,
   refuseInvalidBody,
 } from '../route-support.js';
 import { bodyProblemResponses, PasswordResetStatus, ResetPasswordBody } from '../schemas.js';

@@ -7,8 +7,7 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { describe, identityOf } from '../route-support.js';
-import { authDeps } from '../route-support.js';
+import { authDeps, customerRoute, describe, identityOf } from '../route-support.js';
 
 /**
  * Signing in with a code sent to the identity, where the store allows it
@@ -30,7 +29,6 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
   }
 
   // The store gate has run by now (onRequest), so request.store is this request's store.
-  const config = { customer: true };
   async function requireSetting(request: FastifyRequest) {
     if (!request.store.signInWithCode) throw new ProblemError('not_found');
   }
@@ -39,7 +37,7 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/code/request',
       {
-        config,
+        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
@@ -70,7 +68,7 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/code/login',
       {
-        config,
+        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
