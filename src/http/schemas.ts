@@ -52,14 +52,19 @@ export const LoginBody = Type.Object({
 });
 export type LoginBody = Static<typeof LoginBody>;
 
-export const ResetPasswordBody = Type.Object({
-  identity: identityField,
-  code: codeField,
+// A new password and its confirmation, as reset and change take them.
+const newPasswordFields = {
   password: Type.String({
     maxLength: maxPasswordLength,
     description: 'The new password, by the same rules as at registration.',
   }),
   password_confirmation: Type.String({ maxLength: maxPasswordLength }),
+};
+
+export const ResetPasswordBody = Type.Object({
+  identity: identityField,
+  code: codeField,
+  ...newPasswordFields,
 });
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
 
@@ -69,11 +74,7 @@ export const ChangePasswordBody = Type.Object({
     maxLength: maxPasswordLength,
     description: 'The password the account has now.',
   }),
-  password: Type.String({
-    maxLength: maxPasswordLength,
-    description: 'The new password, by the same rules as at registration.',
-  }),
-  password_confirmation: Type.String({ maxLength: maxPasswordLength }),
+  ...newPasswordFields,
 });
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
 
