@@ -17,19 +17,22 @@ import { acceptedKeys } from './keys.js';
 import { clientKey } from './http/client-address.js';
 import { ProblemError, problemDocument, type ProblemCode, type ProblemExtras } from './http/problems.js';
 import { limits, RateLimitedError } from './http/rate-limit.js';
-import { accountRoutes } from './http/routes/account.js';
-import { authRoutes } from './http/routes/auth.js';
-import { erasureRoutes } from './http/routes/erasure.js';
-import { identityRoutes } from './http/routes/identity.js';
-import { sessionRoutes } from './http/routes/sessions.js';
-import { codeLoginRoutes } from './http/routes/code-login.js';
-import { passkeyLoginRoutes } from './http/routes/passkey-login.js';
-import { passkeyRoutes } from './http/routes/passkeys.js';
-import { csrfCookieRoute, platformRoutes } from './http/routes/platform.js';
+import { accountRoutes } from './http/account/account.js';
+import { erasureRoutes } from './http/account/erasure.js';
+import { identityRoutes } from './http/account/identity.js';
+import { passkeyRoutes } from './http/account/passkeys.js';
+import { sessionRoutes } from './http/account/sessions.js';
+import { csrfCookieRoute, platformRoutes } from './http/platform/platform.js';
+import { recoveryRoutes } from './http/recovery/routes.js';
+import { registrationRoutes } from './http/registration/routes.js';
+import { codeLoginRoutes } from './http/sign-in/code-login.js';
+import { passkeyLoginRoutes } from './http/sign-in/passkey-login.js';
+import { passwordSignInRoutes } from './http/sign-in/password.js';
 import { registerOpenApi } from './http/openapi.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
+import { edgeOf } from './http/edge.js';
 import { signInPage } from './web/page.js';
 import { DatabaseUnavailableError } from './storage/database.js';
 import type { StoreContext } from './store/store.js';
@@ -107,7 +110,8 @@ function handleError(error: FastifyError | Error, request: FastifyRequest, reply
   return sendProblem(request, reply, 'internal_error');
 }
 
-export async function buildApp(services: Services): Promise<FastifyInstance> {
+export async function buildApp(built: Services): Promise<FastifyInstance> {
+  const services = edgeOf(built);
   const { config } = services;
   const app = Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: services.logger,
@@ -253,7 +257,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   await registerOpenApi(app, config, packageVersion);
   await app.register(platformRoutes(services), { prefix: '/api/v1' });
-  await app.register(authRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(registrationRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(recoveryRoutes(services), { prefix: '/api/v1/customer/auth' });
+  await app.register(passwordSignInRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(identityRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(erasureRoutes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(accountRoutes(services), { prefix: '/api/v1/customer/auth' });

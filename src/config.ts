@@ -7,6 +7,13 @@ import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-
 import { sslModeOf } from './storage/postgres-tls.js';
 import { isRedisClusterUrl, parseRedisClusterUrl, RedisAddressError } from './storage/redis-address.js';
 
+/** The delivery settings' defaults, which the dispatcher also starts from when built directly. */
+export const deliveryDefaults: { retryBaseSeconds: number; windowSeconds: number; budgetPerHour: number } = {
+  retryBaseSeconds: 5,
+  windowSeconds: 60 * 60,
+  budgetPerHour: 1000,
+};
+
 export type IdentityMode = 'email' | 'phone';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -41,11 +48,11 @@ export interface Config {
   /** PEM CA bundle (SMTP_CA_FILE) for the SMTP server's certificate, implicit TLS or STARTTLS. */
   smtpCa: string | undefined;
   mailFrom: string;
-  smsWebhookUrl: string | undefined;
-  smsWebhookSecret: string | undefined;
+  /** The SMS hook and the secret that signs its requests: both or neither. */
+  smsWebhook: { url: string; secret: string } | undefined;
   /** Calling codes (without '+') a phone store accepts at registration; empty means all. */
   smsAllowedCallingCodes: string[];
-  delivery: { retryBaseSeconds: number; windowSeconds: number; budgetPerHour: number };
+  delivery: typeof deliveryDefaults;
   retention: RetentionSettings;
   /** Seconds between the janitor's passes; 0: no janitor in this instance. */
   janitorIntervalSeconds: number;
@@ -81,7 +88,7 @@ export interface WebAuthnSettings {
   origins: string[];
   /**
    * WEBAUTHN_ORIGINS unset: the origin a request was addressed to is accepted too, when its host is
-   * on the RP ID (see passkeyOrigins in http/routes/passkeys.ts).
+   * on the RP ID (see relyingParty in http/passkey-support.ts).
    */
   includeOwnOrigin: boolean;
 }
@@ -366,12 +373,12 @@ function readRedisKeyPrefix(env: Env, name: string, cluster: boolean): string {
  * allows that only when the operator asked for it.
  */
 export function deliveryProblem(
-  config: Pick<Config, 'smtpUrl' | 'smsWebhookUrl' | 'deliveryLogAllowed'>,
+  config: Pick<Config, 'smtpUrl' | 'smsWebhook' | 'deliveryLogAllowed'>,
   mode: IdentityMode,
 ): { variable: string; reason: string } | undefined {
   if (config.deliveryLogAllowed) return undefined;
   const variable = mode === 'email' ? 'SMTP_URL' : 'SMS_WEBHOOK_URL';
-  if ((mode === 'email' ? config.smtpUrl : config.smsWebhookUrl) !== undefined) return undefined;
+  if ((mode === 'email' ? config.smtpUrl : config.smsWebhook) !== undefined) return undefined;
   return {
     variable,
     reason: `is not set, so the ${mode} store's codes would be written to the log; in production set it, or set DELIVERY_LOG_IN_PRODUCTION=true to log them on purpose`,
@@ -442,8 +449,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
   const smsWebhookSecret = read(env, 'SMS_WEBHOOK_SECRET');
-  if (smsWebhookUrl !== undefined && smsWebhookSecret === undefined) {
-    throw new ConfigError('SMS_WEBHOOK_SECRET', 'is required when SMS_WEBHOOK_URL is set');
+  let smsWebhook: Config['smsWebhook'];
+  if (smsWebhookUrl !== undefined) {
+    if (smsWebhookSecret === undefined) {
+      throw new ConfigError('SMS_WEBHOOK_SECRET', 'is required when SMS_WEBHOOK_URL is set');
+    }
+    smsWebhook = { url: smsWebhookUrl, secret: smsWebhookSecret };
   }
 
   const nodeEnv = read(env, 'NODE_ENV');
@@ -516,13 +527,17 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl,
     smtpCa,
     mailFrom: read(env, 'MAIL_FROM') ?? 'Storefront <no-reply@localhost>',
-    smsWebhookUrl,
-    smsWebhookSecret,
+    smsWebhook,
     smsAllowedCallingCodes: readCallingCodes(env, 'SMS_ALLOWED_COUNTRY_CODES'),
     delivery: {
-      retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', 5, { min: 0.001 }),
-      windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', 60 * 60, { min: 1 }),
-      budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', 1000, { min: 1, integer: true }),
+      retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', deliveryDefaults.retryBaseSeconds, {
+        min: 0.001,
+      }),
+      windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', deliveryDefaults.windowSeconds, { min: 1 }),
+      budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', deliveryDefaults.budgetPerHour, {
+        min: 1,
+        integer: true,
+      }),
     },
     retention: {
       sessionDays: readNumber(env, 'SESSION_RETENTION_DAYS', defaultRetention.sessionDays, { min: 0 }),

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Queryable } from './storage/database.js';
+import { countByStatus } from './delivery/outbox.js';
 
 export type LoginOutcome = 'success' | 'failure' | 'throttled';
 export type DeliveryOutcome = 'sent' | 'retry' | 'failed' | 'dropped';
@@ -112,9 +113,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        const rows = await db.query<{ status: string; n: number }>(
-          'SELECT status, count(*)::int AS n FROM outbox GROUP BY status',
-        );
+        const rows = await countByStatus(db);
         for (const row of rows) this.set({ status: row.status }, row.n);
       },
     });

@@ -14,8 +14,6 @@ import { Janitor } from './janitor.js';
 import { createUnconfiguredTransport } from './delivery/transports/unconfigured.js';
 import { deriveKeys, type Keys } from './keys.js';
 import { Metrics } from './metrics.js';
-import { RateLimiter } from './http/rate-limit.js';
-import { createReadinessProbe, type Readiness } from './http/readiness.js';
 import { loadOrCreateSecret } from './storage/data-folder.js';
 import type { Database } from './storage/database.js';
 import { MemoryKeyValueStore, type KeyValueStore } from './storage/key-value.js';
@@ -25,9 +23,6 @@ import { openPostgres } from './storage/postgres.js';
 import { FallbackKeyValueStore, RedisKeyValueStore } from './storage/redis.js';
 import { ensureStore, loadStore, StoreCache } from './store/store.js';
 import { certificateFailure } from './tls.js';
-
-/** Addresses the probe counters keep at most; probes come from a few load balancers, not the public. */
-const probeCounterEntries = 10_000;
 
 /** Everything the service is made of, built once from configuration and closed in reverse order. */
 export interface Services {
@@ -43,14 +38,7 @@ export interface Services {
   dispatcher: Dispatcher;
   janitor: Janitor;
   background: BackgroundWork;
-  readiness: () => Promise<Readiness>;
   metrics: Metrics;
-  limiter: RateLimiter;
-  /**
-   * Counts the health probes, in this instance's memory only: a load balancer's probes need no
-   * shared counter, and a Redis round trip on each would make liveness depend on Redis's pace.
-   */
-  probeLimiter: RateLimiter;
   /** Records a security event behind the answer; a failure to record is logged, never shown. */
   audit(entry: AuditEntry): void;
   close(): Promise<void>;
@@ -85,9 +73,9 @@ export function configuredTransports(config: Config, logger: FastifyBaseLogger):
         ? fallback('SMTP_URL')
         : createSmtpTransport(config.smtpUrl, config.mailFrom, { ca: config.smtpCa }),
     sms:
-      config.smsWebhookUrl === undefined
+      config.smsWebhook === undefined
         ? fallback('SMS_WEBHOOK_URL')
-        : createSmsWebhookTransport(config.smsWebhookUrl, config.smsWebhookSecret!),
+        : createSmsWebhookTransport(config.smsWebhook.url, config.smsWebhook.secret),
   };
 }
 
@@ -266,19 +254,7 @@ export async function openServices(
     dispatcher,
     janitor,
     background,
-    readiness: createReadinessProbe({
-      db,
-      kv,
-      searchUrl: config.searchUrl,
-      checked: (checks) => {
-        for (const [dependency, up] of Object.entries(checks)) metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
-      },
-    }),
     metrics,
-    limiter: new RateLimiter(kv, clock, (rule) => metrics.rateLimited.inc({ limit: rule.name })),
-    probeLimiter: new RateLimiter(new MemoryKeyValueStore(probeCounterEntries), clock, (rule) =>
-      metrics.rateLimited.inc({ limit: rule.name }),
-    ),
     audit: (entry) => auditTrail.record(entry),
     async close() {
       // A step that fails must not leave the pools or the embedded server behind it running.

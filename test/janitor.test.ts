@@ -182,7 +182,7 @@ describe('the janitor', () => {
         customerId: ada,
         storeName: 'S',
         customerName: 'Ada',
-        code: issued.code,
+        code: { value: issued.code, expiresAt: issued.expiresAt },
         challengeId: issued.challengeId,
       },
     );

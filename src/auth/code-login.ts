@@ -2,19 +2,19 @@ import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, markVerified } from './customers.js';
 import type { AuthDeps } from './deps.js';
-import { normalizeIdentity } from './identity.js';
+import type { ParsedIdentity } from './identity.js';
 import { completeSignIn, type LoginResult } from './login.js';
-import { sendCodeIfWanted } from './send-code.js';
+import { queueCodeIfWanted } from './queue-code.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
 /**
  * Sends a sign-in code when the identity names an account, verified or not: the code proves the
  * identity on its own. The caller answers 202 before this runs, so nothing tells who has an account.
  */
-export async function requestSignInCode(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
-  const value = normalizeIdentity(store.identityMode, identity);
+export async function requestSignInCode(deps: AuthDeps, store: StoreContext, identity: ParsedIdentity): Promise<void> {
+  const { value } = identity;
   if (value === null) return;
-  await sendCodeIfWanted(deps, store, value, 'sign_in', () => true);
+  await queueCodeIfWanted(deps, store, value, 'sign_in', () => true);
 }
 
 /**
@@ -28,13 +28,13 @@ export async function requestSignInCode(deps: AuthDeps, store: StoreContext, ide
 export async function loginWithCode(
   deps: AuthDeps,
   store: StoreContext,
-  identity: string,
+  identity: ParsedIdentity,
   code: string,
   previousSessionId: string | undefined,
   /** The device signing in: its session keeps the user agent and masked address. */
   client: SessionClient,
 ): Promise<LoginResult> {
-  const value = normalizeIdentity(store.identityMode, identity);
+  const { value } = identity;
   const opened = await deps.db.transaction(async (tx) => {
     const customer =
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });

@@ -31,7 +31,65 @@ export function toCustomer(row: CustomerRow): Customer {
   };
 }
 
-const customerColumns = 'id, name, identity_type, identity_value, password_hash, verified_at, credential_version';
+/**
+ * This module owns the `customers` table: every statement that reads or writes it outside a join
+ * lives here. A change to the table's columns touches this file and the migrations only.
+ */
+const columnNames = [
+  'id',
+  'name',
+  'identity_type',
+  'identity_value',
+  'password_hash',
+  'verified_at',
+  'credential_version',
+];
+const customerColumns = columnNames.join(', ');
+
+/** The customer columns named through a table alias, for a join (`c.id, c.name, …`). */
+export function customerColumnsOf(alias: string): string {
+  return columnNames.map((column) => `${alias}.${column}`).join(', ');
+}
+
+/** Whether an account already holds the identity (a read outside any transaction). */
+export async function identityTaken(db: Queryable, type: IdentityMode, value: string): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM customers WHERE identity_type = $1 AND identity_value = $2', [
+    type,
+    value,
+  ]);
+  return rows.length > 0;
+}
+
+/**
+ * Adds an unverified customer; null when the identity is taken. The unique index decides between
+ * concurrent registrations of one identity: one row wins.
+ */
+export async function insertCustomer(
+  tx: Queryable,
+  customer: { id: string; name: string; type: IdentityMode; value: string; passwordHash: string; now: Date },
+): Promise<CustomerRow | null> {
+  const [row] = await tx.query<CustomerRow>(
+    `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $6)
+     ON CONFLICT (identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
+    [customer.id, customer.name, customer.type, customer.value, customer.passwordHash, customer.now],
+  );
+  return row ?? null;
+}
+
+/** How many customers there are (a store may change its identity mode only while there are none). */
+export async function countCustomers(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
+  return row?.n ?? 0;
+}
+
+/**
+ * Stores the same password under new hashing parameters. The credential version stays, and so do
+ * sessions; nothing changes when the password was replaced since it was read.
+ */
+export async function upgradePasswordHash(db: Queryable, id: string, from: string, to: string): Promise<void> {
+  await db.query('UPDATE customers SET password_hash = $2 WHERE id = $1 AND password_hash = $3', [id, to, from]);
+}
 
 export async function findCustomerByIdentity(
   db: Queryable,
@@ -79,8 +137,6 @@ export async function markVerified(tx: Queryable, id: string, now: Date): Promis
   return row ?? (await findCustomerById(tx, id))!;
 }
 
-export { customerColumns };
-
 /** The customer's row, locked until the transaction ends: changes of credentials queue behind it. */
 export async function lockCustomerById(tx: Queryable, id: string): Promise<CustomerRow | null> {
   const rows = await tx.query<CustomerRow>(`SELECT ${customerColumns} FROM customers WHERE id = $1 FOR UPDATE`, [id]);
@@ -89,13 +145,22 @@ export async function lockCustomerById(tx: Queryable, id: string): Promise<Custo
 
 /**
  * Replaces the password and raises the credential version, so no session can be opened against
- * the old one any more (see createSession). Returns the new version.
+ * the old one any more (see createSession). Returns the new version. With `markVerified` the
+ * identity counts as verified too (a reset code sent to it proves control of it).
  */
-export async function replacePassword(tx: Queryable, id: string, passwordHash: string, now: Date): Promise<number> {
+export async function replacePassword(
+  tx: Queryable,
+  id: string,
+  passwordHash: string,
+  now: Date,
+  { markVerified = false } = {},
+): Promise<number> {
   const [row] = await tx.query<{ credential_version: number }>(
-    `UPDATE customers SET password_hash = $2, credential_version = credential_version + 1, updated_at = $3
+    `UPDATE customers
+        SET password_hash = $2, credential_version = credential_version + 1, updated_at = $3,
+            verified_at = CASE WHEN $4 THEN COALESCE(verified_at, $3) ELSE verified_at END
       WHERE id = $1 RETURNING credential_version`,
-    [id, passwordHash, now],
+    [id, passwordHash, now, markVerified],
   );
   return row!.credential_version;
 }

@@ -91,7 +91,7 @@ export async function requestIdentityChange(
       customerId: customer.id,
       storeName: store.name,
       customerName: customer.name,
-      code: challenge.code,
+      code: { value: challenge.code, expiresAt: challenge.expiresAt },
       challengeId: challenge.challengeId,
     });
     return true;

@@ -29,6 +29,26 @@ export function normalizeIdentity(mode: IdentityMode, raw: string): string | nul
   return mode === 'email' ? normalizeEmail(raw) : normalizePhone(raw);
 }
 
+/**
+ * An identity as a request typed it, parsed once at the edge against the store's identity mode.
+ * The rate limiter counts by `key` and the domain looks customers up by `value`; neither parses
+ * the typed string again.
+ */
+export interface ParsedIdentity {
+  /** The normal form (a lower-cased email address, an E.164 number); null when it is neither. */
+  readonly value: string | null;
+  /**
+   * The counting key: the normal form when there is one, else the trimmed, lower-cased input, so
+   * "A@x.com" and "a@x.com" (or one malformed string typed twice) share one counter.
+   */
+  readonly key: string;
+}
+
+export function parseIdentity(mode: IdentityMode, raw: string): ParsedIdentity {
+  const value = normalizeIdentity(mode, raw);
+  return { value, key: value ?? raw.trim().toLowerCase() };
+}
+
 /** The country calling code of an E.164 number, without '+' ("44" for +447700900123). */
 export function callingCodeOf(e164: string): string | undefined {
   return parsePhoneNumberFromString(e164)?.countryCallingCode;

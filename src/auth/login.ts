@@ -1,7 +1,13 @@
 import type { StoreContext } from '../store/store.js';
-import { findCustomerByIdentity, toCustomer, type Customer, type CustomerRow } from './customers.js';
+import {
+  findCustomerByIdentity,
+  toCustomer,
+  upgradePasswordHash,
+  type Customer,
+  type CustomerRow,
+} from './customers.js';
 import type { AuthDeps } from './deps.js';
-import { normalizeIdentity } from './identity.js';
+import type { ParsedIdentity } from './identity.js';
 import { createSession, deleteSession, type NewSession, type SessionClient } from './sessions.js';
 import { noteSignIn, type SignInNotice } from './sign-in-notice.js';
 
@@ -10,7 +16,6 @@ export type LoginResult =
       ok: true;
       customer: Customer;
       sessionId: string;
-      expiresAt: Date;
       /** What became of the new sign-in notice; a failure is the caller's to log, the login stands. */
       signInNotice: SignInNotice | { failed: unknown };
     }
@@ -25,12 +30,12 @@ export type LoginResult =
 export async function login(
   deps: AuthDeps,
   store: StoreContext,
-  identity: string,
+  identity: ParsedIdentity,
   password: string,
   previousSessionId: string | undefined,
   client: SessionClient,
 ): Promise<LoginResult> {
-  const value = normalizeIdentity(store.identityMode, identity);
+  const { value } = identity;
   const customer = value === null ? null : await findCustomerByIdentity(deps.db, store.identityMode, value);
   if (customer === null) {
     await deps.hasher.verifyDummy(password);
@@ -44,11 +49,7 @@ export async function login(
   if (deps.hasher.needsRehash(customer.password_hash)) {
     // The same password under new parameters: the credential version stays, and so do sessions.
     const upgraded = await deps.hasher.hash(password);
-    await deps.db.query('UPDATE customers SET password_hash = $2 WHERE id = $1 AND password_hash = $3', [
-      customer.id,
-      upgraded,
-      customer.password_hash,
-    ]);
+    await upgradePasswordHash(deps.db, customer.id, customer.password_hash, upgraded);
   }
   // A session the request already carried is replaced, never reused (session fixation); without
   // one, the new session is a single INSERT and needs no transaction.
@@ -88,7 +89,6 @@ export async function completeSignIn(
     ok: true,
     customer: toCustomer(customer),
     sessionId: session.sessionId,
-    expiresAt: session.expiresAt,
     signInNotice,
   };
 }

@@ -1,22 +1,26 @@
-import { sendCodeIfWanted } from './send-code.js';
+import { queueCodeIfWanted } from './queue-code.js';
 import type { StoreContext } from '../store/store.js';
 import { enqueueMessage } from '../delivery/outbox.js';
 import { consumeChallenge } from './codes.js';
-import { findCustomerByIdentity } from './customers.js';
+import { findCustomerByIdentity, replacePassword } from './customers.js';
 import { channelFor, type AuthDeps, type FieldErrors } from './deps.js';
-import { normalizeIdentity } from './identity.js';
+import type { ParsedIdentity } from './identity.js';
 import { validateNewPassword } from './registration.js';
 import { deleteCustomerSessions } from './sessions.js';
 
 /** Sends a reset code when the account exists. The caller answers 202 before this runs. */
-export async function requestPasswordReset(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
-  const value = normalizeIdentity(store.identityMode, identity);
+export async function requestPasswordReset(
+  deps: AuthDeps,
+  store: StoreContext,
+  identity: ParsedIdentity,
+): Promise<void> {
+  const { value } = identity;
   if (value === null) return;
-  await sendCodeIfWanted(deps, store, value, 'password_reset', () => true);
+  await queueCodeIfWanted(deps, store, value, 'password_reset', () => true);
 }
 
 export interface ResetPasswordInput {
-  identity: string;
+  identity: ParsedIdentity;
   code: string;
   password: string;
   password_confirmation: string;
@@ -49,7 +53,7 @@ export async function resetPassword(
   if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
 
   const passwordHash = await deps.hasher.hash(input.password);
-  const value = normalizeIdentity(store.identityMode, input.identity);
+  const { value } = input.identity;
   const result = await deps.db.transaction(async (tx): Promise<ResetPasswordResult> => {
     const customer =
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
@@ -59,13 +63,7 @@ export async function resetPassword(
     // Proving control of the identity is what verification asks for, so it counts as verified.
     // The new credential version stops logins that checked the old password from opening a
     // session (see createSession); the row lock taken above makes them wait for this commit.
-    await tx.query(
-      `UPDATE customers
-          SET password_hash = $2, credential_version = credential_version + 1,
-              verified_at = COALESCE(verified_at, $3), updated_at = $3
-        WHERE id = $1`,
-      [customer.id, passwordHash, now],
-    );
+    await replacePassword(tx, customer.id, passwordHash, now, { markVerified: true });
     await deleteCustomerSessions(tx, customer.id);
     await enqueueMessage(tx, deps, {
       channel: channelFor(store.identityMode),

@@ -1,7 +1,7 @@
-import { sendCode } from './send-code.js';
+import { queueCode } from './queue-code.js';
 import { randomUUID } from 'node:crypto';
 import type { StoreContext } from '../store/store.js';
-import { customerColumns, toCustomer, type Customer, type CustomerRow } from './customers.js';
+import { identityTaken, insertCustomer, toCustomer, type Customer } from './customers.js';
 import { addFieldError, type AuthDeps, type FieldErrors } from './deps.js';
 import { callingCodeOf, normalizeEmail, normalizePhone } from './identity.js';
 import { newPasswordProblems } from './password.js';
@@ -100,24 +100,14 @@ export async function register(deps: AuthDeps, store: StoreContext, input: Regis
   if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
 
   const type = store.identityMode;
-  const taken = await deps.db.query('SELECT 1 FROM customers WHERE identity_type = $1 AND identity_value = $2', [
-    type,
-    identity,
-  ]);
-  if (taken.length > 0) return { ok: false, reason: 'identity_unavailable' };
+  if (await identityTaken(deps.db, type, identity)) return { ok: false, reason: 'identity_unavailable' };
 
   const passwordHash = await deps.hasher.hash(input.password);
   const result = await deps.db.transaction(async (tx): Promise<RegisterResult> => {
     const now = deps.clock.now();
-    // The unique index decides between concurrent registrations of one identity: one row wins.
-    const [row] = await tx.query<CustomerRow>(
-      `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $6)
-       ON CONFLICT (identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
-      [randomUUID(), name, type, identity, passwordHash, now],
-    );
-    if (row === undefined) return { ok: false, reason: 'identity_unavailable' };
-    await sendCode(tx, deps, store, row, 'verification');
+    const row = await insertCustomer(tx, { id: randomUUID(), name, type, value: identity, passwordHash, now });
+    if (row === null) return { ok: false, reason: 'identity_unavailable' };
+    await queueCode(tx, deps, store, row, 'verification');
     return { ok: true, customer: toCustomer(row) };
   });
   if (result.ok) deps.messagesQueued();

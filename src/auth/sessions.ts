@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { Clock } from '../clock.js';
 import type { Database, Queryable } from '../storage/database.js';
-import { customerColumns, type CustomerRow } from './customers.js';
+import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from './device-family.js';
 
 export const sessionIdleTimeoutSeconds = 14 * 24 * 60 * 60;
@@ -97,10 +97,7 @@ export async function findSessionCustomer(db: Database, clock: Clock, sessionId:
   const now = clock.now();
   const idleCutoff = new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000);
   const rows = await db.query<CustomerRow & { last_seen_at: Date }>(
-    `SELECT ${customerColumns
-      .split(', ')
-      .map((column) => `c.${column}`)
-      .join(', ')}, s.last_seen_at
+    `SELECT ${customerColumnsOf('c')}, s.last_seen_at
        FROM sessions s JOIN customers c ON c.id = s.customer_id
       WHERE s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`,
     [hashSessionId(sessionId), now, idleCutoff],

@@ -1,27 +1,23 @@
-import { sendCodeIfWanted } from './send-code.js';
+import { queueCodeIfWanted } from './queue-code.js';
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
-import { customerColumns, findCustomerByIdentity, toCustomer, type Customer, type CustomerRow } from './customers.js';
+import { findCustomerByIdentity, markVerified, toCustomer, type Customer } from './customers.js';
 import type { AuthDeps } from './deps.js';
-import { normalizeIdentity } from './identity.js';
+import type { ParsedIdentity } from './identity.js';
 
 /** Marks the identity verified when `code` is its live verification code; null otherwise. */
 export async function verifyIdentity(
   deps: AuthDeps,
   store: StoreContext,
-  identity: string,
+  identity: ParsedIdentity,
   code: string,
 ): Promise<Customer | null> {
-  const value = normalizeIdentity(store.identityMode, identity);
+  const { value } = identity;
   return deps.db.transaction(async (tx) => {
     const customer = value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value);
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'verification', code);
     if (!accepted || customer === null) return null;
-    const [row] = await tx.query<CustomerRow>(
-      `UPDATE customers SET verified_at = COALESCE(verified_at, $2), updated_at = $2 WHERE id = $1 RETURNING ${customerColumns}`,
-      [customer.id, deps.clock.now()],
-    );
-    return toCustomer(row!);
+    return toCustomer(await markVerified(tx, customer.id, deps.clock.now()));
   });
 }
 
@@ -29,8 +25,8 @@ export async function verifyIdentity(
  * Sends a new verification code to an unverified account. Says nothing about whether one exists:
  * the caller answers 202 before this runs.
  */
-export async function resendVerification(deps: AuthDeps, store: StoreContext, identity: string): Promise<void> {
-  const value = normalizeIdentity(store.identityMode, identity);
+export async function resendVerification(deps: AuthDeps, store: StoreContext, identity: ParsedIdentity): Promise<void> {
+  const { value } = identity;
   if (value === null) return;
-  await sendCodeIfWanted(deps, store, value, 'verification', (customer) => customer.verified_at === null);
+  await queueCodeIfWanted(deps, store, value, 'verification', (customer) => customer.verified_at === null);
 }

@@ -52,7 +52,7 @@ export interface AdminDeps {
    * The command's own configuration, taken to be the service's (the same environment, as with
    * `docker exec`): the transport check of `store set` can only be as right as that.
    */
-  config: Pick<Config, 'smtpUrl' | 'smsWebhookUrl' | 'deliveryLogAllowed'>;
+  config: Pick<Config, 'smtpUrl' | 'smsWebhook' | 'deliveryLogAllowed'>;
   /** The deployment's keys, to seal the notice `customer delete` queues; that command needs them. */
   keys?: Keys;
 }

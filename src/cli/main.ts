@@ -5,7 +5,7 @@ import { systemClock } from '../clock.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
 import { deriveKeys } from '../keys.js';
-import { serve, StartupError } from '../main.js';
+import { serve, StartupError } from '../serve.js';
 import { openDatabase } from '../services.js';
 import { DatabaseUnavailableError } from '../storage/database.js';
 import { pino } from 'pino';

@@ -1,10 +1,19 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
+import { deliveryDefaults } from '../config.js';
 import { acceptedKeys, type Keys } from '../keys.js';
 import type { DeliveryOutcome } from '../metrics.js';
 import type { Database } from '../storage/database.js';
-import type { Channel, MessagePurpose, Transports } from './message.js';
-import { erasedRecipient } from './outbox.js';
+import type { Channel, Transports } from './message.js';
+import {
+  claimDueMessages,
+  countSentSince,
+  markDropped,
+  markFailed,
+  markSent,
+  scheduleNextAttempt,
+  type ClaimedMessage,
+} from './outbox.js';
 import { unsealContent } from './seal.js';
 
 export interface DispatcherOptions {
@@ -28,11 +37,11 @@ export interface DispatcherOptions {
 export const defaultDispatcherOptions: DispatcherOptions = {
   pollIntervalMs: 1_000,
   batchSize: 20,
-  retryBaseSeconds: 5,
+  retryBaseSeconds: deliveryDefaults.retryBaseSeconds,
   maxRetryDelaySeconds: 10 * 60,
-  deliveryWindowSeconds: 60 * 60,
+  deliveryWindowSeconds: deliveryDefaults.windowSeconds,
   leaseSeconds: 60,
-  budgetPerHour: 1000,
+  budgetPerHour: deliveryDefaults.budgetPerHour,
 };
 
 export interface DispatcherDeps {
@@ -43,17 +52,6 @@ export interface DispatcherDeps {
   logger: FastifyBaseLogger;
   /** Told the outcome of every delivery attempt (for metrics). */
   delivered?: (channel: Channel, outcome: DeliveryOutcome) => void;
-}
-
-interface ClaimedRow {
-  id: string;
-  channel: Channel;
-  purpose: MessagePurpose;
-  recipient: string;
-  sealed_body: string | null;
-  attempts: number;
-  window_started_at: Date;
-  pointless: boolean | null;
 }
 
 /**
@@ -128,10 +126,7 @@ export class Dispatcher {
   /** How many more messages the hourly budget allows right now. */
   private async remainingBudget(now: Date): Promise<number> {
     const hourAgo = new Date(now.getTime() - 60 * 60 * 1000);
-    const [row] = await this.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at > $1', [
-      hourAgo,
-    ]);
-    const remaining = this.options.budgetPerHour - (row?.n ?? 0);
+    const remaining = this.options.budgetPerHour - (await countSentSince(this.deps.db, hourAgo));
     if (remaining <= 0 && performance.now() - this.lastBudgetWarningMs > 60_000) {
       this.lastBudgetWarningMs = performance.now();
       this.deps.logger.error(
@@ -148,30 +143,17 @@ export class Dispatcher {
     const budget = await this.remainingBudget(now);
     if (budget <= 0) return 0;
     const leaseEnd = new Date(now.getTime() + this.options.leaseSeconds * 1000);
-    const claimed = await db.query<ClaimedRow>(
-      `UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1
-        WHERE id IN (SELECT id FROM outbox
-                      WHERE status = 'pending' AND next_attempt_at <= $1
-                        AND (locked_until IS NULL OR locked_until <= $1)
-                      ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-        RETURNING id::text AS id, channel, purpose, recipient, sealed_body, attempts, window_started_at,
-          (SELECT c.consumed_at IS NOT NULL OR c.voided_at IS NOT NULL OR c.expires_at <= $1
-             FROM challenges c WHERE c.id = outbox.challenge_id) AS pointless`,
-      [now, leaseEnd, Math.min(this.options.batchSize, budget)],
-    );
+    const claimed = await claimDueMessages(db, now, leaseEnd, Math.min(this.options.batchSize, budget));
     await Promise.all(claimed.map((row) => this.deliver(row)));
     return claimed.length;
   }
 
-  private async deliver(row: ClaimedRow): Promise<void> {
+  private async deliver(row: ClaimedMessage): Promise<void> {
     const { db, clock, logger } = this.deps;
     const log = logger.child({ message_id: row.id, channel: row.channel, purpose: row.purpose });
     if (row.pointless === true || row.sealed_body === null) {
       // Its code was used, replaced or expired: sending it now would only confuse the customer.
-      await db.query(
-        `UPDATE outbox SET status = 'dropped', sealed_body = NULL, locked_until = NULL, updated_at = $2 WHERE id = $1`,
-        [row.id, clock.now()],
-      );
+      await markDropped(db, row.id, clock.now());
       this.deps.delivered?.(row.channel, 'dropped');
       log.info('message dropped: its code is no longer usable');
       return;
@@ -184,19 +166,12 @@ export class Dispatcher {
       await this.scheduleRetry(row, error);
       return;
     }
-    // The notice of a deleted account is the last place its address is kept: it goes once sent.
-    await db.query(
-      `UPDATE outbox SET status = 'sent', sealed_body = NULL, locked_until = NULL, last_error = NULL,
-              sent_at = $2, updated_at = $2,
-              recipient = CASE WHEN purpose = 'account_deleted' THEN $3 ELSE recipient END
-        WHERE id = $1`,
-      [row.id, clock.now(), erasedRecipient],
-    );
+    await markSent(db, row.id, clock.now());
     this.deps.delivered?.(row.channel, 'sent');
     log.info({ transport: transport.name, attempts: row.attempts }, 'message sent');
   }
 
-  private async scheduleRetry(row: ClaimedRow, error: unknown): Promise<void> {
+  private async scheduleRetry(row: ClaimedMessage, error: unknown): Promise<void> {
     const { db, clock, logger } = this.deps;
     const now = clock.now();
     const reason = (error instanceof Error ? error.message : String(error)).slice(0, 500);
@@ -208,19 +183,12 @@ export class Dispatcher {
     const nextAttempt = now.getTime() + delaySeconds * 1000;
     const log = logger.child({ message_id: row.id, channel: row.channel, attempts: row.attempts });
     if (nextAttempt >= windowEnd) {
-      await db.query(
-        `UPDATE outbox SET status = 'failed', locked_until = NULL, last_error = $2, updated_at = $3
-          WHERE id = $1`,
-        [row.id, reason, now],
-      );
+      await markFailed(db, row.id, reason, now);
       this.deps.delivered?.(row.channel, 'failed');
       log.error({ reason }, 'message failed: delivery window over');
       return;
     }
-    await db.query(
-      `UPDATE outbox SET next_attempt_at = $2, locked_until = NULL, last_error = $3, updated_at = $4 WHERE id = $1`,
-      [row.id, new Date(nextAttempt), reason, now],
-    );
+    await scheduleNextAttempt(db, row.id, new Date(nextAttempt), reason, now);
     this.deps.delivered?.(row.channel, 'retry');
     log.warn({ reason, retry_in_seconds: delaySeconds }, 'message not delivered; will retry');
   }

@@ -25,7 +25,8 @@ export interface NewMessage {
   customerId: string | null;
   storeName: string;
   customerName: string;
-  code?: string;
+  /** A code and when it expires, which the message states as its lifetime. */
+  code?: { value: string; expiresAt: Date };
   signedOut?: 'every_device' | 'other_devices';
   signIn?: SignInDetails;
   /** For `identity_changed`: the new identity, masked (maskIdentity). */
@@ -38,7 +39,15 @@ export interface NewMessage {
 /** Writes a message in the caller's transaction, so it exists exactly when its code does. */
 export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: NewMessage): Promise<string> {
   const now = deps.clock.now();
-  const content = renderMessage(message);
+  const { code, ...rest } = message;
+  const content = renderMessage({
+    ...rest,
+    ...(code === undefined
+      ? {}
+      : {
+          code: { value: code.value, lifetimeMinutes: Math.round((code.expiresAt.getTime() - now.getTime()) / 60_000) },
+        }),
+  });
   const [row] = await tx.query<{ id: string }>(
     `INSERT INTO outbox (channel, purpose, recipient, customer_id, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) RETURNING id::text AS id`,
@@ -162,4 +171,97 @@ export async function deleteFinishedMessages(
     [new Date(nowMs - deliveredRetentionSeconds * 1000), new Date(nowMs - failedRetentionSeconds * 1000), limit],
   );
   return row?.n ?? 0;
+}
+
+/** A message the dispatcher has leased for one delivery attempt. */
+export interface ClaimedMessage {
+  id: string;
+  channel: Channel;
+  purpose: MessagePurpose;
+  recipient: string;
+  sealed_body: string | null;
+  attempts: number;
+  window_started_at: Date;
+  /** Its code was used, replaced or expired (null when it carries none). */
+  pointless: boolean | null;
+}
+
+/**
+ * Leases up to `limit` due messages until `leaseEnd`, with FOR UPDATE SKIP LOCKED so instances
+ * sharing the outbox never claim one message twice. Whether a message's code is still usable is
+ * read in the same statement (the one read of `challenges` outside src/auth/codes.ts), so a code
+ * spent before the claim is never sent.
+ */
+export async function claimDueMessages(
+  db: Queryable,
+  now: Date,
+  leaseEnd: Date,
+  limit: number,
+): Promise<ClaimedMessage[]> {
+  return db.query<ClaimedMessage>(
+    `UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1
+      WHERE id IN (SELECT id FROM outbox
+                    WHERE status = 'pending' AND next_attempt_at <= $1
+                      AND (locked_until IS NULL OR locked_until <= $1)
+                    ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+      RETURNING id::text AS id, channel, purpose, recipient, sealed_body, attempts, window_started_at,
+        (SELECT c.consumed_at IS NOT NULL OR c.voided_at IS NOT NULL OR c.expires_at <= $1
+           FROM challenges c WHERE c.id = outbox.challenge_id) AS pointless`,
+    [now, leaseEnd, limit],
+  );
+}
+
+/** Messages sent since `since`, across the deployment (the hourly budget). */
+export async function countSentSince(db: Queryable, since: Date): Promise<number> {
+  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at > $1', [since]);
+  return row?.n ?? 0;
+}
+
+/** Messages by status, for the outbox gauge. */
+export async function countByStatus(db: Queryable): Promise<{ status: OutboxStatus; n: number }[]> {
+  return db.query<{ status: OutboxStatus; n: number }>('SELECT status, count(*)::int AS n FROM outbox GROUP BY status');
+}
+
+/** Dropped unsent: its code is no longer usable. The sealed body goes with it. */
+export async function markDropped(db: Queryable, id: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE outbox SET status = 'dropped', sealed_body = NULL, locked_until = NULL, updated_at = $2 WHERE id = $1`,
+    [id, now],
+  );
+}
+
+/**
+ * Sent: the sealed body is erased. The notice of a deleted account is the last place its address
+ * is kept, so its recipient goes too.
+ */
+export async function markSent(db: Queryable, id: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE outbox SET status = 'sent', sealed_body = NULL, locked_until = NULL, last_error = NULL,
+            sent_at = $2, updated_at = $2,
+            recipient = CASE WHEN purpose = 'account_deleted' THEN $3 ELSE recipient END
+      WHERE id = $1`,
+    [id, now, erasedRecipient],
+  );
+}
+
+/** Failed for good: its delivery window is over. */
+export async function markFailed(db: Queryable, id: string, reason: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE outbox SET status = 'failed', locked_until = NULL, last_error = $2, updated_at = $3 WHERE id = $1`,
+    [id, reason, now],
+  );
+}
+
+/** Not delivered this time: tried again at `nextAttempt`. */
+export async function scheduleNextAttempt(
+  db: Queryable,
+  id: string,
+  nextAttempt: Date,
+  reason: string,
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `UPDATE outbox SET next_attempt_at = $2, locked_until = NULL, last_error = $3, updated_at = $4 WHERE id = $1`,
+    [id, nextAttempt, reason, now],
+  );
 }

@@ -1,4 +1,3 @@
-import { codeLifetimeSeconds } from '../auth/codes.js';
 import type { Channel, MessageContent, MessagePurpose } from './message.js';
 
 export interface TemplateInput {
@@ -6,7 +5,8 @@ export interface TemplateInput {
   purpose: MessagePurpose;
   storeName: string;
   customerName: string;
-  code?: string;
+  /** A code and how long it lives, in whole minutes (the message says so). */
+  code?: { value: string; lifetimeMinutes: number };
   /** For `password_changed`: a reset ends every session, a change keeps the device that made it. */
   signedOut?: 'every_device' | 'other_devices';
   /** For `identity_changed`: the account's new identity, masked. */
@@ -32,11 +32,11 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-const lifetimeMinutes = codeLifetimeSeconds / 60;
-
 /** The words of every message. No links: nothing here is built from a request's Host header. */
 export function renderMessage(input: TemplateInput): MessageContent {
-  const { storeName, customerName, code = '' } = input;
+  const { storeName, customerName } = input;
+  const code = input.code?.value ?? '';
+  const lifetimeMinutes = input.code?.lifetimeMinutes ?? 0;
   let subject: string;
   let lines: string[];
   const identity = input.channel === 'email' ? 'email address' : 'phone number';

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { maxRawNameLength } from './schemas.js';
 
 // The WebAuthn JSON shapes, as @simplewebauthn/browser sends and reads them. Objects stay open
 // (additionalProperties), so fields newer browsers add pass through rather than being cut.
@@ -73,7 +74,7 @@ export const PasskeyRegisterBody = Type.Object({
   ),
   name: Type.Optional(
     Type.String({
-      maxLength: 255,
+      maxLength: maxRawNameLength,
       description:
         'What to call the passkey: up to 120 characters once trimmed. Default: the device, e.g. "Chrome on macOS".',
     }),

@@ -3,17 +3,18 @@ import type { AuditEvent } from '../audit.js';
 import type { RelyingParty } from '../auth/relying-party.js';
 import { isOnRpId } from '../config.js';
 import { acceptedKeys } from '../keys.js';
-import type { Services } from '../services.js';
+import type { Edge } from './edge.js';
 import { ownOrigin } from './csrf.js';
 import { setPasskeyCookie } from './passkey-cookie.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
+import { customerRoute } from './route-support.js';
 
 /**
  * The relying party of this request: configured RP ID and origins, the store's name, and, when
  * WEBAUTHN_ORIGINS is not set, the origin the request was addressed to if its host is on the RP ID.
  */
-export function relyingParty(services: Pick<Services, 'config'>, request: FastifyRequest): RelyingParty {
+export function relyingParty(services: Pick<Edge, 'config'>, request: FastifyRequest): RelyingParty {
   const { rpId, origins, includeOwnOrigin } = services.config.webauthn;
   const own = includeOwnOrigin ? ownOrigin(request) : undefined;
   const ownUsable = own !== undefined && isOnRpId(new URL(own).hostname, rpId) && !origins.includes(own);
@@ -25,7 +26,7 @@ export function describePasskeyRoute(operationId: string, summary: string, descr
 }
 
 /** What both passkey route modules share: the store setting, the audit, the options calls. */
-export function passkeyRouteSupport(services: Services) {
+export function passkeyRouteSupport(services: Edge) {
   const { keys, limiter } = services;
   const secure = services.config.cookieSecure;
 
@@ -58,7 +59,7 @@ export function passkeyRouteSupport(services: Services) {
 
   return {
     /** Every passkey route's options: a customer route, and 404 while the store setting is off. */
-    gate: { config: { customer: true }, preValidation: requireSetting },
+    gate: { config: customerRoute, preValidation: requireSetting },
     audit,
     ceremonyOptions,
     /** Keys that may have signed a challenge cookie, the current one first. */

@@ -1,33 +1,42 @@
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
+import { maxIdentityLength } from '../auth/identity.js';
+import { maxPasswordLength } from '../auth/password.js';
+import { maxNameLength } from '../auth/registration.js';
 import { problemCatalogue, type ProblemCode } from './problems.js';
+
+/** Caps a raw name before trimming; the name's own limit (maxNameLength) applies after it. */
+export const maxRawNameLength = 255;
 
 const identityField = Type.String({
   minLength: 1,
-  maxLength: 254,
+  maxLength: maxIdentityLength,
   description: "The account's email address or phone number (E.164), by the store's identity mode.",
 });
 const codeField = Type.String({ pattern: '^[0-9]{6}$', description: 'The six-digit code that was sent.' });
 
 export const RegisterBody = Type.Object({
-  // The 120 limit applies after trimming (in the domain); this bound only caps the raw input.
-  name: Type.String({ maxLength: 255, description: 'Up to 120 characters once trimmed; no control characters.' }),
+  // The name's limit applies after trimming (in the domain); this bound only caps the raw input.
+  name: Type.String({
+    maxLength: maxRawNameLength,
+    description: `Up to ${maxNameLength} characters once trimmed; no control characters.`,
+  }),
   email: Type.Optional(
     Type.String({
-      maxLength: 254,
+      maxLength: maxIdentityLength,
       description: 'Required on a store whose identity mode is email; refused on a phone store.',
     }),
   ),
   phone: Type.Optional(
     Type.String({
-      maxLength: 254,
+      maxLength: maxIdentityLength,
       description: 'E.164; required on a store whose identity mode is phone; refused on an email store.',
     }),
   ),
   password: Type.String({
-    maxLength: 255,
+    maxLength: maxPasswordLength,
     description: 'At least 8 characters with a letter and a number; not a common password.',
   }),
-  password_confirmation: Type.String({ maxLength: 255, description: 'Must equal password.' }),
+  password_confirmation: Type.String({ maxLength: maxPasswordLength, description: 'Must equal password.' }),
 });
 export type RegisterBody = Static<typeof RegisterBody>;
 
@@ -39,44 +48,62 @@ export type IdentityBody = Static<typeof IdentityBody>;
 
 export const LoginBody = Type.Object({
   identity: identityField,
-  password: Type.String({ minLength: 1, maxLength: 255 }),
+  password: Type.String({ minLength: 1, maxLength: maxPasswordLength }),
 });
 export type LoginBody = Static<typeof LoginBody>;
+
+// A new password and its confirmation, as reset and change take them.
+const newPasswordFields = {
+  password: Type.String({
+    maxLength: maxPasswordLength,
+    description: 'The new password, by the same rules as at registration.',
+  }),
+  password_confirmation: Type.String({ maxLength: maxPasswordLength }),
+};
 
 export const ResetPasswordBody = Type.Object({
   identity: identityField,
   code: codeField,
-  password: Type.String({ maxLength: 255, description: 'The new password, by the same rules as at registration.' }),
-  password_confirmation: Type.String({ maxLength: 255 }),
+  ...newPasswordFields,
 });
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
 
 export const ChangePasswordBody = Type.Object({
-  current_password: Type.String({ minLength: 1, maxLength: 255, description: 'The password the account has now.' }),
-  password: Type.String({ maxLength: 255, description: 'The new password, by the same rules as at registration.' }),
-  password_confirmation: Type.String({ maxLength: 255 }),
+  current_password: Type.String({
+    minLength: 1,
+    maxLength: maxPasswordLength,
+    description: 'The password the account has now.',
+  }),
+  ...newPasswordFields,
 });
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
 
 export const ProfileBody = Type.Object({
-  name: Type.String({ maxLength: 255, description: 'Up to 120 characters once trimmed; no control characters.' }),
+  name: Type.String({
+    maxLength: maxRawNameLength,
+    description: `Up to ${maxNameLength} characters once trimmed; no control characters.`,
+  }),
 });
 export type ProfileBody = Static<typeof ProfileBody>;
 
 export const IdentityChangeBody = Type.Object({
   email: Type.Optional(
     Type.String({
-      maxLength: 254,
+      maxLength: maxIdentityLength,
       description: 'The new email address; required on an email store and refused on a phone store.',
     }),
   ),
   phone: Type.Optional(
     Type.String({
-      maxLength: 254,
+      maxLength: maxIdentityLength,
       description: 'The new phone number (E.164); required on a phone store and refused on an email store.',
     }),
   ),
-  current_password: Type.String({ minLength: 1, maxLength: 255, description: 'The password the account has now.' }),
+  current_password: Type.String({
+    minLength: 1,
+    maxLength: maxPasswordLength,
+    description: 'The password the account has now.',
+  }),
 });
 export type IdentityChangeBody = Static<typeof IdentityChangeBody>;
 
@@ -123,7 +150,7 @@ export const RevokedCountStatus = Type.Object({ status: Type.Literal('revoked'),
 export const DeleteAccountBody = Type.Object({
   current_password: Type.String({
     minLength: 1,
-    maxLength: 255,
+    maxLength: maxPasswordLength,
     description: 'Checked like a login; counts toward the failed-login limit.',
   }),
 });

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Config, IdentityMode } from '../config.js';
 import type { Database, Queryable } from '../storage/database.js';
+import { countCustomers } from '../auth/customers.js';
 
 export type StoreStatus = 'active' | 'paused' | 'closed';
 export const storeStatuses: readonly StoreStatus[] = ['active', 'paused', 'closed'];
@@ -99,8 +100,8 @@ export async function updateStore(
     const current = await tx.query<StoreRow>('SELECT identity_mode FROM store WHERE id = $1 FOR UPDATE', [storeId]);
     if (current[0] === undefined) return { ok: false, reason: 'no_store' };
     if (changes.identityMode !== undefined && changes.identityMode !== current[0].identity_mode && !force) {
-      const [count] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
-      if ((count?.n ?? 0) > 0) return { ok: false, reason: 'identity_mode_in_use', customers: count!.n };
+      const customers = await countCustomers(tx);
+      if (customers > 0) return { ok: false, reason: 'identity_mode_in_use', customers };
     }
     const settings = {
       ...(changes.verificationRequired === undefined

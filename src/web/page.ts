@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Services } from '../services.js';
+import type { Edge } from '../http/edge.js';
 
 // public/ sits at the package root, two levels above this file in both src/ and dist/.
 const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../public');
@@ -39,7 +39,7 @@ function escapeAttribute(text: string): string {
 }
 
 /** The sign-in page at `/`: plain HTML and a small script (two modules) that uses the public API like a storefront. */
-export function signInPage(services: Services): FastifyPluginAsync {
+export function signInPage(services: Edge): FastifyPluginAsync {
   return async (app) => {
     const read = (name: string) => fs.readFileSync(path.join(publicDir, name), 'utf8');
     const template = read('index.html');

@@ -4,7 +4,7 @@ import { register } from '../../src/auth/registration.js';
 import { verifyIdentity } from '../../src/auth/verification.js';
 import { otherThan } from '../helpers/assertions.js';
 import { verifiedAt } from '../helpers/customers.js';
-import { domainOf } from '../helpers/domain.js';
+import { domainOf, email } from '../helpers/domain.js';
 import { registration, useHarness } from '../helpers/harness.js';
 
 /** Registration and verification as domain calls on a real database, without the HTTP edge. */
@@ -51,18 +51,18 @@ describe('the registration and verification flows', () => {
     assert.ok(registered.ok);
     const code = await t.codeFor('ada@example.com', 'verification');
 
-    assert.equal(await verifyIdentity(deps, await store(), 'ada@example.com', otherThan(code)), null);
+    assert.equal(await verifyIdentity(deps, await store(), email('ada@example.com'), otherThan(code)), null);
     assert.equal(await verifiedAt(t, registered.customer.id), null);
     t.clock.advance(60);
-    const verified = await verifyIdentity(deps, await store(), 'ada@example.com', code);
+    const verified = await verifyIdentity(deps, await store(), email('ada@example.com'), code);
     assert.equal(verified?.identity.verified_at, t.clock.now().toISOString());
-    assert.equal(await verifyIdentity(deps, await store(), 'ada@example.com', code), null, 'a code is spent once');
+    assert.equal(await verifyIdentity(deps, await store(), email('ada@example.com'), code), null, 'a code is spent once');
   });
 
   test('verifyIdentity answers an unknown identity as it answers a wrong code', async () => {
     const t = await harness.start();
     const { deps, store } = domainOf(t);
-    assert.equal(await verifyIdentity(deps, await store(), 'nobody@example.com', '123456'), null);
-    assert.equal(await verifyIdentity(deps, await store(), 'not an email', '123456'), null);
+    assert.equal(await verifyIdentity(deps, await store(), email('nobody@example.com'), '123456'), null);
+    assert.equal(await verifyIdentity(deps, await store(), email('not an email'), '123456'), null);
   });
 });

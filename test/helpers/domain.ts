@@ -1,4 +1,5 @@
 import type { AuthDeps } from '../../src/auth/deps.js';
+import { parseIdentity, type ParsedIdentity } from '../../src/auth/identity.js';
 import type { SessionClient } from '../../src/auth/sessions.js';
 import type { StoreContext } from '../../src/store/store.js';
 import type { TestApp } from './harness.js';
@@ -32,4 +33,9 @@ export function domainOf(t: TestApp): Domain {
     },
     client: { userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0', address: '203.0.113.9' },
   };
+}
+
+/** An email identity as the edge hands it to the domain: parsed once, normal form and counting key. */
+export function email(raw: string): ParsedIdentity {
+  return parseIdentity('email', raw);
 }

@@ -2,20 +2,19 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { loginWithCode, requestSignInCode } from '../../auth/code-login.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { describe, identitySubject } from './auth.js';
-import { authDeps } from '../route-support.js';
+import { authDeps, customerRoute, describe, identityOf } from '../route-support.js';
 
 /**
  * Signing in with a code sent to the identity, where the store allows it
  * (`auth.sign_in_with_code`). With the setting off both paths answer 404 not_found, before the
  * body is looked at, as if they did not exist.
  */
-export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 
@@ -30,7 +29,6 @@ export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
   }
 
   // The store gate has run by now (onRequest), so request.store is this request's store.
-  const config = { customer: true };
   async function requireSetting(request: FastifyRequest) {
     if (!request.store.signInWithCode) throw new ProblemError('not_found');
   }
@@ -39,7 +37,7 @@ export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/code/request',
       {
-        config,
+        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
@@ -52,14 +50,14 @@ export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const subject = `sign-in-code:${identitySubject(request, request.body.identity)}`;
+        const identity = identityOf(request);
+        const subject = `sign-in-code:${identity.key}`;
         await limiter.consume([
           [limits.messagesPerIdentityMinute, subject],
           [limits.messagesPerIdentityHour, subject],
           [limits.messagesPerAddress, request.clientKey],
         ]);
         const store = request.store;
-        const identity = request.body.identity;
         // Answered before any lookup, so the time to answer cannot tell who has an account.
         services.background.run('sign-in-code', () => requestSignInCode(deps, store, identity));
         reply.code(202);
@@ -70,7 +68,7 @@ export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/code/login',
       {
-        config,
+        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
@@ -91,7 +89,7 @@ export function codeLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
           throw error;
         });
         const previous = request.cookies[settings.sessionCookieName];
-        const result = await loginWithCode(deps, request.store, request.body.identity, request.body.code, previous, {
+        const result = await loginWithCode(deps, request.store, identityOf(request), request.body.code, previous, {
           userAgent: request.headers['user-agent'],
           address: request.ip,
         });

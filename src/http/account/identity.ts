@@ -7,23 +7,19 @@ import {
   identityChangeErrors,
   requestIdentityChange,
 } from '../../auth/identity-change.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, bodyProblemResponses, Customer, IdentityChangeBody, IdentityConfirmBody } from '../schemas.js';
-import { refuseInvalidBody } from './auth.js';
-import { authDeps, signedIn } from '../route-support.js';
+import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   // Every identity route needs the session cookie.
   return { tags: ['account'], operationId, summary, description, security: [{ session: [] }] };
 }
 
-// Behind the store gate and answered with Cache-Control: no-store, as every customer route.
-const config = { customer: true };
-
 /** The signed-in customer moving their account to another email address or phone number. */
-export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { metrics, limiter } = services;
   const deps = authDeps(services);
 
@@ -35,7 +31,7 @@ export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/identity/change',
       {
-        config,
+        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -104,7 +100,7 @@ export function identityRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/identity/confirm',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'confirmIdentity',

@@ -8,7 +8,7 @@ import { channelFor, type AuthDeps } from './deps.js';
  * Issues a new code of the purpose (voiding earlier ones) and queues its message, both in the
  * caller's transaction: the message exists exactly when its code does.
  */
-export async function sendCode(
+export async function queueCode(
   tx: Parameters<typeof issueChallenge>[0],
   deps: Pick<AuthDeps, 'clock' | 'keys'>,
   store: StoreContext,
@@ -23,18 +23,18 @@ export async function sendCode(
     customerId: customer.id,
     storeName: store.name,
     customerName: customer.name,
-    code: challenge.code,
+    code: { value: challenge.code, expiresAt: challenge.expiresAt },
     challengeId: challenge.challengeId,
   });
 }
 
 /**
- * Behind the 202 of resend and forgot: sends a code of the purpose when the identity names an
+ * Behind the 202 of resend and forgot: queues a code of the purpose when the identity names an
  * account that `wants` one. Most such requests name no account (typos, probing, floods), so one
  * plain read settles them; only a real account pays for the locking transaction, which checks
  * again under the row lock.
  */
-export async function sendCodeIfWanted(
+export async function queueCodeIfWanted(
   deps: AuthDeps,
   store: StoreContext,
   identityValue: string,
@@ -46,7 +46,7 @@ export async function sendCodeIfWanted(
   const sent = await deps.db.transaction(async (tx) => {
     const customer = await findCustomerByIdentity(tx, store.identityMode, identityValue, { forUpdate: true });
     if (customer === null || !wants(customer)) return false;
-    await sendCode(tx, deps, store, customer, purpose);
+    await queueCode(tx, deps, store, customer, purpose);
     return true;
   });
   if (sent) deps.messagesQueued();

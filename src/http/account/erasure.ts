@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { deleteAccountWithPassword, exportAccount } from '../../auth/erasure.js';
 import { wrongCurrentPassword } from '../../auth/account.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
@@ -16,17 +16,14 @@ import {
   DeletedStatus,
   problemResponses,
 } from '../schemas.js';
-import { signedIn } from '../route-support.js';
+import { customerRoute, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
 }
 
-// Behind the store gate and answered with Cache-Control: no-store, like every customer route.
-const config = { customer: true };
-
 /** The signed-in customer's own data: export it, or delete the account. */
-export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics } = services;
   const sessionCookie = settings.sessionCookieName;
   const deps = {
@@ -45,7 +42,7 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.get(
       '/account/export',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'exportAccount',
@@ -71,7 +68,7 @@ export function erasureRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/account/delete',
       {
-        config,
+        config: customerRoute,
         // The session is checked before the body: without one the answer is 401, whatever was sent.
         attachValidation: true,
         schema: {

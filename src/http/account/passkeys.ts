@@ -5,7 +5,7 @@ import type { FieldErrors } from '../../auth/deps.js';
 import { finishPasskeyRegistration, startPasskeyRegistration } from '../../auth/passkey-registration.js';
 import { listPasskeys, removePasskey } from '../../auth/passkeys.js';
 import { validateName } from '../../auth/registration.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
 import { PasskeyCreationOptions, Passkey, PasskeyList, PasskeyRegisterBody } from '../passkey-schemas.js';
 import { describePasskeyRoute, passkeyRouteSupport, relyingParty } from '../passkey-support.js';
@@ -17,7 +17,7 @@ import { bodyProblemResponses, customerProblems, DeletedStatus, problemResponses
 const credentialRefused = 'Could not be verified for this account and page; ask for new options and try again.';
 
 /** Passkeys in the account area: adding one, listing them, removing one. Each needs the session. */
-export function passkeyRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { limiter, db } = services;
   const deps = authDeps(services);
   const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
+import { customerRoute } from '../route-support.js';
 import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
 
 export const apiVersion = 'v1';
@@ -11,7 +12,7 @@ const tags = ['platform'];
 /** Health probes: kept out of the customer calls' counters, CORS and request log (see app.ts). */
 const probe = { probe: true, cors: false } as const;
 
-export function platformRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function platformRoutes(services: Edge): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/platform',
@@ -71,12 +72,12 @@ export function platformRoutes(services: Services): FastifyPluginAsyncTypebox {
 }
 
 /** GET /api/v1/csrf-cookie and its Sanctum-style alias: a fresh XSRF-TOKEN, no server-side state. */
-export function csrfCookieRoute(services: Services, url: string): FastifyPluginAsyncTypebox {
+export function csrfCookieRoute(services: Edge, url: string): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       url,
       {
-        config: { customer: true },
+        config: customerRoute,
         schema: {
           tags: ['auth'],
           security: [],

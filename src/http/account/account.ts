@@ -3,24 +3,20 @@ import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
 import { changeName, changePassword, changePasswordErrors } from '../../auth/account.js';
 import { validateName } from '../../auth/registration.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
-import { refuseInvalidBody } from './auth.js';
-import { authDeps, signedIn } from '../route-support.js';
+import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   // Every account route needs the session cookie.
   return { tags: ['account'], operationId, summary, description, security: [{ session: [] }] };
 }
 
-// Behind the store gate and answered with Cache-Control: no-store, as every customer route.
-const config = { customer: true };
-
 /** The signed-in customer's own account: password and name. */
-export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 
@@ -32,7 +28,7 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/password/change',
       {
-        config,
+        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -89,7 +85,7 @@ export function accountRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/profile',
       {
-        config,
+        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.'),

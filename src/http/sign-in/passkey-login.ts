@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { loginWithPasskey, startPasskeyLogin } from '../../auth/passkey-login.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
 import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
 import { describePasskeyRoute, passkeyRouteSupport, relyingParty } from '../passkey-support.js';
@@ -14,7 +14,7 @@ import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
 export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
 
 /** Signing in with a passkey: no session needed, and the answer of a login. */
-export function passkeyLoginRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function passkeyLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
   const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);

@@ -102,14 +102,14 @@ export async function serve(config: Config): Promise<void> {
   });
 
   let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
-  try {
-    metrics =
-      config.metrics === undefined
-        ? undefined
-        : await startMetricsServer(services.metrics, config.metrics.port, config.metrics.host);
-  } catch (error) {
-    await services.close();
-    throw listenError(error, metricsPort, config.metrics!.port, config.metrics!.host) ?? error;
+  const metricsAddress = config.metrics;
+  if (metricsAddress !== undefined) {
+    try {
+      metrics = await startMetricsServer(services.metrics, metricsAddress.port, metricsAddress.host);
+    } catch (error) {
+      await services.close();
+      throw listenError(error, metricsPort, metricsAddress.port, metricsAddress.host) ?? error;
+    }
   }
   if (metrics !== undefined) logger.info({ metrics: metrics.address }, `metrics at ${metrics.address}`);
 

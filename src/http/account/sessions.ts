@@ -2,22 +2,19 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { listCustomerSessions, revokeCustomerSession, revokeCustomerSessions } from '../../auth/sessions.js';
-import type { Services } from '../../services.js';
+import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
-import { signedIn } from '../route-support.js';
+import { customerRoute, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
 }
 
-// Behind the store gate and answered with Cache-Control: no-store, like every customer route.
-const config = { customer: true };
-
 /** The account area: the signed-in customer's own sessions. */
-export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics, db, clock } = services;
   const sessionCookie = settings.sessionCookieName;
 
@@ -41,7 +38,7 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.get(
       '/sessions',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'listSessions',
@@ -61,7 +58,7 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/:id/revoke',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'revokeSession',
@@ -91,7 +88,7 @@ export function sessionRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/revoke-others',
       {
-        config,
+        config: customerRoute,
         schema: {
           ...describe(
             'revokeOtherSessions',

@@ -1,0 +1,41 @@
+import type { Services } from '../services.js';
+import { MemoryKeyValueStore } from '../storage/key-value.js';
+import { RateLimiter } from './rate-limit.js';
+import { createReadinessProbe, type Readiness } from './readiness.js';
+
+/** Addresses the probe counters keep at most; probes come from a few load balancers, not the public. */
+const probeCounterEntries = 10_000;
+
+/**
+ * What the routes work with: the services plus the parts only the edge needs (rate limits, the
+ * readiness probe). The edge builds these itself, so the composition root knows nothing of HTTP.
+ */
+export interface Edge extends Services {
+  readiness: () => Promise<Readiness>;
+  limiter: RateLimiter;
+  /**
+   * Counts the health probes, in this instance's memory only: a load balancer's probes need no
+   * shared counter, and a Redis round trip on each would make liveness depend on Redis's pace.
+   */
+  probeLimiter: RateLimiter;
+}
+
+export function edgeOf(services: Services): Edge {
+  const { config, db, kv, clock, metrics } = services;
+  const limited = (rule: { name: string }) => metrics.rateLimited.inc({ limit: rule.name });
+  // Built over the services, not copied from them: a part swapped later (a test's store cache) is
+  // the one the routes see.
+  const parts: Omit<Edge, keyof Services> = {
+    readiness: createReadinessProbe({
+      db,
+      kv,
+      searchUrl: config.searchUrl,
+      checked: (checks) => {
+        for (const [dependency, up] of Object.entries(checks)) metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
+      },
+    }),
+    limiter: new RateLimiter(kv, clock, limited),
+    probeLimiter: new RateLimiter(new MemoryKeyValueStore(probeCounterEntries), clock, limited),
+  };
+  return Object.assign(Object.create(services) as Services, parts);
+}

@@ -1,0 +1,66 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../auth/password-reset.js';
+import type { Edge } from '../edge.js';
+import { ProblemError } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import {
+  auditor,
+  authDeps,
+  customerRoute,
+  describe,
+  identityOf,
+  messageRequestRoute,
+  refuseInvalidBody,
+} from '../route-support.js';
+import { bodyProblemResponses, PasswordResetStatus, ResetPasswordBody } from '../schemas.js';
+
+/** Recovery: ask for a reset code, set a new password with it. */
+export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
+  const { limiter } = services;
+  const deps = authDeps(services);
+  const audit = auditor(services);
+
+  return async (app) => {
+    await app.register(
+      messageRequestRoute(services, {
+        path: '/password/forgot',
+        operation: 'forgot-password',
+        operationId: 'forgotPassword',
+        summary: 'Send a password reset code',
+        work: requestPasswordReset,
+      }),
+    );
+
+    app.post(
+      '/password/reset',
+      {
+        config: customerRoute,
+        attachValidation: true,
+        schema: {
+          ...describe(
+            'resetPassword',
+            'Set a new password with a reset code',
+            'Signs the customer out of every session and sends a notice. Never signs anyone in.',
+          ),
+          body: ResetPasswordBody,
+          response: {
+            200: PasswordResetStatus,
+            ...bodyProblemResponses(ResetPasswordBody, ['invalid_identity_challenge']),
+          },
+        },
+      },
+      async (request) => {
+        refuseInvalidBody(request, resetPasswordErrors);
+        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
+        if (!result.ok) {
+          throw result.reason === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.errors })
+            : new ProblemError('invalid_identity_challenge');
+        }
+        audit(request, 'password.reset', result.customerId);
+        return { status: 'password_reset' as const };
+      },
+    );
+  };
+}

@@ -1,0 +1,127 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { toCustomer } from '../../auth/customers.js';
+import { login } from '../../auth/login.js';
+import { deleteSession, findSessionCustomer } from '../../auth/sessions.js';
+import { setCsrfCookie } from '../csrf.js';
+import type { Edge } from '../edge.js';
+import { ProblemError } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import { auditor, authDeps, customerRoute, describe, identityOf } from '../route-support.js';
+import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
+import {
+  AuthSession,
+  bodyProblemResponses,
+  customerProblems,
+  LoginBody,
+  problemResponses,
+  SignedOutStatus,
+} from '../schemas.js';
+
+export const loginRefusedDetail = 'The identity or password is not correct.';
+
+/** Signing in with a password, asking who is signed in, and signing out. */
+export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox {
+  const { config: settings, keys, metrics, limiter } = services;
+  const deps = authDeps(services);
+  const audit = auditor(services);
+  const sessionCookie = settings.sessionCookieName;
+
+  return async (app) => {
+    app.post(
+      '/login',
+      {
+        config: customerRoute,
+        schema: {
+          ...describe(
+            'login',
+            'Log in',
+            'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct." A login from a device the customer has not signed in from for 90 days queues a new_sign_in message (store setting auth.sign_in_notices); the answer does not depend on it.',
+          ),
+          body: LoginBody,
+          response: {
+            200: AuthSession,
+            ...bodyProblemResponses(LoginBody, ['unauthenticated'], {
+              details: { unauthenticated: loginRefusedDetail },
+            }),
+          },
+        },
+      },
+      async (request, reply) => {
+        const identity = identityOf(request);
+        // Counted before the password check so parallel guesses cannot exceed the limit; forgiven on success.
+        await limiter
+          .consume([
+            [limits.loginAttempts, request.clientKey],
+            [limits.failedLogins, identity.key],
+          ])
+          .catch((error: unknown) => {
+            metrics.logins.inc({ outcome: 'throttled' });
+            throw error;
+          });
+        const previous = request.cookies[sessionCookie];
+        const client = { userAgent: request.headers['user-agent'], address: request.ip };
+        const result = await login(deps, request.store, identity, request.body.password, previous, client);
+        metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
+        if (!result.ok) {
+          audit(request, 'login.failed', result.customerId, { method: 'password' });
+          // One text for all three refusals: it must not tell which part was wrong.
+          throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
+        }
+        audit(request, 'login.succeeded', result.customer.id, { method: 'password' });
+        reportSignInNotice(request.log, metrics, result.signInNotice);
+        await limiter.forget(limits.failedLogins, identity.key);
+        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
+        return { auth_type: 'session' as const, customer: result.customer };
+      },
+    );
+
+    // Who am I: for storefront pages, and usable by a reverse proxy as a forward-auth check.
+    app.get(
+      '/session',
+      {
+        config: customerRoute,
+        schema: {
+          ...describe(
+            'session',
+            'Who am I',
+            'The customer of the session cookie; also usable by a reverse proxy as a forward-auth check.',
+          ),
+          security: [{ session: [] }],
+          response: { 200: AuthSession, ...problemResponses(...customerProblems, 'unauthenticated') },
+        },
+      },
+      async (request) => {
+        const sessionId = request.cookies[sessionCookie];
+        const customer =
+          sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
+        if (customer === null) throw new ProblemError('unauthenticated');
+        return { auth_type: 'session' as const, customer: toCustomer(customer) };
+      },
+    );
+
+    app.post(
+      '/logout',
+      {
+        config: customerRoute,
+        schema: {
+          ...describe(
+            'logout',
+            'Log out',
+            'Deletes the session on the server, expires the cookie and issues a fresh XSRF-TOKEN.',
+          ),
+          security: [{ session: [] }],
+          response: { 200: SignedOutStatus, ...problemResponses(...customerProblems, 'unauthenticated') },
+        },
+      },
+      async (request, reply) => {
+        const sessionId = request.cookies[sessionCookie];
+        const customerId = sessionId === undefined ? null : await deleteSession(services.db, services.clock, sessionId);
+        if (customerId === null) throw new ProblemError('unauthenticated');
+        audit(request, 'logout', customerId);
+        reply.clearCookie(sessionCookie, { path: '/', httpOnly: true, sameSite: 'lax', secure: settings.cookieSecure });
+        setCsrfCookie(reply, keys.csrf, undefined, settings.cookieSecure);
+        return { status: 'signed_out' as const };
+      },
+    );
+  };
+}
