@@ -56,7 +56,11 @@ describe('the registration and verification flows', () => {
     t.clock.advance(60);
     const verified = await verifyIdentity(deps, await store(), email('ada@example.com'), code);
     assert.equal(verified?.identity.verified_at, t.clock.now().toISOString());
-    assert.equal(await verifyIdentity(deps, await store(), email('ada@example.com'), code), null, 'a code is spent once');
+    assert.equal(
+      await verifyIdentity(deps, await store(), email('ada@example.com'), code),
+      null,
+      'a code is spent once',
+    );
   });
 
   test('verifyIdentity answers an unknown identity as it answers a wrong code', async () => {

@@ -88,7 +88,14 @@ describe('the sign-in flows', () => {
 
     await requestSignInCode(deps, await store(), email('ada@example.com'));
     const code = await t.codeFor('ada@example.com', 'sign_in');
-    const wrong = await loginWithCode(deps, await store(), email('ada@example.com'), otherThan(code), undefined, client);
+    const wrong = await loginWithCode(
+      deps,
+      await store(),
+      email('ada@example.com'),
+      otherThan(code),
+      undefined,
+      client,
+    );
     assert.deepEqual(wrong, { ok: false, customerId: id });
 
     const result = await loginWithCode(deps, await store(), email('ada@example.com'), code, undefined, client);
