@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { sharedHashPool } from '../../src/auth/hash-pool.js';
 import { problemCatalogue, type ProblemCode } from '../../src/http/problems.js';
-import { loginRefusedDetail } from '../../src/http/sign-in/password.js';
+import { loginRefusedDetail } from '../../src/http/sign-in/password-schemas.js';
 import { auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 
 /**

@@ -1,20 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
-import { Type } from '@sinclair/typebox';
 import type { FieldErrors } from '../../auth/deps.js';
 import { finishPasskeyRegistration, startPasskeyRegistration } from '../../auth/passkey-registration.js';
 import { listPasskeys, removePasskey } from '../../auth/passkeys.js';
 import { validateName } from '../../auth/registration.js';
 import type { Edge } from '../edge.js';
 import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
-import { PasskeyCreationOptions, Passkey, PasskeyList, PasskeyRegisterBody } from '../passkey-schemas.js';
-import { describePasskeyRoute, passkeyRouteSupport, relyingParty } from '../passkey-support.js';
+import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { authDeps, signedIn } from '../route-support.js';
-import { bodyProblemResponses, customerProblems, DeletedStatus, problemResponses } from '../schemas.js';
-
-const credentialRefused = 'Could not be verified for this account and page; ask for new options and try again.';
+import {
+  credentialRefused,
+  listPasskeysSchema,
+  registerPasskeySchema,
+  registrationOptionsSchema,
+  removePasskeySchema,
+} from './passkeys-schemas.js';
 
 /** Passkeys in the account area: adding one, listing them, removing one. Each needs the session. */
 export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
@@ -27,18 +29,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       '/passkeys/register/options',
       {
         ...gate,
-        schema: {
-          ...describePasskeyRoute(
-            'passkeyRegistrationOptions',
-            'Start adding a passkey',
-            'Options for `navigator.credentials.create` (resident key required, user verification preferred), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser.',
-            true,
-          ),
-          response: {
-            200: PasskeyCreationOptions,
-            ...problemResponses(...customerProblems, 'unauthenticated', 'not_found'),
-          },
-        },
+        schema: registrationOptionsSchema,
       },
       async (request, reply) => {
         const { customer } = await signedIn(services, request);
@@ -50,21 +41,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       '/passkeys/register',
       {
         ...gate,
-        schema: {
-          ...describePasskeyRoute(
-            'registerPasskey',
-            'Add a passkey',
-            "Verifies the browser's answer against this browser's challenge (spent whatever the outcome) and keeps the passkey. A wrong origin or RP ID, a used, expired or other browser's challenge, or a credential already registered is a 422 on `credential`.",
-            true,
-          ),
-          body: PasskeyRegisterBody,
-          response: {
-            201: Passkey,
-            ...bodyProblemResponses(PasskeyRegisterBody, ['unauthenticated', 'not_found'], {
-              fieldErrors: { credential: [credentialRefused] },
-            }),
-          },
-        },
+        schema: registerPasskeySchema,
       },
       async (request, reply) => {
         const { customer } = await signedIn(services, request);
@@ -94,15 +71,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       '/passkeys',
       {
         ...gate,
-        schema: {
-          ...describePasskeyRoute(
-            'listPasskeys',
-            'List my passkeys',
-            "The signed-in customer's passkeys, newest first.",
-            true,
-          ),
-          response: { 200: PasskeyList, ...problemResponses(...customerProblems, 'unauthenticated', 'not_found') },
-        },
+        schema: listPasskeysSchema,
       },
       async (request) => {
         const { customer } = await signedIn(services, request);
@@ -114,16 +83,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       '/passkeys/:id/delete',
       {
         ...gate,
-        schema: {
-          ...describePasskeyRoute(
-            'removePasskey',
-            'Remove a passkey',
-            "Removes the passkey with this id; it can no longer sign in. Needs the session only. An id that is not one of the caller's passkeys answers 404 whether it exists or not.",
-            true,
-          ),
-          params: Type.Object({ id: Type.String({ description: 'The `id` of a passkey from the list.' }) }),
-          response: { 200: DeletedStatus, ...problemResponses(...customerProblems, 'unauthenticated', 'not_found') },
-        },
+        schema: removePasskeySchema,
       },
       async (request) => {
         const { customer } = await signedIn(services, request);

@@ -6,18 +6,9 @@ import { setCsrfCookie } from '../csrf.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { auditor, authDeps, customerRoute, describe, identityOf } from '../route-support.js';
+import { auditor, authDeps, customerRoute, identityOf } from '../route-support.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import {
-  AuthSession,
-  bodyProblemResponses,
-  customerProblems,
-  LoginBody,
-  problemResponses,
-  SignedOutStatus,
-} from '../schemas.js';
-
-export const loginRefusedDetail = 'The identity or password is not correct.';
+import { loginRefusedDetail, loginSchema, logoutSchema, sessionSchema } from './password-schemas.js';
 
 /** Signing in with a password, asking who is signed in, and signing out. */
 export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox {
@@ -31,20 +22,7 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
       '/login',
       {
         config: customerRoute,
-        schema: {
-          ...describe(
-            'login',
-            'Log in',
-            'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct." A login from a device the customer has not signed in from for 90 days queues a new_sign_in message (store setting auth.sign_in_notices); the answer does not depend on it.',
-          ),
-          body: LoginBody,
-          response: {
-            200: AuthSession,
-            ...bodyProblemResponses(LoginBody, ['unauthenticated'], {
-              details: { unauthenticated: loginRefusedDetail },
-            }),
-          },
-        },
+        schema: loginSchema,
       },
       async (request, reply) => {
         const identity = identityOf(request);
@@ -80,15 +58,7 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
       '/session',
       {
         config: customerRoute,
-        schema: {
-          ...describe(
-            'session',
-            'Who am I',
-            'The customer of the session cookie; also usable by a reverse proxy as a forward-auth check.',
-          ),
-          security: [{ session: [] }],
-          response: { 200: AuthSession, ...problemResponses(...customerProblems, 'unauthenticated') },
-        },
+        schema: sessionSchema,
       },
       async (request) => {
         const sessionId = request.cookies[sessionCookie];
@@ -103,15 +73,7 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
       '/logout',
       {
         config: customerRoute,
-        schema: {
-          ...describe(
-            'logout',
-            'Log out',
-            'Deletes the session on the server, expires the cookie and issues a fresh XSRF-TOKEN.',
-          ),
-          security: [{ session: [] }],
-          response: { 200: SignedOutStatus, ...problemResponses(...customerProblems, 'unauthenticated') },
-        },
+        schema: logoutSchema,
       },
       async (request, reply) => {
         const sessionId = request.cookies[sessionCookie];

@@ -1,0 +1,55 @@
+import { Type } from '@sinclair/typebox';
+import { PasskeyCreationOptions, Passkey, PasskeyList, PasskeyRegisterBody } from '../passkey-schemas.js';
+import { describePasskeyRoute } from '../passkey-support.js';
+import { bodyProblemResponses, customerProblems, DeletedStatus, problemResponses } from '../schemas.js';
+
+export const credentialRefused = 'Could not be verified for this account and page; ask for new options and try again.';
+
+// Every account-area passkey route needs the session; with the store setting off each is a 404.
+const signedInProblems = () => problemResponses(...customerProblems, 'unauthenticated', 'not_found');
+
+/** The OpenAPI description and validation of `POST /passkeys/register/options`. */
+export const registrationOptionsSchema = {
+  ...describePasskeyRoute(
+    'passkeyRegistrationOptions',
+    'Start adding a passkey',
+    'Options for `navigator.credentials.create` (resident key required, user verification preferred), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser.',
+    true,
+  ),
+  response: { 200: PasskeyCreationOptions, ...signedInProblems() },
+};
+
+/** The OpenAPI description and validation of `POST /passkeys/register`. */
+export const registerPasskeySchema = {
+  ...describePasskeyRoute(
+    'registerPasskey',
+    'Add a passkey',
+    "Verifies the browser's answer against this browser's challenge (spent whatever the outcome) and keeps the passkey. A wrong origin or RP ID, a used, expired or other browser's challenge, or a credential already registered is a 422 on `credential`.",
+    true,
+  ),
+  body: PasskeyRegisterBody,
+  response: {
+    201: Passkey,
+    ...bodyProblemResponses(PasskeyRegisterBody, ['unauthenticated', 'not_found'], {
+      fieldErrors: { credential: [credentialRefused] },
+    }),
+  },
+};
+
+/** The OpenAPI description and validation of `GET /passkeys`. */
+export const listPasskeysSchema = {
+  ...describePasskeyRoute('listPasskeys', 'List my passkeys', "The signed-in customer's passkeys, newest first.", true),
+  response: { 200: PasskeyList, ...signedInProblems() },
+};
+
+/** The OpenAPI description and validation of `POST /passkeys/:id/delete`. */
+export const removePasskeySchema = {
+  ...describePasskeyRoute(
+    'removePasskey',
+    'Remove a passkey',
+    "Removes the passkey with this id; it can no longer sign in. Needs the session only. An id that is not one of the caller's passkeys answers 404 whether it exists or not.",
+    true,
+  ),
+  params: Type.Object({ id: Type.String({ description: 'The `id` of a passkey from the list.' }) }),
+  response: { 200: DeletedStatus, ...signedInProblems() },
+};
