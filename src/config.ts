@@ -360,7 +360,7 @@ function readRedisKeyPrefix(env: Env, name: string, cluster: boolean): string {
     throw new ConfigError(name, `expected up to 64 letters, digits or ._-{}: ending in ":", got "${value}"`);
   }
   // Redis Cluster hashes a key by the text after its first "{": one in the prefix would put every
-  // key in one slot, or void the hash tags that keep a command's keys together (key-value.ts).
+  // key in one slot, or void the hash tags that keep a command's keys together (counters.ts).
   if (cluster && value.includes('{')) {
     throw new ConfigError(name, `may not contain "{" with a Redis Cluster: it would decide every key's hash slot`);
   }

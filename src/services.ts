@@ -16,11 +16,11 @@ import { deriveKeys, type Keys } from './keys.js';
 import { Metrics } from './metrics.js';
 import { loadOrCreateSecret } from './storage/data-folder.js';
 import type { Database } from './storage/database.js';
-import { MemoryKeyValueStore, type KeyValueStore } from './storage/key-value.js';
+import { MemoryCounterStore, type CounterStore } from './storage/counters.js';
 import { migrate } from './storage/migrations.js';
 import { defaultServerSettings, startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
 import { openPostgres } from './storage/postgres.js';
-import { FallbackKeyValueStore, RedisKeyValueStore } from './storage/redis.js';
+import { FallbackCounterStore, RedisCounterStore } from './storage/redis.js';
 import { ensureStore, loadStore, StoreCache } from './store/store.js';
 import { certificateFailure } from './tls.js';
 
@@ -29,7 +29,7 @@ export interface Services {
   config: Config;
   logger: FastifyBaseLogger;
   db: Database;
-  kv: KeyValueStore;
+  counters: CounterStore;
   clock: Clock;
   hasher: PasswordHasher;
   keys: Keys;
@@ -47,7 +47,7 @@ export interface Services {
 /** Parts a caller (a test, the benchmark) may supply instead of the configured ones. */
 export interface ServiceOverrides {
   db?: Database;
-  kv?: KeyValueStore;
+  counters?: CounterStore;
   clock?: Clock;
   hasher?: PasswordHasher;
   transports?: Partial<Transports>;
@@ -88,9 +88,9 @@ export function configuredHasher(config: Pick<Config, 'hashThreads'>): PasswordH
 }
 
 /** Redis when configured, with this instance's memory standing in while Redis is unreachable. */
-export async function configuredKeyValueStore(config: Config, logger: FastifyBaseLogger): Promise<KeyValueStore> {
-  if (config.redisUrl === undefined) return new MemoryKeyValueStore();
-  const redis = new RedisKeyValueStore(config.redisUrl, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
+export async function configuredCounterStore(config: Config, logger: FastifyBaseLogger): Promise<CounterStore> {
+  if (config.redisUrl === undefined) return new MemoryCounterStore();
+  const redis = new RedisCounterStore(config.redisUrl, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
   // The client retries by itself and its errors are otherwise swallowed; the start says why it failed.
   let connectError: unknown;
   const recordError = (error: unknown) => (connectError = error);
@@ -107,7 +107,7 @@ export async function configuredKeyValueStore(config: Config, logger: FastifyBas
     );
   }
   let lastWarningMs = -Infinity;
-  return new FallbackKeyValueStore(redis, new MemoryKeyValueStore(), (error) => {
+  return new FallbackCounterStore(redis, new MemoryCounterStore(), (error) => {
     const nowMs = performance.now();
     if (nowMs - lastWarningMs < 10_000) return;
     lastWarningMs = nowMs;
@@ -197,7 +197,7 @@ export async function openServices(
     throw error;
   }
   const keys = deriveKeys(opened.secret, config.appSecretPrevious);
-  const kv = overrides.kv ?? (await configuredKeyValueStore(config, logger));
+  const counters = overrides.counters ?? (await configuredCounterStore(config, logger));
   const transports = { ...configuredTransports(config, logger), ...overrides.transports };
   const metrics = new Metrics(db);
   const dispatcher = new Dispatcher(
@@ -245,7 +245,7 @@ export async function openServices(
     config,
     logger,
     db,
-    kv,
+    counters,
     clock,
     hasher: overrides.hasher ?? configuredHasher(config),
     keys,
@@ -267,7 +267,7 @@ export async function openServices(
         await Promise.all(Object.values(transports).map((transport) => transport.close?.()));
       } finally {
         try {
-          await kv.close();
+          await counters.close();
         } finally {
           await opened.release();
         }

@@ -12,7 +12,7 @@ import { prune, type PruneLimits, type RemovedRows } from '../src/janitor.js';
 import { deriveKeys } from '../src/keys.js';
 import { openServices } from '../src/services.js';
 import type { Database, Queryable } from '../src/storage/database.js';
-import { MemoryKeyValueStore } from '../src/storage/key-value.js';
+import { MemoryCounterStore } from '../src/storage/counters.js';
 import { migrate } from '../src/storage/migrations.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { FakeClock } from './helpers/clock.js';
@@ -314,7 +314,7 @@ describe('the janitor', () => {
       const services = await openServices(config, pino({ level: 'silent' }), {
         db,
         clock,
-        kv: new MemoryKeyValueStore(),
+        counters: new MemoryCounterStore(),
         hasher: createArgon2Hasher(testArgon2),
         manualDispatch: true,
       });

@@ -1,5 +1,5 @@
 import type { Services } from '../services.js';
-import { MemoryKeyValueStore } from '../storage/key-value.js';
+import { MemoryCounterStore } from '../storage/counters.js';
 import { RateLimiter } from './rate-limit.js';
 import { createReadinessProbe, type Readiness } from './readiness.js';
 
@@ -21,21 +21,21 @@ export interface Edge extends Services {
 }
 
 export function edgeOf(services: Services): Edge {
-  const { config, db, kv, clock, metrics } = services;
+  const { config, db, counters, clock, metrics } = services;
   const limited = (rule: { name: string }) => metrics.rateLimited.inc({ limit: rule.name });
   // Built over the services, not copied from them: a part swapped later (a test's store cache) is
   // the one the routes see.
   const parts: Omit<Edge, keyof Services> = {
     readiness: createReadinessProbe({
       db,
-      kv,
+      counters,
       searchUrl: config.searchUrl,
       checked: (checks) => {
         for (const [dependency, up] of Object.entries(checks)) metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
       },
     }),
-    limiter: new RateLimiter(kv, clock, limited),
-    probeLimiter: new RateLimiter(new MemoryKeyValueStore(probeCounterEntries), clock, limited),
+    limiter: new RateLimiter(counters, clock, limited),
+    probeLimiter: new RateLimiter(new MemoryCounterStore(probeCounterEntries), clock, limited),
   };
   return Object.assign(Object.create(services) as Services, parts);
 }

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { keyName, type KeyValueStore } from '../storage/key-value.js';
+import { keyName, type CounterStore } from '../storage/counters.js';
 import { ProblemError } from './problems.js';
 
 export interface LimitRule {
@@ -35,7 +35,7 @@ export type LimitHit = [rule: LimitRule, subject: string];
 
 export class RateLimiter {
   constructor(
-    private readonly kv: KeyValueStore,
+    private readonly counters: CounterStore,
     private readonly clock: Clock,
     /** Told which limit refused a request (for metrics). */
     private readonly limited: (rule: LimitRule) => void = () => {},
@@ -49,7 +49,7 @@ export class RateLimiter {
   async consume(hits: LimitHit[]): Promise<void> {
     const nowMs = this.clock.now().getTime();
     const counts = await Promise.all(
-      hits.map(([rule, subject]) => this.kv.increment(keyOf(rule, subject), rule.windowSeconds, nowMs)),
+      hits.map(([rule, subject]) => this.counters.increment(keyOf(rule, subject), rule.windowSeconds, nowMs)),
     );
     let worst: { rule: LimitRule; resetAtMs: number } | undefined;
     hits.forEach(([rule], index) => {
@@ -65,7 +65,7 @@ export class RateLimiter {
   }
 
   async forget(rule: LimitRule, subject: string): Promise<void> {
-    await this.kv.delete(keyOf(rule, subject));
+    await this.counters.delete(keyOf(rule, subject));
   }
 }
 

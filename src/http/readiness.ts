@@ -1,4 +1,4 @@
-import type { KeyValueStore } from '../storage/key-value.js';
+import type { CounterStore } from '../storage/counters.js';
 import type { Queryable } from '../storage/database.js';
 import { loadStore, type StoreContext } from '../store/store.js';
 
@@ -10,7 +10,7 @@ export interface Readiness {
 
 export interface ReadinessDeps {
   db: Queryable;
-  kv: KeyValueStore;
+  counters: CounterStore;
   searchUrl: string | undefined;
   /** Told every fresh result (for metrics). */
   checked?: (checks: Readiness['checks']) => void;
@@ -45,7 +45,7 @@ export function createReadinessProbe(deps: ReadinessDeps): () => Promise<Readine
   const probe = async (): Promise<Readiness> => {
     const [database, cache, search, store] = await Promise.all([
       within(async () => (await deps.db.query('SELECT 1 AS ok')).length === 1, false),
-      within(() => deps.kv.ping(), false),
+      within(() => deps.counters.ping(), false),
       deps.searchUrl === undefined ? true : within(() => searchIsHealthy(deps.searchUrl!), false),
       within(() => loadStore(deps.db), null),
     ]);

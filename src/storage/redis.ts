@@ -1,6 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { MemoryKeyValueStore, type KeyValueStore, type WindowCount } from './key-value.js';
+import { MemoryCounterStore, type CounterStore, type WindowCount } from './counters.js';
 import { isRedisClusterUrl, parseRedisClusterUrl, type RedisClusterAddress } from './redis-address.js';
 
 // Count and window end live in one hash, so one script call is one atomic step. The window is
@@ -18,7 +18,7 @@ end
 return {redis.call('HINCRBY', KEYS[1], 'c', 1), reset}
 `;
 
-export interface RedisKeyValueOptions {
+export interface RedisCounterOptions {
   /** Prepended to every key, so deployments (or test runs) sharing a server never meet. */
   keyPrefix: string;
   /** PEM CA bundle that verifies a rediss:// server's certificate (REDIS_CA_FILE). */
@@ -45,7 +45,7 @@ const failFast = { connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequ
 const reconnectDelay = (attempt: number) => Math.min(attempt * 200, 2_000);
 
 /** The options of the client for one server (`redis://`, `rediss://`). */
-export function singleServerOptions(url: string, { keyPrefix, ca }: RedisKeyValueOptions): RedisOptions {
+export function singleServerOptions(url: string, { keyPrefix, ca }: RedisCounterOptions): RedisOptions {
   const tls = redisTls(url, ca);
   return {
     ...failFast,
@@ -64,7 +64,7 @@ export function singleServerOptions(url: string, { keyPrefix, ca }: RedisKeyValu
  * Cluster: everything about a node's connection (timeouts, credentials, TLS) goes in
  * `redisOptions`; reconnecting, queueing and redirections belong to the cluster client.
  */
-export function clusterOptions(address: RedisClusterAddress, { keyPrefix, ca }: RedisKeyValueOptions): ClusterOptions {
+export function clusterOptions(address: RedisClusterAddress, { keyPrefix, ca }: RedisCounterOptions): ClusterOptions {
   return {
     // ioredis hashes the prefixed key, as the cluster does: the prefix is part of every slot.
     keyPrefix,
@@ -91,17 +91,17 @@ export function clusterOptions(address: RedisClusterAddress, { keyPrefix, ca }: 
 }
 
 /** The client REDIS_URL names: one server, or a Redis Cluster (`redis+cluster://…`). */
-export function createRedisClient(url: string, options: RedisKeyValueOptions): Redis | Cluster {
+export function createRedisClient(url: string, options: RedisCounterOptions): Redis | Cluster {
   if (!isRedisClusterUrl(url)) return new Redis(url, singleServerOptions(url, options));
   const address = parseRedisClusterUrl(url);
   return new Cluster(address.nodes, clusterOptions(address, options));
 }
 
 /** Counters in Redis (or Valkey), one server or a cluster: shared by every instance of the deployment. */
-export class RedisKeyValueStore implements KeyValueStore {
+export class RedisCounterStore implements CounterStore {
   readonly client: Redis | Cluster;
 
-  constructor(url: string, options: RedisKeyValueOptions) {
+  constructor(url: string, options: RedisCounterOptions) {
     this.client = createRedisClient(url, options);
     this.client.on('error', () => {}); // reported through ping() and readiness, not as crashes
     this.client.defineCommand('windowIncrement', { numberOfKeys: 1, lua: incrementScript });
@@ -194,19 +194,19 @@ async function servesEverySlot(cluster: Cluster): Promise<boolean> {
  * Redis while it answers, this instance's memory while it does not. Limits never fail open: an
  * instance cut off from Redis keeps counting on its own, bounded in memory, until Redis returns.
  */
-export class FallbackKeyValueStore implements KeyValueStore {
+export class FallbackCounterStore implements CounterStore {
   // After a failure the primary is left alone for a moment, so a hanging Redis costs one
   // timeout now and then instead of one per request.
   private primaryResumesAtMs = 0;
 
   constructor(
-    private readonly primary: KeyValueStore,
-    private readonly fallback: KeyValueStore = new MemoryKeyValueStore(),
+    private readonly primary: CounterStore,
+    private readonly fallback: CounterStore = new MemoryCounterStore(),
     private readonly onFallback: (error: unknown) => void = () => {},
     private readonly pauseAfterFailureMs = 1_000,
   ) {}
 
-  private async either<T>(work: (store: KeyValueStore) => Promise<T>): Promise<T> {
+  private async either<T>(work: (store: CounterStore) => Promise<T>): Promise<T> {
     if (performance.now() < this.primaryResumesAtMs) return work(this.fallback);
     try {
       return await work(this.primary);

@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { configuredTransports, openServices } from '../../src/services.js';
 import { loadStore } from '../../src/store/store.js';
 import { FakeClock } from '../helpers/clock.js';
-import { openTestKeyValueStore, truncateAll, useMigratedDatabase } from '../helpers/database.js';
+import { openTestCounterStore, truncateAll, useMigratedDatabase } from '../helpers/database.js';
 import { testSecret } from '../helpers/harness.js';
 
 const production = { NODE_ENV: 'production', APP_SECRET: testSecret, DATA_DIR: '/nonexistent' };
@@ -33,20 +33,20 @@ describe('codes never go to the log in production unless the operator asks', () 
   /** Opens the service on a fresh store row made from `env`; resolves to the refusal, if any. */
   async function start(env: Record<string, string>): Promise<ConfigError | undefined> {
     const config = loadConfig({ ...production, ...env });
-    const kv = await openTestKeyValueStore();
+    const counters = await openTestCounterStore();
     try {
       const services = await openServices(config, pino({ level: 'silent' }), {
         db: database.db,
         secret: testSecret,
         clock,
-        kv,
+        counters,
         manualDispatch: true,
       });
       await services.close();
       return undefined;
     } catch (error) {
       // A refused start never took the key-value store over: it is still ours to close.
-      await kv.close();
+      await counters.close();
       if (error instanceof ConfigError) return error;
       throw error;
     }

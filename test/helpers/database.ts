@@ -3,10 +3,10 @@ import type net from 'node:net';
 import { Cluster } from 'ioredis';
 import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
-import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
+import { MemoryCounterStore, type CounterStore } from '../../src/storage/counters.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { openPostgres } from '../../src/storage/postgres.js';
-import { RedisKeyValueStore } from '../../src/storage/redis.js';
+import { RedisCounterStore } from '../../src/storage/redis.js';
 import { perDescribe } from './per-describe.js';
 import { startTestServer, testServerUrlVariable, type TestServer } from './embedded-server.js';
 
@@ -173,10 +173,10 @@ export async function truncateAll(db: Database): Promise<void> {
  * Memory, or Redis (connected) under a key prefix of its own that is deleted on close. `redisUrl`
  * may name a Redis Cluster (`redis+cluster://…`).
  */
-export async function openTestKeyValueStore(redisUrl = process.env['REDIS_URL']): Promise<KeyValueStore> {
-  if (redisUrl === undefined) return new MemoryKeyValueStore();
+export async function openTestCounterStore(redisUrl = process.env['REDIS_URL']): Promise<CounterStore> {
+  if (redisUrl === undefined) return new MemoryCounterStore();
   const prefix = `sfa-test:${randomBytes(6).toString('hex')}:`;
-  const store = new RedisKeyValueStore(redisUrl, { keyPrefix: prefix });
+  const store = new RedisCounterStore(redisUrl, { keyPrefix: prefix });
   if (!(await store.connected())) {
     // Closed, or its reconnection attempts would keep the test process alive.
     await store.close();

@@ -7,11 +7,11 @@ import { loadConfig } from '../../src/config.js';
 import type { OutgoingMessage, Transport, Transports } from '../../src/delivery/message.js';
 import { openServices, type ServiceOverrides, type Services } from '../../src/services.js';
 import type { Database } from '../../src/storage/database.js';
-import type { KeyValueStore } from '../../src/storage/key-value.js';
+import type { CounterStore } from '../../src/storage/counters.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { FakeClock } from './clock.js';
 import { perDescribe } from './per-describe.js';
-import { openTestDatabase, openTestKeyValueStore, truncateAll } from './database.js';
+import { openTestDatabase, openTestCounterStore, truncateAll } from './database.js';
 
 export const testSecret = 'test-secret-test-secret-test-secret-0123456789';
 
@@ -120,14 +120,14 @@ export function requester(app: FastifyInstance, services: Services, outbox: Reco
 
 export interface HarnessOptions {
   /** Where each test's counters live; by default memory, or Redis with REDIS_URL. */
-  keyValueStore?: () => Promise<KeyValueStore>;
+  counterStore?: () => Promise<CounterStore>;
 }
 
 /**
  * One database per test file, a fresh service per test: `const harness = await createHarness()`,
  * then `const t = await harness.start({...})` in each test and `await t.close()` after it.
  */
-export async function createHarness({ keyValueStore = () => openTestKeyValueStore() }: HarnessOptions = {}) {
+export async function createHarness({ counterStore = () => openTestCounterStore() }: HarnessOptions = {}) {
   const database = await openTestDatabase();
   const db = database.db;
   await migrate(db);
@@ -153,7 +153,7 @@ export async function createHarness({ keyValueStore = () => openTestKeyValueStor
       secret: testSecret,
       clock,
       hasher: createArgon2Hasher(testArgon2),
-      kv: options.overrides?.kv ?? (await keyValueStore()),
+      counters: options.overrides?.counters ?? (await counterStore()),
       transports,
       manualDispatch: true,
       manualJanitor: true,

@@ -170,7 +170,7 @@ describe('platform endpoints', () => {
   test('a failing cache makes readiness answer 503 with checks.cache false', async () => {
     const t = await harness.start({
       overrides: {
-        kv: {
+        counters: {
           increment: async (_key, windowSeconds, nowMs) => ({ count: 1, resetAtMs: nowMs + windowSeconds * 1000 }),
           peek: async (_key, nowMs) => ({ count: 0, resetAtMs: nowMs }),
           delete: async () => {},

@@ -1,5 +1,5 @@
 import { after, before, describe } from 'node:test';
-import { openTestKeyValueStore } from '../helpers/database.js';
+import { openTestCounterStore } from '../helpers/database.js';
 import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
 import { rateLimitSuite } from './rate-limits-suite.js';
 
@@ -12,5 +12,5 @@ describe('on a Redis Cluster', () => {
   });
   after(async () => cluster?.stop());
 
-  rateLimitSuite('rate limits', { keyValueStore: () => openTestKeyValueStore(cluster.url) });
+  rateLimitSuite('rate limits', { counterStore: () => openTestCounterStore(cluster.url) });
 });

@@ -6,7 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { loadConfig } from '../../src/config.js';
 import { openServices, type Services } from '../../src/services.js';
-import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
+import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { createScratchDatabase, serverTarget } from '../helpers/database.js';
 import { registration } from '../helpers/harness.js';
@@ -153,7 +153,7 @@ describe('dependency faults in production mode', () => {
     const silentServices = await openServices(config, pino({ level: 'silent' }), {
       db,
       secret: 'f'.repeat(40),
-      kv: new MemoryKeyValueStore(),
+      counters: new MemoryCounterStore(),
       hasher: createArgon2Hasher(testArgon2),
       manualDispatch: true,
     });

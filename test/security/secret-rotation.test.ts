@@ -12,7 +12,7 @@ import type { OutgoingMessage } from '../../src/delivery/message.js';
 import { unsealContent } from '../../src/delivery/seal.js';
 import { deriveKeys } from '../../src/keys.js';
 import { openServices, type Services } from '../../src/services.js';
-import { openTestKeyValueStore, useMigratedDatabase } from '../helpers/database.js';
+import { openTestCounterStore, useMigratedDatabase } from '../helpers/database.js';
 import { api, auth, RecordingTransport, registration, requester, type Reply } from '../helpers/harness.js';
 import { codeIn } from '../helpers/assertions.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
@@ -54,7 +54,7 @@ describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
       db: database.db,
       clock: systemClock,
       hasher: createArgon2Hasher(testArgon2),
-      kv: await openTestKeyValueStore(),
+      counters: await openTestCounterStore(),
       transports: { email: sent, sms: sent },
       manualDispatch: true,
       manualJanitor: true,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { hashSessionId } from '../../src/auth/sessions.js';
-import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
+import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
 import { auditRows } from '../helpers/audit.js';
@@ -61,7 +61,7 @@ function assertProblem(answer: Answer, status: number, code: string, where = '')
 
 /** How far the register limit has counted for a client key (white-box: the limiter's key layout). */
 async function registerCount(t: TestApp, clientKey: string): Promise<number> {
-  return (await t.services.kv.peek(`rl:register:${clientKey}`, t.clock.now().getTime())).count;
+  return (await t.services.counters.peek(`rl:register:${clientKey}`, t.clock.now().getTime())).count;
 }
 
 /** The client addresses the audit events of one kind recorded, oldest first. */
@@ -190,7 +190,7 @@ describe('spoofing and step skipping', () => {
   describe('counters under a flood of other keys', () => {
     test('a full in-process counter store does not forget the failed logins of an identity under attack', async () => {
       // The embedded default (and the fallback while Redis is away) keeps counters in bounded memory.
-      const t = await harness.start({ overrides: { kv: new MemoryKeyValueStore(200) } });
+      const t = await harness.start({ overrides: { counters: new MemoryCounterStore(200) } });
       assert.equal((await send(t, `${auth}/register`, registration())).status, 201);
       for (let i = 0; i < 10; i += 1) {
         const reply = await send(

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { KeyValueStore } from '../../src/storage/key-value.js';
+import type { CounterStore } from '../../src/storage/counters.js';
 
 /**
- * The behaviour every KeyValueStore must show (docs/reference.md, Rate limits: windowed, atomic counters). Applied to
+ * The behaviour every CounterStore must show (docs/reference.md, Rate limits: windowed, atomic counters). Applied to
  * the memory store, to Redis (in both passes) and to a Redis Cluster. `makeStore` may hand back a
  * shared store: each test uses keys of its own, and times near the real clock so a store whose
  * keys also expire in real time (Redis TTLs) behaves the same.
  */
-export function keyValueContract(name: string, makeStore: () => KeyValueStore | Promise<KeyValueStore>): void {
+export function keyValueContract(name: string, makeStore: () => CounterStore | Promise<CounterStore>): void {
   describe(`${name}: the key-value contract`, () => {
-    let store: KeyValueStore;
+    let store: CounterStore;
     const key = (label: string) => `kv-contract:${label}:${randomUUID()}`;
     let nowMs: number;
     before(async () => {

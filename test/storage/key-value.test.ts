@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
+import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { keyValueContract } from './key-value-contract.js';
 
-keyValueContract('MemoryKeyValueStore', () => new MemoryKeyValueStore());
+keyValueContract('MemoryCounterStore', () => new MemoryCounterStore());
 
-describe('MemoryKeyValueStore: bounded memory', () => {
+describe('MemoryCounterStore: bounded memory', () => {
   const nowMs = Date.parse('2026-01-15T10:00:00Z');
 
   test('a flood of 1000 distinct keys never holds more than maxEntries = 100', async () => {
-    const store = new MemoryKeyValueStore(100);
+    const store = new MemoryCounterStore(100);
     for (let i = 0; i < 1000; i += 1) {
       await store.increment(`flood:${i}`, 60, nowMs);
       assert.ok(store.size <= 100, `size ${store.size} after ${i + 1} keys`);
@@ -20,13 +20,13 @@ describe('MemoryKeyValueStore: bounded memory', () => {
   });
 
   test('a parallel flood of distinct keys stays within maxEntries', async () => {
-    const store = new MemoryKeyValueStore(100);
+    const store = new MemoryCounterStore(100);
     await Promise.all(Array.from({ length: 1000 }, (_, i) => store.increment(`parallel:${i}`, 60, nowMs)));
     assert.ok(store.size <= 100, `size ${store.size}`);
   });
 
   test('when full, expired windows are evicted before live ones', async () => {
-    const store = new MemoryKeyValueStore(100);
+    const store = new MemoryCounterStore(100);
     // The 50 oldest keys have long windows still open; the 50 newer ones have windows that will have closed.
     for (let i = 0; i < 50; i += 1) await store.increment(`live:${i}`, 3_600, nowMs);
     for (let i = 0; i < 50; i += 1) await store.increment(`short:${i}`, 1, nowMs);
@@ -42,7 +42,7 @@ describe('MemoryKeyValueStore: bounded memory', () => {
   });
 
   test('the oldest live counter is not evicted while expired windows can make room', async () => {
-    const store = new MemoryKeyValueStore(100);
+    const store = new MemoryCounterStore(100);
     await store.increment('hot', 3_600, nowMs);
     for (let i = 0; i < 98; i += 1) await store.increment(`cold:${i}`, 1, nowMs);
     const later = nowMs + 5_000;
@@ -52,7 +52,7 @@ describe('MemoryKeyValueStore: bounded memory', () => {
   });
 
   test('close empties the store', async () => {
-    const store = new MemoryKeyValueStore(100);
+    const store = new MemoryCounterStore(100);
     await store.increment('k', 60, nowMs);
     await store.close();
     assert.equal(store.size, 0);

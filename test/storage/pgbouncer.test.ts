@@ -8,7 +8,7 @@ import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { loadConfig } from '../../src/config.js';
 import { openServices, type Services } from '../../src/services.js';
 import { DatabaseUnavailableError } from '../../src/storage/database.js';
-import { MemoryKeyValueStore } from '../../src/storage/key-value.js';
+import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { migrate, migrationLockKey, migrations } from '../../src/storage/migrations.js';
 import { isRefusedStatementTimeout, openPostgres } from '../../src/storage/postgres.js';
 import { createScratchDatabase, serverTarget, type ScratchDatabase } from '../helpers/database.js';
@@ -174,7 +174,7 @@ describe('behind PgBouncer in transaction mode', () => {
         pino({ level: 'silent' }),
         {
           hasher: createArgon2Hasher(testArgon2),
-          kv: new MemoryKeyValueStore(),
+          counters: new MemoryCounterStore(),
           manualDispatch: true,
           manualJanitor: true,
         },
@@ -226,7 +226,7 @@ describe('behind PgBouncer in transaction mode', () => {
       const open = () =>
         openServices(config, pino({ level: 'silent' }), {
           hasher: createArgon2Hasher(testArgon2),
-          kv: new MemoryKeyValueStore(),
+          counters: new MemoryCounterStore(),
           transports: { email: outbox, sms: outbox },
           manualDispatch: true,
           manualJanitor: true,

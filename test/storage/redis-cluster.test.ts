@@ -4,10 +4,10 @@ import { after, before, describe, test } from 'node:test';
 import { Cluster } from 'ioredis';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { configuredKeyValueStore } from '../../src/services.js';
-import { keyName, MemoryKeyValueStore, slotTagged } from '../../src/storage/key-value.js';
-import { FallbackKeyValueStore, RedisKeyValueStore } from '../../src/storage/redis.js';
-import { openTestKeyValueStore } from '../helpers/database.js';
+import { configuredCounterStore } from '../../src/services.js';
+import { keyName, MemoryCounterStore, slotTagged } from '../../src/storage/counters.js';
+import { FallbackCounterStore, RedisCounterStore } from '../../src/storage/redis.js';
+import { openTestCounterStore } from '../helpers/database.js';
 import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
 import { keyValueContract } from './key-value-contract.js';
 
@@ -20,7 +20,7 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
   }
 }
 
-function clusterClient(store: RedisKeyValueStore): Cluster {
+function clusterClient(store: RedisCounterStore): Cluster {
   assert.ok(store.client instanceof Cluster, 'a redis+cluster:// URL makes a cluster client');
   return store.client;
 }
@@ -37,18 +37,18 @@ describe('Redis Cluster', () => {
   });
   after(async () => cluster?.stop());
 
-  keyValueContract('RedisKeyValueStore on a Redis Cluster', () => openTestKeyValueStore(cluster.url));
+  keyValueContract('RedisCounterStore on a Redis Cluster', () => openTestCounterStore(cluster.url));
   keyValueContract(
-    'FallbackKeyValueStore over a Redis Cluster',
-    async () => new FallbackKeyValueStore(await openTestKeyValueStore(cluster.url)),
+    'FallbackCounterStore over a Redis Cluster',
+    async () => new FallbackCounterStore(await openTestCounterStore(cluster.url)),
   );
 
   describe('hash slots', () => {
-    let store: RedisKeyValueStore;
+    let store: RedisCounterStore;
     let client: Cluster;
     const prefix = `sfa-test:${randomBytes(6).toString('hex')}:`;
     before(async () => {
-      store = new RedisKeyValueStore(cluster.url, { keyPrefix: prefix });
+      store = new RedisCounterStore(cluster.url, { keyPrefix: prefix });
       assert.equal(await store.connected(), true);
       client = clusterClient(store);
     });
@@ -124,10 +124,10 @@ describe('Redis Cluster', () => {
   });
 
   describe('REDIS_URL and REDIS_KEY_PREFIX', () => {
-    test('configuredKeyValueStore reaches the cluster through REDIS_URL, each key under REDIS_KEY_PREFIX', async () => {
+    test('configuredCounterStore reaches the cluster through REDIS_URL, each key under REDIS_KEY_PREFIX', async () => {
       const prefix = `sfa-test-${randomBytes(6).toString('hex')}:`;
       const config = loadConfig({ REDIS_URL: cluster.url, REDIS_KEY_PREFIX: prefix, APP_SECRET: 'c'.repeat(40) });
-      const store = await configuredKeyValueStore(config, pino({ level: 'silent' }));
+      const store = await configuredCounterStore(config, pino({ level: 'silent' }));
       const raw = new Cluster(cluster.nodes);
       try {
         assert.equal((await store.increment('login:ada', 60, Date.now())).count, 1);
@@ -145,14 +145,14 @@ describe('Redis Cluster', () => {
 // Its own cluster: it kills masters, which the suites above must not see.
 describe('a Redis Cluster losing masters', () => {
   let cluster: RedisCluster;
-  let store: RedisKeyValueStore;
+  let store: RedisCounterStore;
   let client: Cluster;
   const prefix = `sfa-test:${randomBytes(6).toString('hex')}:`;
   const nowMs = Date.now();
   before(async () => {
     // Three seconds before the survivors give up on a silent master: stage 1 below fits well inside.
     cluster = await startRedisCluster({ masters: 3, nodeTimeoutMs: 3_000 });
-    store = new RedisKeyValueStore(cluster.url, { keyPrefix: prefix });
+    store = new RedisCounterStore(cluster.url, { keyPrefix: prefix });
     assert.equal(await store.connected(), true);
     client = clusterClient(store);
   });
@@ -174,7 +174,7 @@ describe('a Redis Cluster losing masters', () => {
     const onLive = await keyOn(1, 'live');
     const errors: unknown[] = [];
     // No pause after a failure, so each call below reaches the cluster and shows its error.
-    const fallback = new FallbackKeyValueStore(store, new MemoryKeyValueStore(), (error) => errors.push(error), 0);
+    const fallback = new FallbackCounterStore(store, new MemoryCounterStore(), (error) => errors.push(error), 0);
     const lastError = () => String((errors.at(-1) as Error | undefined)?.message);
 
     assert.equal(await store.ping(), true);

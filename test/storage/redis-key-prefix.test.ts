@@ -4,15 +4,15 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { configuredKeyValueStore } from '../../src/services.js';
-import type { KeyValueStore } from '../../src/storage/key-value.js';
+import { configuredCounterStore } from '../../src/services.js';
+import type { CounterStore } from '../../src/storage/counters.js';
 import { requireRedis, testRedisUrl } from '../helpers/redis.js';
 
 const silent = pino({ level: 'silent' });
 
 // Both passes: REDIS_URL, else the machine's Redis. Every key written is deleted afterwards.
 describe('REDIS_KEY_PREFIX: deployments sharing one Redis', () => {
-  const opened: KeyValueStore[] = [];
+  const opened: CounterStore[] = [];
   const written: string[] = [];
   let raw: Redis;
 
@@ -21,9 +21,9 @@ describe('REDIS_KEY_PREFIX: deployments sharing one Redis', () => {
     raw = new Redis(testRedisUrl);
   });
 
-  async function deployment(env: Record<string, string>): Promise<KeyValueStore> {
+  async function deployment(env: Record<string, string>): Promise<CounterStore> {
     const config = loadConfig({ REDIS_URL: testRedisUrl, APP_SECRET: 'p'.repeat(40), ...env });
-    const store = await configuredKeyValueStore(config, silent);
+    const store = await configuredCounterStore(config, silent);
     opened.push(store);
     return store;
   }

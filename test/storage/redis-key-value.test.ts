@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MemoryKeyValueStore, type KeyValueStore } from '../../src/storage/key-value.js';
-import { FallbackKeyValueStore } from '../../src/storage/redis.js';
-import { openTestKeyValueStore } from '../helpers/database.js';
+import { MemoryCounterStore, type CounterStore } from '../../src/storage/counters.js';
+import { FallbackCounterStore } from '../../src/storage/redis.js';
+import { openTestCounterStore } from '../helpers/database.js';
 import { testRedisUrl } from '../helpers/redis.js';
 import { keyValueContract } from './key-value-contract.js';
 
 // Both passes: REDIS_URL, else the machine's Redis, under a key prefix deleted on close. A Redis that
 // does not answer fails the suite.
-keyValueContract('RedisKeyValueStore', () => openTestKeyValueStore(testRedisUrl));
+keyValueContract('RedisCounterStore', () => openTestCounterStore(testRedisUrl));
 keyValueContract(
-  'FallbackKeyValueStore over Redis',
-  async () => new FallbackKeyValueStore(await openTestKeyValueStore(testRedisUrl)),
+  'FallbackCounterStore over Redis',
+  async () => new FallbackCounterStore(await openTestCounterStore(testRedisUrl)),
 );
 
 /** A store whose server is gone: every call fails, as ioredis does with its offline queue off. */
-class UnreachableStore implements KeyValueStore {
+class UnreachableStore implements CounterStore {
   calls = 0;
   private fail(): never {
     this.calls += 1;
@@ -36,13 +36,13 @@ class UnreachableStore implements KeyValueStore {
   async close() {}
 }
 
-describe('FallbackKeyValueStore', () => {
+describe('FallbackCounterStore', () => {
   const nowMs = Date.parse('2026-01-15T10:00:00Z');
 
   test('keeps counting in memory while the primary is unreachable, so limits never fail open', async () => {
     const primary = new UnreachableStore();
     const fallbacks: unknown[] = [];
-    const store = new FallbackKeyValueStore(primary, new MemoryKeyValueStore(), (error) => fallbacks.push(error));
+    const store = new FallbackCounterStore(primary, new MemoryCounterStore(), (error) => fallbacks.push(error));
     assert.deepEqual(await store.increment('k', 60, nowMs), { count: 1, resetAtMs: nowMs + 60_000 });
     assert.deepEqual(await store.increment('k', 60, nowMs), { count: 2, resetAtMs: nowMs + 60_000 });
     assert.equal(await store.ping(), false, 'ping reports the primary, for readiness');
@@ -56,7 +56,7 @@ describe('FallbackKeyValueStore', () => {
 
   test('tries the primary again after the pause', async () => {
     const primary = new UnreachableStore();
-    const store = new FallbackKeyValueStore(primary, new MemoryKeyValueStore(), () => {}, 0);
+    const store = new FallbackCounterStore(primary, new MemoryCounterStore(), () => {}, 0);
     await store.increment('k', 60, nowMs);
     await store.increment('k', 60, nowMs);
     assert.equal(primary.calls, 2);

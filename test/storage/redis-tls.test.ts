@@ -3,9 +3,9 @@ import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { configuredKeyValueStore } from '../../src/services.js';
-import type { KeyValueStore } from '../../src/storage/key-value.js';
-import { RedisKeyValueStore } from '../../src/storage/redis.js';
+import { configuredCounterStore } from '../../src/services.js';
+import type { CounterStore } from '../../src/storage/counters.js';
+import { RedisCounterStore } from '../../src/storage/redis.js';
 import { api, createHarness, testSecret } from '../helpers/harness.js';
 import { makeTestCertificates, type TestCertificates } from '../helpers/tls.js';
 import { startTlsRedis, type TlsServer } from '../helpers/tls-servers.js';
@@ -37,21 +37,21 @@ after(async () => {
 
 const prefix = () => `sfa-tls-test:${process.pid}:${Math.random().toString(36).slice(2)}:`;
 
-keyValueContract('RedisKeyValueStore over rediss:// with REDIS_CA_FILE', async () => {
+keyValueContract('RedisCounterStore over rediss:// with REDIS_CA_FILE', async () => {
   await ready;
   const config = loadConfig({
     REDIS_URL: `rediss://127.0.0.1:${redis.port}`,
     REDIS_CA_FILE: certificates.caFile,
     REDIS_KEY_PREFIX: prefix(),
   });
-  const store = new RedisKeyValueStore(config.redisUrl!, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
+  const store = new RedisCounterStore(config.redisUrl!, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
   assert.equal(await store.connected(5_000), true, 'the TLS connection is up');
   return store;
 });
 
 describe('Redis over TLS: verified certificates', () => {
   let harness: Awaited<ReturnType<typeof createHarness>>;
-  const opened: KeyValueStore[] = [];
+  const opened: CounterStore[] = [];
   before(async () => {
     [harness] = await Promise.all([createHarness(), ready]);
   });
@@ -63,13 +63,13 @@ describe('Redis over TLS: verified certificates', () => {
   async function deployment(env: Record<string, string>) {
     const { logger, lines } = capturingLogger();
     const config = loadConfig({ APP_SECRET: testSecret, REDIS_KEY_PREFIX: prefix(), ...env });
-    const kv = await configuredKeyValueStore(config, logger);
-    opened.push(kv);
-    return { kv, lines };
+    const counters = await configuredCounterStore(config, logger);
+    opened.push(counters);
+    return { counters, lines };
   }
 
   test('the server speaks TLS only: a plain redis:// client gets no answer', async () => {
-    const plain = new RedisKeyValueStore(`redis://127.0.0.1:${redis.port}`, { keyPrefix: prefix() });
+    const plain = new RedisCounterStore(`redis://127.0.0.1:${redis.port}`, { keyPrefix: prefix() });
     try {
       assert.equal(await plain.connected(1_500), false);
       await assert.rejects(plain.ping());
@@ -79,12 +79,12 @@ describe('Redis over TLS: verified certificates', () => {
   });
 
   test('with REDIS_CA_FILE the deployment counts in Redis and readiness reports cache true', async () => {
-    const { kv, lines } = await deployment({
+    const { counters, lines } = await deployment({
       REDIS_URL: `rediss://127.0.0.1:${redis.port}`,
       REDIS_CA_FILE: certificates.caFile,
     });
-    assert.equal(await kv.ping(), true);
-    const t = await harness.start({ overrides: { kv } });
+    assert.equal(await counters.ping(), true);
+    const t = await harness.start({ overrides: { counters } });
     const readiness = await t.get(`${api}/health/ready`);
     assert.equal(readiness.status, 200);
     assert.equal(readiness.body.checks.cache, true);
@@ -113,20 +113,20 @@ describe('Redis over TLS: verified certificates', () => {
     ],
   ] as const) {
     test(`${name}: refused, never used; readiness reports cache false and limits count in memory`, async () => {
-      const { kv, lines } = await deployment(env());
-      assert.equal(await kv.ping(), false);
+      const { counters, lines } = await deployment(env());
+      assert.equal(await counters.ping(), false);
       const warning = lines.find((line) => String(line['msg']).startsWith('Redis not reachable at start'));
       assert.ok(warning !== undefined, 'the start warns about Redis');
       assert.match(String(warning['msg']), reason);
       assert.match(String(warning['msg']), /REDIS_CA_FILE/);
 
-      const t = await harness.start({ overrides: { kv } });
+      const t = await harness.start({ overrides: { counters } });
       const readiness = await t.get(`${api}/health/ready`);
       assert.equal(readiness.status, 503);
       assert.equal(readiness.body.checks.cache, false);
       const nowMs = Date.now();
-      assert.equal((await kv.increment('tls-refused', 60, nowMs)).count, 1);
-      assert.equal((await kv.increment('tls-refused', 60, nowMs)).count, 2, 'counted in this instance');
+      assert.equal((await counters.increment('tls-refused', 60, nowMs)).count, 1);
+      assert.equal((await counters.increment('tls-refused', 60, nowMs)).count, 2, 'counted in this instance');
     });
   }
 });

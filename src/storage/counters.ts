@@ -2,10 +2,10 @@
  * Counters with a time window, the only shared state besides the database. Memory and Redis
  * implement it; both must make `increment` atomic so parallel requests cannot slip past a limit.
  */
-export interface KeyValueStore {
+export interface CounterStore {
   /** Adds one to `key`, starting a window of `windowSeconds` if none is open; returns the new count. */
   increment(key: string, windowSeconds: number, nowMs: number): Promise<WindowCount>;
-  /** Reads a counter without changing it. */
+  /** Reads a counter without changing it (the service never does; the tests observe counters by it). */
   peek(key: string, nowMs: number): Promise<WindowCount>;
   delete(key: string): Promise<void>;
   /** A round trip, for readiness. */
@@ -62,7 +62,7 @@ interface Entry {
  * identities) therefore cannot push out the counter of an identity under attack: that counter has
  * counted many requests, and keeping it is what keeps the limit from failing open.
  */
-export class MemoryKeyValueStore implements KeyValueStore {
+export class MemoryCounterStore implements CounterStore {
   private readonly entries = new Map<string, Entry>();
 
   constructor(private readonly maxEntries = 100_000) {}
