@@ -93,8 +93,9 @@ class HashThread {
 }
 
 /**
- * argon2id on dedicated low-priority threads, off the event loop. Callers bound the work they
- * submit (see the hasher's gate); the pool runs it on `size` threads in arrival order.
+ * argon2id on dedicated low-priority threads, off the event loop. Its queue is the only one for
+ * hashing work; callers bound what they submit (the hasher's in-flight bound refuses beyond it), and
+ * the pool runs it on `size` threads in arrival order.
  */
 export class HashPool {
   private readonly threads: HashThread[];

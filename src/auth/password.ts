@@ -35,28 +35,22 @@ export class HasherBusyError extends Error {
   }
 }
 
-class Semaphore {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
+/**
+ * The one bound on hashing work: at most `limit` jobs in flight (running or queued), beyond which
+ * work is refused. It queues nothing itself; the pool's queue orders what waits for a thread.
+ */
+class InFlightBound {
+  private inFlight = 0;
 
-  constructor(
-    private readonly limit: number,
-    private readonly maxWaiting: number,
-  ) {}
+  constructor(private readonly limit: number) {}
 
   async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) {
-      if (this.waiting.length >= this.maxWaiting) throw new HasherBusyError();
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } else {
-      this.active += 1;
-    }
+    if (this.inFlight >= this.limit) throw new HasherBusyError();
+    this.inFlight += 1;
     try {
       return await work();
     } finally {
-      const next = this.waiting.shift();
-      if (next !== undefined) next();
-      else this.active -= 1;
+      this.inFlight -= 1;
     }
   }
 }
@@ -99,7 +93,8 @@ export function createArgon2Hasher(
     pool = sharedHashPool() as Pick<HashPool, 'hash' | 'verify'>,
   }: { concurrency?: number; maxWaiting?: number; pool?: Pick<HashPool, 'hash' | 'verify'> } = {},
 ): PasswordHasher {
-  const gate = new Semaphore(concurrency, maxWaiting);
+  // As many running as there are threads, and maxWaiting more queued in the pool behind them.
+  const gate = new InFlightBound(concurrency + maxWaiting);
   const options = { algorithm: Algorithm.Argon2id, ...parameters };
   const phcParameters = `m=${parameters.memoryCost},t=${parameters.timeCost},p=${parameters.parallelism}`;
   const hashPassword = (password: string) => gate.run(() => pool.hash(hashInput(password), options));
