@@ -17,11 +17,20 @@ export const deliveryDefaults: { retryBaseSeconds: number; windowSeconds: number
 export type IdentityMode = 'email' | 'phone';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/**
+ * The embedded server in DATA_DIR, or a PostgreSQL server at DATABASE_URL. APP_SECRET goes with
+ * the mode: a server deployment must name it (instances share it), while the embedded mode may
+ * leave it to the secret it generates into DATA_DIR on first start.
+ */
+export type DatabaseConfig =
+  | { mode: 'embedded'; dataDir: string; appSecret: string | undefined }
+  | { mode: 'server'; url: string; appSecret: string };
+
 export interface Config {
   port: number;
   host: string;
-  dataDir: string;
-  databaseUrl: string | undefined;
+  /** Which PostgreSQL the service uses, and the secret that goes with it. */
+  database: DatabaseConfig;
   /** PEM CA bundle (DATABASE_CA_FILE, read at start) that verifies the PostgreSQL server's certificate. */
   databaseCa: string | undefined;
   /** Database connections this instance opens at most (the pg pool's size). */
@@ -33,8 +42,6 @@ export interface Config {
   /** PEM CA bundle (REDIS_CA_FILE) for a rediss:// server. */
   redisCa: string | undefined;
   searchUrl: string | undefined;
-  /** Undefined means: generate one into DATA_DIR on first start (embedded mode only). */
-  appSecret: string | undefined;
   /**
    * Secrets accepted when checking a code MAC, a CSRF token or a sealed body, but never used to
    * make one: APP_SECRET's predecessors during a rotation (or its successor just before one).
@@ -437,9 +444,6 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('APP_SECRET', `must be at least ${minSecretLength} characters`);
   }
   const appSecretPrevious = readPreviousSecrets(env, 'APP_SECRET_PREVIOUS', appSecret);
-  if (databaseUrl !== undefined && appSecret === undefined) {
-    throw new ConfigError('APP_SECRET', 'is required when DATABASE_URL is set');
-  }
 
   const smsWebhookUrl = readUrl(env, 'SMS_WEBHOOK_URL', ['https:', 'http:']);
   if (smsWebhookUrl !== undefined) {
@@ -475,16 +479,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SHUTDOWN_DELAY_SECONDS', 'must be less than SHUTDOWN_TIMEOUT_SECONDS');
   }
 
-  const dataDir = path.resolve(read(env, 'DATA_DIR') ?? './data');
-  if (databaseUrl === undefined) {
-    // The embedded server's socket lives in DATA_DIR, and a Unix socket path has a hard size limit.
-    const { fits, bytes } = socketPathFits(dataDir);
-    if (!fits)
-      throw new ConfigError(
-        'DATA_DIR',
-        `is too long for the embedded server's socket (${bytes} bytes with its file name, at most ${maxSocketPathBytes}): choose a shorter path`,
-      );
-  }
+  const database = readDatabase(env, databaseUrl, appSecret);
 
   const redisUrl = readRedisUrl(env, 'REDIS_URL');
 
@@ -499,8 +494,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port,
     host: read(env, 'HOST') ?? '127.0.0.1',
-    dataDir,
-    databaseUrl,
+    database,
     databaseCa,
     databasePoolSize: readNumber(env, 'DATABASE_POOL_SIZE', defaultDatabasePoolSize, {
       min: 1,
@@ -511,7 +505,6 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX', redisUrl !== undefined && isRedisClusterUrl(redisUrl)),
     redisCa,
     searchUrl: readUrl(env, 'SEARCH_URL', ['http:', 'https:']),
-    appSecret,
     appSecretPrevious,
     hashThreads: readNumber(env, 'HASH_THREADS', os.availableParallelism(), {
       min: 1,
@@ -579,4 +572,20 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     shutdown: { delaySeconds: shutdownDelaySeconds, timeoutSeconds: shutdownTimeoutSeconds },
   };
+}
+
+function readDatabase(env: Env, databaseUrl: string | undefined, appSecret: string | undefined): DatabaseConfig {
+  if (databaseUrl !== undefined) {
+    if (appSecret === undefined) throw new ConfigError('APP_SECRET', 'is required when DATABASE_URL is set');
+    return { mode: 'server', url: databaseUrl, appSecret };
+  }
+  const dataDir = path.resolve(read(env, 'DATA_DIR') ?? './data');
+  // The embedded server's socket lives in DATA_DIR, and a Unix socket path has a hard size limit.
+  const { fits, bytes } = socketPathFits(dataDir);
+  if (!fits)
+    throw new ConfigError(
+      'DATA_DIR',
+      `is too long for the embedded server's socket (${bytes} bytes with its file name, at most ${maxSocketPathBytes}): choose a shorter path`,
+    );
+  return { mode: 'embedded', dataDir, appSecret };
 }

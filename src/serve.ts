@@ -199,7 +199,7 @@ export async function serve(config: Config): Promise<void> {
   logger.info(
     {
       address,
-      mode: config.databaseUrl === undefined ? 'embedded' : 'postgres',
+      mode: config.database.mode === 'embedded' ? 'embedded' : 'postgres',
       store: store.name,
       identity_mode: store.identityMode,
       status: store.status,

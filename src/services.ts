@@ -147,18 +147,19 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
   const log = options.log;
   // Expected behind PgBouncer, so not a warning: the service logs it at start, commands stay quiet.
   const pool = { max, ...(log === undefined ? {} : { notice: (message: string) => log.info({}, message) }) };
-  if (config.databaseUrl !== undefined) {
-    const db = openPostgres(config.databaseUrl, { ...pool, ca: config.databaseCa });
-    return { db, secret: config.appSecret!, release: () => db.close() };
+  const database = config.database;
+  if (database.mode === 'server') {
+    const db = openPostgres(database.url, { ...pool, ca: config.databaseCa });
+    return { db, secret: database.appSecret, release: () => db.close() };
   }
-  const server = await startEmbeddedPostgres(config.dataDir, {
+  const server = await startEmbeddedPostgres(database.dataDir, {
     ...(log === undefined ? {} : { log }),
     ...(options.shareRunning === undefined ? {} : { shareRunning: options.shareRunning }),
     settings: { max_connections: String(embeddedMaxConnections(max)) },
   });
   let secret: string;
   try {
-    secret = config.appSecret ?? loadOrCreateSecret(config.dataDir);
+    secret = database.appSecret ?? loadOrCreateSecret(database.dataDir);
   } catch (error) {
     await server.stop();
     throw error;
@@ -182,7 +183,11 @@ export async function openServices(
   const opened: OpenedDatabase =
     overrides.db === undefined
       ? await openDatabase(config, { log: logger })
-      : { db: overrides.db, secret: overrides.secret ?? config.appSecret ?? 'x'.repeat(32), release: async () => {} };
+      : {
+          db: overrides.db,
+          secret: overrides.secret ?? config.database.appSecret ?? 'x'.repeat(32),
+          release: async () => {},
+        };
   const { db } = opened;
   const clock = overrides.clock ?? systemClock;
   try {

@@ -244,8 +244,8 @@ async function main(argv: string[]): Promise<number> {
       const what =
         refused !== undefined
           ? `the database server's TLS certificate was refused (${oneLine(refused)}); check DATABASE_CA_FILE, the host name in DATABASE_URL and its sslmode`
-          : config.databaseUrl === undefined
-            ? `the embedded PostgreSQL server of DATA_DIR=${config.dataDir} is not answering (${cause}); its warnings are in the service log, start it again`
+          : config.database.mode === 'embedded'
+            ? `the embedded PostgreSQL server of DATA_DIR=${config.database.dataDir} is not answering (${cause}); its warnings are in the service log, start it again`
             : `the database is not answering (${cause}); check DATABASE_URL and the server`;
       process.stderr.write(`storefront-auth: ${what}\n`);
       return 1;

@@ -43,10 +43,11 @@ async function searchIsHealthy(searchUrl: string): Promise<boolean> {
 export function createReadinessProbe(deps: ReadinessDeps): () => Promise<Readiness> {
   let last: { atMs: number; result: Promise<Readiness> } | undefined;
   const probe = async (): Promise<Readiness> => {
+    const searchUrl = deps.searchUrl;
     const [database, cache, search, store] = await Promise.all([
       within(async () => (await deps.db.query('SELECT 1 AS ok')).length === 1, false),
       within(() => deps.counters.ping(), false),
-      deps.searchUrl === undefined ? true : within(() => searchIsHealthy(deps.searchUrl!), false),
+      searchUrl === undefined ? true : within(() => searchIsHealthy(searchUrl), false),
       within(() => loadStore(deps.db), null),
     ]);
     const checks = { database, cache, search, store: store !== null };
