@@ -257,16 +257,20 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
 
   await registerOpenApi(app, config, packageVersion);
   await app.register(platformRoutes(services), { prefix: '/api/v1' });
-  await app.register(registrationRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(recoveryRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(passwordSignInRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(identityRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(erasureRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(accountRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(sessionRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(codeLoginRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(passkeyRoutes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(passkeyLoginRoutes(services), { prefix: '/api/v1/customer/auth' });
+  // The customer's calls, in the order the OpenAPI document lists them.
+  const customerRoutes = [
+    registrationRoutes,
+    recoveryRoutes,
+    passwordSignInRoutes,
+    identityRoutes,
+    erasureRoutes,
+    accountRoutes,
+    sessionRoutes,
+    codeLoginRoutes,
+    passkeyRoutes,
+    passkeyLoginRoutes,
+  ];
+  for (const routes of customerRoutes) await app.register(routes(services), { prefix: '/api/v1/customer/auth' });
   await app.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
   await app.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
   if (config.signInPage) await app.register(signInPage(services));
