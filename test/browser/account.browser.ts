@@ -5,8 +5,6 @@
 // .test-artifacts/screenshots (or SCREENSHOT_DIR), named account-NN-….
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { createStorefrontAuthClient, StorefrontAuthError } from '../../src/client/index.js';
@@ -23,6 +21,7 @@ import {
   statusOf,
   type PageSession,
 } from '../helpers/browser.js';
+import { serviceBackend, type ServiceBackend } from '../helpers/service-backend.js';
 import { setStoreStatus, startService, type ServiceProcess } from '../helpers/service-process.js';
 import { waitForCode } from '../client/service-codes.js';
 
@@ -44,11 +43,11 @@ const firefoxOnWindows = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Ge
  * under the per-address login limit (20 a minute), and all of them come from 127.0.0.1.
  */
 function serviceFor(label: string, env: Record<string, string> = {}) {
-  const state: { service?: ServiceProcess; dataDir?: string } = {};
+  const state: { service?: ServiceProcess; backend?: ServiceBackend } = {};
   before(async () => {
-    state.dataDir = await fs.mkdtemp(path.join(os.tmpdir(), `sfa-account-${label}-`));
+    state.backend = await serviceBackend(`account-${label}`);
     state.service = await startService({
-      DATA_DIR: state.dataDir,
+      ...state.backend.env,
       LOG_LEVEL: 'info',
       STORE_NAME: 'Babbage Books',
       ...env,
@@ -56,14 +55,14 @@ function serviceFor(label: string, env: Record<string, string> = {}) {
   });
   after(async () => {
     await state.service?.stop();
-    if (state.dataDir) await fs.rm(state.dataDir, { recursive: true, force: true });
+    await state.backend?.remove();
   });
   return {
     get service() {
       return state.service!;
     },
     setStoreStatus(status: 'paused' | 'active') {
-      return setStoreStatus(state.service!, state.dataDir!, status);
+      return setStoreStatus(state.service!, state.backend!.env, status);
     },
     async customer(name: string, identity: string, password: string) {
       const client = createStorefrontAuthClient({ baseUrl: state.service!.url });

@@ -3,27 +3,25 @@
 // Not picked up by `npm test`; run with:  node --import tsx --test test/browser/docs.browser.ts
 // Needs /usr/bin/chromium (Debian: apt-get install -y chromium).
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
+import { serviceBackend, type ServiceBackend } from '../helpers/service-backend.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
 let browser: Browser;
-let dataDir: string;
+let backend: ServiceBackend | undefined;
 let service: ServiceProcess;
 
 before(async () => {
-  dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-docs-'));
-  [service, browser] = await Promise.all([startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' }), launchChromium()]);
+  backend = await serviceBackend('docs');
+  [service, browser] = await Promise.all([startService({ ...backend.env, LOG_LEVEL: 'info' }), launchChromium()]);
 });
 
 after(async () => {
   await browser?.close();
   await service?.stop();
-  await fs.rm(dataDir, { recursive: true, force: true });
+  await backend?.remove();
 });
 
 /** Opens an operation, presses "Try it out", puts `body` in and presses "Execute"; the answer's status. */

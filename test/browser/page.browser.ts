@@ -3,9 +3,6 @@
 // Needs /usr/bin/chromium (Debian: apt-get install -y chromium). Screenshots of every step go to
 // .test-artifacts/screenshots (or SCREENSHOT_DIR).
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { createStorefrontAuthClient } from '../../src/client/index.js';
@@ -21,8 +18,9 @@ import {
   screenshots,
   type PageSession,
 } from '../helpers/browser.js';
+import { serviceBackend, type ServiceBackend } from '../helpers/service-backend.js';
 import {
-  runCli,
+  runCliOk,
   setStoreStatus as setStoreStatusOf,
   startService,
   type ServiceProcess,
@@ -66,17 +64,17 @@ async function tabRows(page: Page) {
 }
 
 describe('the sign-in page of an email store', () => {
-  let dataDir: string;
+  let backend: ServiceBackend | undefined;
   let service: ServiceProcess;
 
   before(async () => {
-    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-page-'));
-    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Lovelace Books' });
+    backend = await serviceBackend('page');
+    service = await startService({ ...backend.env, LOG_LEVEL: 'info', STORE_NAME: 'Lovelace Books' });
   });
 
   after(async () => {
     await service?.stop();
-    await fs.rm(dataDir, { recursive: true, force: true });
+    await backend?.remove();
   });
 
   /** An account made through the API, so a test can start from a known customer. */
@@ -85,7 +83,7 @@ describe('the sign-in page of an email store', () => {
     await client.register({ name: 'Existing Customer', email, password, password_confirmation: password });
   }
 
-  const setStoreStatus = (status: 'paused' | 'active') => setStoreStatusOf(service, dataDir, status);
+  const setStoreStatus = (status: 'paused' | 'active') => setStoreStatusOf(service, backend!.env, status);
 
   test('a shopper registers, verifies with the emailed code, logs in, is recognised after a reload and logs out', async (t) => {
     await openPage(t, service, async ({ page, shot, status }) => {
@@ -411,13 +409,13 @@ describe('the sign-in page of an email store', () => {
 });
 
 describe('the sign-in page of a phone store', () => {
-  let dataDir: string;
+  let backend: ServiceBackend | undefined;
   let service: ServiceProcess;
 
   before(async () => {
-    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-page-phone-'));
+    backend = await serviceBackend('page-phone');
     service = await startService({
-      DATA_DIR: dataDir,
+      ...backend.env,
       LOG_LEVEL: 'info',
       STORE_NAME: 'Corner Shop',
       STORE_IDENTITY_MODE: 'phone',
@@ -426,7 +424,7 @@ describe('the sign-in page of a phone store', () => {
 
   after(async () => {
     await service?.stop();
-    await fs.rm(dataDir, { recursive: true, force: true });
+    await backend?.remove();
   });
 
   test('a shopper registers with a phone number and verifies it with the texted code', async (t) => {
@@ -460,19 +458,16 @@ describe('the sign-in page of a phone store', () => {
 });
 
 describe('the sign-in page of a store that offers sign-in codes', () => {
-  let dataDir: string;
+  let backend: ServiceBackend | undefined;
   let service: ServiceProcess;
 
   before(async () => {
-    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-page-code-'));
-    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Hopper Hardware' });
+    backend = await serviceBackend('page-code');
+    service = await startService({ ...backend.env, LOG_LEVEL: 'info', STORE_NAME: 'Hopper Hardware' });
     // Not offered until the operator turns it on; the page says so from its first load after.
     const offered = async () => (await (await fetch(service.url)).text()).includes('data-sign-in-with-code="true"');
     assert.equal(await offered(), false, 'off by default');
-    const child = runCli(['store', 'set', '--sign-in-with-code', 'true'], { DATA_DIR: dataDir });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    assert.equal(await new Promise((resolve) => child.once('exit', resolve)), 0, stderr);
+    await runCliOk(['store', 'set', '--sign-in-with-code', 'true'], backend.env);
     const deadline = Date.now() + 15_000;
     while (!(await offered())) {
       assert.ok(Date.now() < deadline, 'the page did not offer codes in time');
@@ -482,7 +477,7 @@ describe('the sign-in page of a store that offers sign-in codes', () => {
 
   after(async () => {
     await service?.stop();
-    await fs.rm(dataDir, { recursive: true, force: true });
+    await backend?.remove();
   });
 
   for (const [label, viewport] of [

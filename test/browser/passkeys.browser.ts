@@ -11,11 +11,13 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, CDPSession, Page } from 'playwright-core';
 import { assertAccessible, launchChromium, logIn, openPage, register, statusOf } from '../helpers/browser.js';
-import { runCli, startService, type ServiceProcess } from '../helpers/service-process.js';
+import { testBackends } from '../helpers/database.js';
+import { serviceBackend, type ServiceBackend } from '../helpers/service-backend.js';
+import { runCliOk, startService, type ServiceProcess } from '../helpers/service-process.js';
 
 let browser: Browser;
 let service: ServiceProcess;
-let dataDir: string;
+let backend: ServiceBackend | undefined;
 let shotDir: string;
 const taken: string[] = [];
 
@@ -32,25 +34,20 @@ const shots = {
   },
 };
 
-async function runCommand(args: string[]) {
-  const child = runCli(args, { DATA_DIR: dataDir });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise((resolve) => child.once('exit', resolve));
-  assert.equal(code, 0, stderr);
-}
-
 before(async () => {
-  dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-passkeys-'));
+  backend = await serviceBackend('passkeys');
   shotDir = process.env['SCREENSHOT_DIR']
     ? path.resolve(process.env['SCREENSHOT_DIR'])
     : await fs.mkdtemp(path.join(os.tmpdir(), 'sfa-passkeys-shots-'));
   await fs.mkdir(shotDir, { recursive: true });
   [browser, service] = await Promise.all([
     launchChromium(),
-    startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', STORE_NAME: 'Babbage Books' }),
+    startService({ ...backend.env, LOG_LEVEL: 'info', STORE_NAME: 'Babbage Books' }),
   ]);
-  await runCommand(['store', 'set', '--passkeys', 'true']);
+  // The walk runs on this pass's backend: the service's own embedded server, or DATABASE_URL's.
+  const listening = service.logs.find((entry) => String(entry['msg']).startsWith('Storefront Auth listening'));
+  assert.equal(listening?.['mode'], testBackends.database);
+  await runCliOk(['store', 'set', '--passkeys', 'true'], backend.env);
   // The page is served from the store context, which every instance reads at most 2 seconds late.
   const deadline = Date.now() + 15_000;
   while (!(await (await fetch(`${service.url}/`)).text()).includes('data-passkeys="true"')) {
@@ -62,7 +59,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await service?.stop();
-  if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
+  await backend?.remove();
 });
 
 /**

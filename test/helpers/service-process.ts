@@ -80,16 +80,28 @@ export function startService(
   });
 }
 
-/**
- * Pauses or opens the store of the service in `dataDir` with the command line, as an operator
- * would, and resolves once the service answers accordingly.
- */
-export async function setStoreStatus(service: ServiceProcess, dataDir: string, status: 'paused' | 'active') {
-  const child = runCli(['store', 'set', '--status', status], { DATA_DIR: dataDir });
+/** Runs a `storefront-auth` command to its end and asserts that it succeeded; its standard output. */
+export async function runCliOk(args: string[], env: Record<string, string>): Promise<string> {
+  const child = runCli(args, env);
+  let stdout = '';
   let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise((resolve) => child.once('exit', resolve));
-  assert.equal(code, 0, stderr);
+  assert.equal(code, 0, `storefront-auth ${args.join(' ')}: ${stderr}`);
+  return stdout;
+}
+
+/**
+ * Pauses or opens the store of the service on the backend in `env` with the command line, as an
+ * operator would, and resolves once the service answers accordingly.
+ */
+export async function setStoreStatus(
+  service: ServiceProcess,
+  env: Record<string, string>,
+  status: 'paused' | 'active',
+) {
+  await runCliOk(['store', 'set', '--status', status], env);
   // The store gate reads the store row through a short cache of its own (readiness reads it
   // afresh, so it can report the change earlier): ask a customer-facing call until it agrees.
   const expected = status === 'active' ? 204 : 503;

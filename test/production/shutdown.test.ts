@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createScratchDatabase, testBackends } from '../helpers/database.js';
-import { deleteKeys, testKeyPrefix } from '../helpers/redis.js';
+import { serviceBackend, type ServiceBackend } from '../helpers/service-backend.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
 const slow = { timeout: 120_000 };
@@ -38,38 +34,12 @@ function call(url: string, options: http.RequestOptions, body?: unknown): Promis
   });
 }
 
-/** The environment of this pass: a data folder of its own, or a scratch database and Redis. */
-async function backendEnv(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> }> {
-  if (testBackends.database === 'postgres') {
-    const scratch = await createScratchDatabase('sfa_test_shutdown');
-    const redis = process.env['REDIS_URL'];
-    const env: Record<string, string> = { DATABASE_URL: scratch.url, APP_SECRET: 's'.repeat(40) };
-    if (redis === undefined) return { env, cleanup: () => scratch.drop() };
-    const keyPrefix = testKeyPrefix('shutdown');
-    // A key prefix of its own, deleted afterwards: other files share this Redis at the same time.
-    env['REDIS_URL'] = redis;
-    env['REDIS_KEY_PREFIX'] = keyPrefix;
-    return {
-      env,
-      async cleanup() {
-        try {
-          await deleteKeys(keyPrefix, redis);
-        } finally {
-          await scratch.drop();
-        }
-      },
-    };
-  }
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-shutdown-'));
-  return { env: { DATA_DIR: dataDir }, cleanup: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
-}
-
 describe('shutting down on SIGTERM', { timeout: 240_000 }, () => {
-  let backend: Awaited<ReturnType<typeof backendEnv>>;
+  let backend: ServiceBackend;
   before(async () => {
-    backend = await backendEnv();
+    backend = await serviceBackend('shutdown');
   });
-  after(async () => backend.cleanup());
+  after(async () => backend.remove());
 
   test(
     'under load, every request sent during the drain delay gets a real answer, readiness turns 503 at once, keep-alive connections are told to close, and the process exits 0',
