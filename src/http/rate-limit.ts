@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import { keyName, type CounterStore } from '../storage/counters.js';
 import { ProblemError } from './problems.js';
@@ -64,8 +65,27 @@ export class RateLimiter {
     }
   }
 
-  async forget(rule: LimitRule, subject: string): Promise<void> {
-    await this.counters.delete(keyOf(rule, subject));
+  /**
+   * Deletes a counter without holding up the answer (a Redis round trip per successful sign-in);
+   * a failure is logged, and the counter then simply runs out with its window.
+   *
+   * Not waiting erases no more than waiting did. The DEL is sent at the same moment as before; only
+   * the answer no longer waits for it, and it erases whatever was counted before it reaches the
+   * store, as an awaited DEL did (including failures counted while the password was being hashed).
+   * What could newly slip under it is a failure the same client sends after the answer but before
+   * the DEL lands. Within one instance none can: the memory store deletes before this returns, and
+   * Redis runs the commands of one connection in order (on a cluster, a key's commands all go to
+   * its node over one connection), so the next increment of the key queues behind the DEL. Across
+   * instances, a failure counted elsewhere within that round trip may be erased: at most the few
+   * in flight in a millisecond or so, and only once per successful sign-in, which needs the
+   * password.
+   */
+  forget(rule: LimitRule, subject: string, log: Pick<FastifyBaseLogger, 'warn'>): void {
+    this.counters
+      .delete(keyOf(rule, subject))
+      .catch((error: unknown) =>
+        log.warn({ err: error, limit: rule.name }, 'a rate-limit counter could not be cleared'),
+      );
   }
 }
 

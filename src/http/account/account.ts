@@ -76,7 +76,7 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
         }
         metrics.passwordChanges.inc({ outcome: 'success' });
         audit(request, 'password.changed', customer.id);
-        await limiter.forget(limits.failedLogins, customer.identity_value);
+        limiter.forget(limits.failedLogins, customer.identity_value, request.log);
         startSessionCookies(reply, settings, keys.csrf, result.sessionId);
         return { status: 'password_changed' as const };
       },

@@ -109,7 +109,7 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
           audit(request, 'reauthentication.failed', customer.id, { operation: 'account.delete' });
           throw new ProblemError('validation_failed', { errors: { current_password: [wrongCurrentPassword] } });
         }
-        await limiter.forget(limits.failedLogins, customer.identity_value);
+        limiter.forget(limits.failedLogins, customer.identity_value, request.log);
         audit(request, 'account.deleted', customer.id);
         metrics.accountRequests.inc({ operation: 'delete' });
         reply.clearCookie(sessionCookie, { path: '/', httpOnly: true, sameSite: 'lax', secure: settings.cookieSecure });

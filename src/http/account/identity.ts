@@ -54,7 +54,7 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
           }
           throw new ProblemError('validation_failed', { errors: checked.errors });
         }
-        await limiter.forget(limits.failedLogins, customer.identity_value);
+        limiter.forget(limits.failedLogins, customer.identity_value, request.log);
         // The message limits of resend and forgot, per new identity and per address.
         const subject = `identity-change:${checked.newIdentityValue}`;
         await limiter

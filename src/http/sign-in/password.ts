@@ -47,7 +47,7 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
         }
         audit(request, 'login.succeeded', result.customer.id, { method: 'password' });
         reportSignInNotice(request.log, metrics, result.signInNotice);
-        await limiter.forget(limits.failedLogins, identity.key);
+        limiter.forget(limits.failedLogins, identity.key, request.log);
         startSessionCookies(reply, settings, keys.csrf, result.sessionId);
         return { auth_type: 'session' as const, customer: result.customer };
       },
