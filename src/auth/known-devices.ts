@@ -5,6 +5,11 @@ import type { Queryable } from '../storage/database.js';
 export const knownDeviceDays = 90;
 const knownDeviceSeconds = knownDeviceDays * 24 * 60 * 60;
 
+/** Devices last seen after this count as seen. */
+export function knownDeviceCutoff(now: Date): Date {
+  return new Date(now.getTime() - knownDeviceSeconds * 1000);
+}
+
 export interface DeviceKey {
   family: string;
   maskedAddress: string;
@@ -29,7 +34,7 @@ export async function recordSignIn(
   device: DeviceKey,
 ): Promise<DeviceHistory> {
   const now = clock.now();
-  const cutoff = new Date(now.getTime() - knownDeviceSeconds * 1000);
+  const cutoff = knownDeviceCutoff(now);
   const [history] = await db.query<{ seen: boolean; any_seen: boolean }>(
     `SELECT coalesce(bool_or(family = $2 AND masked_address = $3), false) AS seen, count(*) > 0 AS any_seen
        FROM known_devices WHERE customer_id = $1 AND last_seen_at > $4`,

@@ -8,8 +8,9 @@ import {
 } from './customers.js';
 import type { AuthDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
-import { createSession, deleteSession, type NewSession, type SessionClient } from './sessions.js';
-import { noteSignIn, type SignInNotice } from './sign-in-notice.js';
+import type { NewSession, SessionClient } from './sessions.js';
+import { deviceKeyOf, noteSignIn, type SignInNotice } from './sign-in-notice.js';
+import { openSignInSession } from './sign-in-session.js';
 
 export type LoginResult =
   | {
@@ -51,23 +52,23 @@ export async function login(
     const upgraded = await deps.hasher.hash(password);
     await upgradePasswordHash(deps.db, customer.id, customer.password_hash, upgraded);
   }
-  // A session the request already carried is replaced, never reused (session fixation); without
-  // one, the new session is a single INSERT and needs no transaction.
-  const version = customer.credential_version;
-  const session =
-    previousSessionId === undefined
-      ? await createSession(deps.db, deps.clock, customer.id, version, client)
-      : await deps.db.transaction(async (tx) => {
-          const created = await createSession(tx, deps.clock, customer.id, version, client);
-          if (created !== null) await deleteSession(tx, deps.clock, previousSessionId);
-          return created;
-        });
+  // One statement opens the session, ends the one the request carried (never reused: session
+  // fixation) and refreshes a known device; no transaction is needed around it.
+  const opened = await openSignInSession(
+    deps.db,
+    deps.clock,
+    customer.id,
+    customer.credential_version,
+    client,
+    deviceKeyOf(client),
+    previousSessionId,
+  );
   // The password was changed while it was being checked: the one given is no longer the password.
-  if (session === null) return { ok: false, customerId: customer.id };
+  if (opened === null) return { ok: false, customerId: customer.id };
   // After the session, outside its statement: the notice is a few more queries on the success path
   // only (a wrong password never reaches here, so its timing is untouched), and a failure to queue
-  // it must not turn a correct password into a refused login.
-  return completeSignIn(deps, store, customer, session, client);
+  // it must not turn a correct password into a refused login. From a known device it costs none.
+  return completeSignIn(deps, store, customer, opened.session, client, opened.knownDeviceRefreshed);
 }
 
 /**
@@ -81,10 +82,11 @@ export async function completeSignIn(
   customer: CustomerRow,
   session: NewSession,
   client: SessionClient,
+  knownDeviceRefreshed = false,
 ): Promise<Extract<LoginResult, { ok: true }>> {
-  const signInNotice = await noteSignIn(deps, store, customer, session.sessionId, client).catch((error: unknown) => ({
-    failed: error,
-  }));
+  const signInNotice = await noteSignIn(deps, store, customer, session.sessionId, client, knownDeviceRefreshed).catch(
+    (error: unknown) => ({ failed: error }),
+  );
   return {
     ok: true,
     customer: toCustomer(customer),

@@ -71,41 +71,56 @@ export async function createSession(
   credentialVersion: number,
   client?: SessionClient,
 ): Promise<NewSession | null> {
+  const opening = sessionOpening(clock, customerId, credentialVersion, client);
+  const rows = await tx.query(`${insertSessionSql} RETURNING 1`, opening.params);
+  return rows.length === 1 ? opening.session : null;
+}
+
+/**
+ * The INSERT of createSession, without its RETURNING, for statements that open a session and do
+ * more: `$1`…`$7` are the parameters of sessionOpening. public_id takes its random default: a
+ * handle of its own, unrelated to the cookie.
+ */
+export const insertSessionSql = `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at, user_agent, client_address)
+     SELECT $1, id, $3, $3, $4, $6, $7 FROM customers WHERE id = $2 AND credential_version = $5 FOR SHARE`;
+
+/** A new session's secret and the first seven parameters of insertSessionSql. */
+export function sessionOpening(
+  clock: Clock,
+  customerId: string,
+  credentialVersion: number,
+  client?: SessionClient,
+): { session: NewSession; params: unknown[] } {
   const sessionId = randomBytes(32).toString('base64url');
   const now = clock.now();
   const expiresAt = new Date(now.getTime() + sessionAbsoluteLifetimeSeconds * 1000);
-  // public_id takes its random default: a handle of its own, unrelated to the cookie.
-  const rows = await tx.query(
-    `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at, user_agent, client_address)
-     SELECT $1, id, $3, $3, $4, $6, $7 FROM customers WHERE id = $2 AND credential_version = $5 FOR SHARE
-     RETURNING 1`,
-    [
-      hashSessionId(sessionId),
-      customerId,
-      now,
-      expiresAt,
-      credentialVersion,
-      cutUserAgent(client?.userAgent),
-      client === undefined ? null : maskAddress(client.address),
-    ],
-  );
-  return rows.length === 1 ? { sessionId, expiresAt } : null;
+  const params = [
+    hashSessionId(sessionId),
+    customerId,
+    now,
+    expiresAt,
+    credentialVersion,
+    cutUserAgent(client?.userAgent),
+    client === undefined ? null : maskAddress(client.address),
+  ];
+  return { session: { sessionId, expiresAt }, params };
 }
+
+// Built once: a session read is the most frequent statement of all.
+const findSessionCustomerSql = `SELECT ${customerColumnsOf('c')}, s.last_seen_at
+       FROM sessions s JOIN customers c ON c.id = s.customer_id
+      WHERE s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`;
 
 /** The customer behind a live session, sliding its idle window; null for a dead or unknown one. */
 export async function findSessionCustomer(db: Database, clock: Clock, sessionId: string): Promise<CustomerRow | null> {
   const now = clock.now();
   const idleCutoff = new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000);
-  const rows = await db.query<CustomerRow & { last_seen_at: Date }>(
-    `SELECT ${customerColumnsOf('c')}, s.last_seen_at
-       FROM sessions s JOIN customers c ON c.id = s.customer_id
-      WHERE s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`,
-    [hashSessionId(sessionId), now, idleCutoff],
-  );
+  const idHash = hashSessionId(sessionId);
+  const rows = await db.query<CustomerRow & { last_seen_at: Date }>(findSessionCustomerSql, [idHash, now, idleCutoff]);
   const row = rows[0];
   if (row === undefined) return null;
   if (now.getTime() - new Date(row.last_seen_at).getTime() > sessionTouchIntervalSeconds * 1000) {
-    await db.query('UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1', [hashSessionId(sessionId), now]);
+    await db.query('UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1', [idHash, now]);
   }
   const { last_seen_at: _lastSeen, ...customer } = row;
   return customer;

@@ -3,10 +3,15 @@ import type { StoreContext } from '../store/store.js';
 import { customerCreatedAt, type CustomerRow } from './customers.js';
 import { channelFor, type AuthDeps } from './deps.js';
 import { deviceFamily } from './device-family.js';
-import { knownDeviceDays, recordSignIn } from './known-devices.js';
+import { knownDeviceDays, recordSignIn, type DeviceKey } from './known-devices.js';
 import { listCustomerSessions, maskAddress, type SessionClient } from './sessions.js';
 
 export type SignInNotice = 'sent' | 'known_device' | 'first_sign_in' | 'off';
+
+/** The device a sign-in comes from, as known devices record it. */
+export function deviceKeyOf(client: SessionClient): DeviceKey {
+  return { family: deviceFamily(client.userAgent), maskedAddress: maskAddress(client.address) ?? 'unknown network' };
+}
 
 /**
  * Called after every successful sign-in (password, and any later way of signing in), once its
@@ -21,6 +26,9 @@ export type SignInNotice = 'sent' | 'known_device' | 'first_sign_in' | 'off';
  *
  * Devices are recorded whether notices are on or off, so turning them on later does not greet
  * every customer with one.
+ *
+ * `knownDeviceRefreshed` says the statement that opened the session already found the device
+ * seen and refreshed its row (openSignInSession): that answer is final and costs nothing more.
  */
 export async function noteSignIn(
   deps: Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>,
@@ -28,9 +36,10 @@ export async function noteSignIn(
   customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
   sessionId: string,
   client: SessionClient,
+  knownDeviceRefreshed = false,
 ): Promise<SignInNotice> {
-  const family = deviceFamily(client.userAgent);
-  const maskedAddress = maskAddress(client.address) ?? 'unknown network';
+  if (knownDeviceRefreshed) return 'known_device';
+  const { family, maskedAddress } = deviceKeyOf(client);
   const outcome = await deps.db.transaction(async (tx): Promise<SignInNotice> => {
     const history = await recordSignIn(tx, deps.clock, customer.id, { family, maskedAddress });
     if (history.seen) return 'known_device';

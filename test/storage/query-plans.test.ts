@@ -1,34 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { updateStore } from '../../src/store/store.js';
-import type { Database, Queryable } from '../../src/storage/database.js';
+import type { Database } from '../../src/storage/database.js';
 import { auth, createHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { testBackends } from '../helpers/database.js';
+import { recording, type Recorded } from '../helpers/recording-db.js';
 
 /** Rows seeded into each growing table, so a sequential scan would cost the planner more than an index. */
 const seededRows = 10_000;
 const growingTables = ['customers', 'sessions', 'challenges', 'outbox', 'audit_events', 'known_devices'];
-
-interface Recorded {
-  sql: string;
-  params: readonly unknown[];
-}
-
-/** The database the service is given: every statement it sends is kept, then passed on unchanged. */
-function recording(db: Database, log: Recorded[]): Database {
-  const wrap = (target: Queryable): Queryable => ({
-    async query<Row>(sql: string, params: readonly unknown[] = []) {
-      log.push({ sql, params });
-      return target.query<Row>(sql, params);
-    },
-    exec: (sql) => target.exec(sql),
-  });
-  return {
-    ...wrap(db),
-    transaction: (work) => db.transaction((tx) => work(wrap(tx))),
-    close: () => db.close(),
-  };
-}
 
 interface PlanNode {
   'Node Type': string;
