@@ -3,6 +3,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { descendantsPssMb, listeningPort, residentMb } from './proc.js';
+import { defaultHashThreads } from '../src/auth/hash-pool.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** The built command, as `npm start` and the package run it (bench/run.ts builds it first). */
@@ -164,6 +165,9 @@ export async function startBetterAuth(databaseUrl: string, cookieCache: boolean)
   const server = await startChild('better auth', path.join(repoRoot, 'bench/better-auth-peer.ts'), [], {
     BETTER_AUTH_DATABASE_URL: databaseUrl,
     BETTER_AUTH_COOKIE_CACHE: cookieCache ? 'on' : 'off',
+    // Its argon2id (@node-rs/argon2's async calls) runs on libuv's pool, 4 threads unless told:
+    // as many as the service's hashing threads (HASH_THREADS by default), so neither hashes on more.
+    UV_THREADPOOL_SIZE: String(defaultHashThreads()),
   });
   for (const started = performance.now(); performance.now() - started < 60_000;) {
     const answer = await fetch(`${server.url}/api/auth/ok`).catch(() => undefined);
