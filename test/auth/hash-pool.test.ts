@@ -10,15 +10,23 @@ import { configuredHasher } from '../../src/services.js';
 
 const options = { algorithm: Algorithm.Argon2id, ...testArgon2 };
 
-/** Thread id → nice value, for this process's threads. */
-function threadNiceness(): Map<string, number> {
-  const niceness = new Map<string, number>();
+/** Thread id → name and nice value, for this process's threads. */
+function threadTable(): Map<string, { name: string; nice: number }> {
+  const threads = new Map<string, { name: string; nice: number }>();
   for (const tid of fs.readdirSync('/proc/self/task')) {
     const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    // Field 19 (nice); the fields after the parenthesised name start at field 3.
-    niceness.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    // Field 2 is the parenthesised name; field 19 (nice) is the 17th after it.
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    threads.set(tid, { name, nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) });
   }
-  return niceness;
+  return threads;
+}
+
+/** The hashing threads started since `before` was read: tid and nice. */
+function newHashThreads(before: Map<string, unknown>): Array<[string, number]> {
+  return [...threadTable()]
+    .filter(([tid, thread]) => !before.has(tid) && thread.name === 'sfa-hash')
+    .map(([tid, thread]) => [tid, thread.nice]);
 }
 
 describe('HashPool', () => {
@@ -58,26 +66,39 @@ describe('HashPool', () => {
   });
 
   test(
-    'runs its threads below the event loop’s priority on Linux',
+    'runs its threads at the event loop’s priority on Linux, named sfa-hash',
     { skip: process.platform !== 'linux' },
     async () => {
-      const before = threadNiceness();
+      const before = threadTable();
+      const own = before.get(String(process.pid))!.nice;
       const pool = new HashPool(2);
       try {
         await Promise.all([pool.hash('first one 1', options), pool.hash('second one 2', options)]);
-        const started = [...threadNiceness()].filter(([tid]) => !before.has(tid));
-        const hashing = started.filter(([, nice]) => nice === 10);
-        assert.equal(hashing.length, 2, `two new threads at nice 10 among ${JSON.stringify(started)}`);
-        assert.equal(
-          threadNiceness().get(String(process.pid)),
-          before.get(String(process.pid)),
-          'the main thread keeps its priority',
+        assert.deepEqual(
+          newHashThreads(before).map(([, nice]) => nice),
+          [own, own],
+          'two new hashing threads at the main thread’s nice',
         );
+        assert.equal(threadTable().get(String(process.pid))!.nice, own, 'the main thread keeps its priority');
       } finally {
         await pool.close();
       }
     },
   );
+
+  test('runs its threads at the nice it is given on Linux', { skip: process.platform !== 'linux' }, async () => {
+    const before = threadTable();
+    const pool = new HashPool(2, 7);
+    try {
+      await Promise.all([pool.hash('first one 1', options), pool.hash('second one 2', options)]);
+      assert.deepEqual(
+        newHashThreads(before).map(([, nice]) => nice),
+        [7, 7],
+      );
+    } finally {
+      await pool.close();
+    }
+  });
 
   test('an idle pool does not keep the process alive', () => {
     const script = `
@@ -97,14 +118,14 @@ describe('HashPool', () => {
     { skip: process.platform !== 'linux' },
     async () => {
       for (const threads of [1, 3]) {
-        const before = threadNiceness();
+        const before = threadTable();
         const hasher = configuredHasher(loadConfig({ HASH_THREADS: String(threads) }));
         // Twice as many hashes as threads, all at once: a smaller gate or pool would start fewer threads.
         const hashes = await Promise.all(
           Array.from({ length: threads * 2 }, (_, i) => hasher.hash(`threads ${threads} hash ${i}`)),
         );
         assert.equal(new Set(hashes).size, threads * 2);
-        const started = [...threadNiceness()].filter(([tid, nice]) => !before.has(tid) && nice === 10);
+        const started = newHashThreads(before);
         assert.equal(started.length, threads, `HASH_THREADS=${threads}: ${started.length} new hashing threads`);
       }
     },
