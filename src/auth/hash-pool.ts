@@ -13,20 +13,20 @@ interface Pending {
 }
 
 /**
- * Hashing threads run at the process's own priority. They used to lower themselves to nice 10, so
- * that a waking event loop would preempt them; in production that also let PostgreSQL, Redis and
- * every other nice-0 process on the host preempt them, which starved hashing (login throughput
- * down, login p99 four times the ceiling's) while the main thread sat idle. The event loop needs
- * no lower priority beside them: at most one hash per thread and one thread per core run at a
- * time, and the scheduler serves a waking thread that mostly sleeps promptly whatever the nice of
- * the busy ones. Measured on a 2-core host (bench/hash-priority.ts: nice values interleaved, 2
- * threads, a nice-0 process busy 60% of a core beside them, other load on the host), the medians
- * of two runs were 54 and 59 argon2id verifications/s at nice 0, 31 at nice 5, 26 and 46 at
- * nice 10, and the event loop's wake-up p99 no worse for it: 16 and 11 ms at nice 0, 24 ms at
- * nice 5, 31 and 12 ms at nice 10. The thread names itself `sfa-hash` (for `top -H` and the tests). On Linux setpriority() takes a thread id and changes that thread only; a `nice`
- * given to the pool (the benchmark's comparison) is applied that way, elsewhere ignored.
+ * The hashing threads lower their own scheduling priority to nice 10, so that on a busy machine
+ * a waking event loop (nice 0), which answers every other request, preempts hashing instead of
+ * waiting for its time slice. Whether that starves hashing against PostgreSQL and Redis (nice 0 on
+ * the same cores) was measured on a quiet 2-core host, production mode, figures 2 and 5 back to
+ * back, 2 rounds each: at nice 10 the service logged in 103–115/s (p99 308–356 ms) and answered
+ * liveness probes under that load at a p99 of 7.9–22.6 ms; at nice 5 106–118/s (315–358 ms) and
+ * 22.6–34.4 ms; at nice 0 93–96/s (418–429 ms) and 57–91 ms. Nice 10 starves nothing that
+ * shows, and keeps the event loop the most responsive. The thread also names itself `sfa-hash`
+ * (for `top -H` and the tests). On Linux setpriority() takes a thread id and changes that thread
+ * only; elsewhere hashing keeps the default priority.
  */
+const hashThreadNice = 10;
 const hashThreadName = 'sfa-hash';
+/** The hashing thread's whole program, plain JavaScript so it runs the same from the sources and from the built package. */
 const workerSource = `
 const fs = require('node:fs');
 const os = require('node:os');
@@ -36,8 +36,7 @@ try {
   fs.writeFileSync('/proc/thread-self/comm', '${hashThreadName}');
 } catch {}
 try {
-  if (workerData.nice !== undefined)
-    os.setPriority(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()), workerData.nice);
+  os.setPriority(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()), workerData.nice);
 } catch {}
 parentPort.on('message', (job) => {
   try {
@@ -57,7 +56,7 @@ class HashThread {
 
   constructor(
     private readonly finished: () => void,
-    private readonly nice: number | undefined,
+    private readonly nice: number,
   ) {}
 
   get idle(): boolean {
@@ -109,7 +108,7 @@ class HashThread {
 }
 
 /**
- * argon2id on dedicated threads, off the event loop. Its queue is the only one for
+ * argon2id on dedicated low-priority threads, off the event loop. Its queue is the only one for
  * hashing work; callers bound what they submit (the hasher's in-flight bound refuses beyond it), and
  * the pool runs it on `size` threads in arrival order.
  */
@@ -118,8 +117,8 @@ export class HashPool {
   private readonly queue: Pending[] = [];
   private closed = false;
 
-  /** `nice`: a scheduling priority for the threads (Linux); by default they keep the process's. */
-  constructor(size: number, nice?: number) {
+  /** `nice`: the threads' scheduling priority on Linux. */
+  constructor(size: number, nice = hashThreadNice) {
     this.threads = Array.from({ length: size }, () => new HashThread(() => this.next(), nice));
   }
 

@@ -81,7 +81,7 @@ export function dummyPasswordHash(parameters: Argon2Parameters): string {
 }
 
 /**
- * argon2id on the process's hashing threads, never on the event loop. As many hashes
+ * argon2id on the process's low-priority hashing threads, never on the event loop. As many hashes
  * at a time as there are threads (HASH_THREADS, by default one per core) give full throughput;
  * more would only add latency and memory.
  */
