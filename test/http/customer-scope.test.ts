@@ -5,20 +5,41 @@ import type { CounterStore } from '../../src/storage/counters.js';
 import { updateStore } from '../../src/store/store.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { openTestCounterStore } from '../helpers/database.js';
-import { api, auth, type Reply, type TestApp, useHarness, toReply } from '../helpers/harness.js';
+import { api, auth, registration, type Reply, type TestApp, useHarness, toReply } from '../helpers/harness.js';
 
 const customerPrefix = '/api/v1/customer';
 const crossSite = { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' };
 
-/** Every counter key the shared counter store was asked to count, in order. */
-function countingKeys(store: CounterStore): { store: CounterStore; keys: string[] } {
+/**
+ * What the shared counter store was asked, in order: every key counted, and the keys grouped by
+ * the tick they were asked in. Keys asked in one tick travel to Redis in one write (the client
+ * pipelines them), so each group is one round trip; `delete` is one of its own.
+ */
+function recording(store: CounterStore): { store: CounterStore; keys: string[]; trips: string[][] } {
   const keys: string[] = [];
+  const trips: string[][] = [];
+  let open: string[] | null = null;
+  const ask = (entry: string) => {
+    if (open === null) {
+      const trip: string[] = [];
+      trips.push(trip);
+      open = trip;
+      queueMicrotask(() => (open = null));
+    }
+    open.push(entry);
+  };
   const increment = store.increment.bind(store);
   store.increment = (key, windowSeconds, nowMs) => {
     keys.push(key);
+    ask(key);
     return increment(key, windowSeconds, nowMs);
   };
-  return { store, keys };
+  const remove = store.delete.bind(store);
+  store.delete = (key) => {
+    ask(`delete ${key}`);
+    return remove(key);
+  };
+  return { store, keys, trips };
 }
 
 async function send(t: TestApp, method: 'GET' | 'POST' | 'DELETE', url: string, headers: Record<string, string> = {}) {
@@ -40,11 +61,13 @@ function assertCacheable(reply: Reply, where: string): void {
 
 describe('the customer calls and their hooks', () => {
   let counted: string[] = [];
+  let trips: string[][] = [];
   const harness = useHarness({
     counterStore: async () => {
-      const { store, keys } = countingKeys(await openTestCounterStore());
-      counted = keys;
-      return store;
+      const recorded = recording(await openTestCounterStore());
+      counted = recorded.keys;
+      trips = recorded.trips;
+      return recorded.store;
     },
   });
 
@@ -163,5 +186,47 @@ describe('the customer calls and their hooks', () => {
       entries.map((entry) => [entry.request_id, entry.details]),
       [['req-probe', { limit: 'any' }]],
     );
+  });
+
+  test('a login reaches the shared counters in two round trips: the any-call count, then its own two limits together', async () => {
+    const t = await harness.start();
+    assert.equal((await t.post(`${auth}/register`, registration())).status, 201);
+    const login = (password: string) => t.post(`${auth}/login`, { identity: 'ada@example.com', password });
+
+    trips.length = 0;
+    assertProblem(await login('not the password 1'), 401, 'unauthenticated');
+    assert.deepEqual(trips, [['rl:any:127.0.0.1'], ['rl:login:127.0.0.1', 'rl:login-failed:ada@example.com']]);
+
+    trips.length = 0;
+    assert.equal((await login('analytical engine 1843')).status, 200);
+    assert.deepEqual(
+      trips,
+      [
+        ['rl:any:127.0.0.1'],
+        ['rl:login:127.0.0.1', 'rl:login-failed:ada@example.com'],
+        ['delete rl:login-failed:ada@example.com'],
+      ],
+      'a success forgives the identity its failures',
+    );
+  });
+
+  test('a call the any-call limit refuses counts nothing else: the route never runs, its limits stay untouched', async () => {
+    const t = await harness.start();
+    for (let i = 0; i < 300; i += 1) {
+      const reply = await t.get(`${api}/platform`);
+      if (reply.status !== 200) assert.fail(`call ${i + 1} answered ${reply.status}`);
+    }
+    counted.length = 0;
+    const refused = await t.post(`${auth}/login`, { identity: 'ada@example.com', password: 'not the password 1' });
+    assertProblem(refused, 429, 'rate_limited');
+    assert.equal(refused.headers['ratelimit-limit'], '300', 'refused by the any-call limit');
+    assert.deepEqual(
+      counted,
+      ['rl:any:127.0.0.1'],
+      "neither the address's login count nor the identity's failures moved",
+    );
+    const forgot = await t.post(`${auth}/password/forgot`, { identity: 'ada@example.com' });
+    assertProblem(forgot, 429, 'rate_limited');
+    assert.deepEqual(counted, ['rl:any:127.0.0.1', 'rl:any:127.0.0.1'], "nor the identity's message allowance");
   });
 });
