@@ -100,6 +100,12 @@ describe('the customer calls and their hooks', () => {
     assertProblem(wrongMethod, 405, 'method_not_allowed');
     assert.equal(wrongMethod.headers['allow'], 'POST');
     assertNoStore(wrongMethod, 'wrong method');
+    const logged = t.logs.filter((line) => line['msg'] === 'request' && line['url'] === `${auth}/nowhere`);
+    assert.deepEqual(
+      logged.map((line) => [line['route'], line['status']]),
+      [[null, 404]],
+      'logged as no route, like any unknown path',
+    );
   });
 
   test('a cross-site POST to an unknown customer path is refused by the origin check before the 404', async () => {
