@@ -8,10 +8,11 @@ import { limits } from './rate-limit.js';
 /*
  * Every route lives in one of three scopes, and each scope owns the hooks its routes run (Fastify
  * encapsulation: a scope's hooks reach its own routes and the unknown paths under its prefix,
- * nothing else). The application's own hooks (request id, common headers, the request log) run
- * first, for everything.
+ * nothing else). The application's own hooks (CORS, which answers preflights before any scope's
+ * hook, the client key, common headers, the request log) run first, for everything.
  *
- * - probes: counted by the instance's own in-memory limiter only; no CSRF check, no CORS.
+ * - probes: counted by the instance's own in-memory limiter only; no CSRF check, and no CORS (their
+ *   route config turns it off).
  * - public: platform metadata, the API documents, the sign-in page and every unknown path outside
  *   the customer's prefix: the any-call limit, then the CSRF check.
  * - customer: the store gate, then the any-call limit, then the CSRF check; every answer no-store.
