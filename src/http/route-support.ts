@@ -38,9 +38,6 @@ export async function signedIn(
   return { sessionId, customer };
 }
 
-// Routes behind the store gate: 503 store_unavailable while the store is paused or closed.
-export const customerRoute = { customer: true };
-
 export function describe(operationId: string, summary: string, description: string) {
   // Public unless a route says otherwise: these are used before a session exists.
   return { tags: ['auth'], operationId, summary, description, security: [] as Array<Record<string, string[]>> };
@@ -118,7 +115,6 @@ export function messageRequestRoute(
     app.post(
       route.path,
       {
-        config: customerRoute,
         schema: {
           ...describe(
             route.operationId,
@@ -132,7 +128,7 @@ export function messageRequestRoute(
       async (request, reply) => {
         const identity = identityOf(request);
         const subject = `${route.operation}:${identity.key}`;
-        await services.limiter.consume([
+        await services.limiter.consume(request, [
           [limits.messagesPerIdentityMinute, subject],
           [limits.messagesPerIdentityHour, subject],
           [limits.messagesPerAddress, request.clientKey],

@@ -8,7 +8,7 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
-import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
+import { authDeps, refuseInvalidBody, signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   // Every account route needs the session cookie.
@@ -28,7 +28,6 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/password/change',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -54,7 +53,7 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
         refuseInvalidBody(request, changePasswordErrors);
         // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
         await limiter
-          .consume([
+          .consume(request, [
             [limits.loginAttempts, request.clientKey],
             [limits.failedLogins, customer.identity_value],
           ])
@@ -85,7 +84,6 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/profile',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.'),
@@ -103,7 +101,7 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
           if (fields['name'] !== undefined) validateName(fields['name'], errors);
           return errors;
         });
-        await limiter.consume([[limits.profileChanges, customer.id]]);
+        await limiter.consume(request, [[limits.profileChanges, customer.id]]);
         const result = await changeName(deps, customer.id, request.body.name);
         if (!result.ok) {
           throw result.reason === 'invalid'

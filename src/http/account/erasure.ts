@@ -16,7 +16,7 @@ import {
   DeletedStatus,
   problemResponses,
 } from '../schemas.js';
-import { customerRoute, signedIn } from '../route-support.js';
+import { signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
@@ -42,7 +42,6 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.get(
       '/account/export',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'exportAccount',
@@ -54,7 +53,7 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { customer, sessionId } = await signedIn(services, request);
-        await limiter.consume([[limits.accountExports, customer.id]]);
+        await limiter.consume(request, [[limits.accountExports, customer.id]]);
         const data = await exportAccount(deps, customer.id, sessionId);
         if (data === null) throw new ProblemError('unauthenticated');
         audit(request, 'account.exported', customer.id);
@@ -68,7 +67,6 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/account/delete',
       {
-        config: customerRoute,
         // The session is checked before the body: without one the answer is 401, whatever was sent.
         attachValidation: true,
         schema: {
@@ -93,7 +91,7 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
           throw new ProblemError('validation_failed', { errors: validationErrors(failure.validation) });
         }
         // The failed-login limit of the identity, as at login: a stolen session cannot guess on.
-        await limiter.consume([
+        await limiter.consume(request, [
           [limits.loginAttempts, request.clientKey],
           [limits.failedLogins, customer.identity_value],
         ]);

@@ -10,7 +10,7 @@ import {
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
+import { authDeps, refuseInvalidBody, signedIn } from '../route-support.js';
 import { identityChangeSchema, identityConfirmSchema } from './identity-schemas.js';
 
 /** The signed-in customer moving their account to another email address or phone number. */
@@ -26,7 +26,6 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/identity/change',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: identityChangeSchema,
       },
@@ -37,7 +36,7 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
         const count = (outcome: string) => metrics.identityChanges.inc({ step: 'request', outcome });
         // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
         await limiter
-          .consume([
+          .consume(request, [
             [limits.loginAttempts, request.clientKey],
             [limits.failedLogins, customer.identity_value],
           ])
@@ -58,7 +57,7 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
         // The message limits of resend and forgot, per new identity and per address.
         const subject = `identity-change:${checked.newIdentityValue}`;
         await limiter
-          .consume([
+          .consume(request, [
             [limits.messagesPerIdentityMinute, subject],
             [limits.messagesPerIdentityHour, subject],
             [limits.messagesPerAddress, request.clientKey],
@@ -82,12 +81,11 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/identity/confirm',
       {
-        config: customerRoute,
         schema: identityConfirmSchema,
       },
       async (request) => {
         const { sessionId, customer } = await signedIn(services, request);
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
         const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
         if (!result.ok) {
           metrics.identityChanges.inc({ step: 'confirm', outcome: result.reason });

@@ -45,7 +45,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { customer } = await signedIn(services, request);
-        await limiter.consume([[limits.passkeyChanges, customer.id]]);
+        await limiter.consume(request, [[limits.passkeyChanges, customer.id]]);
         const errors: FieldErrors = {};
         const name = request.body.name === undefined ? undefined : validateName(request.body.name, errors);
         if (Object.keys(errors).length > 0) throw new ProblemError('validation_failed', { errors });
@@ -87,7 +87,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const { customer } = await signedIn(services, request);
-        await limiter.consume([[limits.passkeyChanges, customer.id]]);
+        await limiter.consume(request, [[limits.passkeyChanges, customer.id]]);
         if (!(await removePasskey(db, customer.id, request.params.id))) throw new ProblemError('not_found');
         audit(request, 'passkey.removed', customer.id, { passkey: request.params.id, by: 'customer' });
         return { status: 'deleted' as const };

@@ -7,7 +7,7 @@ import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
-import { customerRoute, signedIn } from '../route-support.js';
+import { signedIn } from '../route-support.js';
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
@@ -38,7 +38,6 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.get(
       '/sessions',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'listSessions',
@@ -58,7 +57,6 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/:id/revoke',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'revokeSession',
@@ -75,7 +73,7 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const { sessionId, customer } = await signedIn(services, request);
         const customerId = customer.id;
-        await limiter.consume([[limits.sessionRevocations, customerId]]);
+        await limiter.consume(request, [[limits.sessionRevocations, customerId]]);
         const revoked = await revokeCustomerSession(db, clock, customerId, request.params.id, sessionId);
         if (revoked === null) throw new ProblemError('not_found');
         metrics.sessionsRevoked.inc({ scope: 'one' });
@@ -88,7 +86,6 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/revoke-others',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'revokeOtherSessions',
@@ -101,7 +98,7 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request) => {
         const { sessionId, customer } = await signedIn(services, request);
         const customerId = customer.id;
-        await limiter.consume([[limits.sessionRevocations, customerId]]);
+        await limiter.consume(request, [[limits.sessionRevocations, customerId]]);
         const count = await revokeCustomerSessions(db, clock, customerId, sessionId);
         metrics.sessionsRevoked.inc({ scope: 'others' }, count);
         audit(request, customerId, { count: String(count), current: 'false', by: 'customer' });

@@ -3,15 +3,7 @@ import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import {
-  auditor,
-  authDeps,
-  customerRoute,
-  describe,
-  identityOf,
-  messageRequestRoute,
-  refuseInvalidBody,
-} from '../route-support.js';
+import { auditor, authDeps, describe, identityOf, messageRequestRoute, refuseInvalidBody } from '../route-support.js';
 import { bodyProblemResponses, PasswordResetStatus, ResetPasswordBody } from '../schemas.js';
 
 /** Recovery: ask for a reset code, set a new password with it. */
@@ -34,7 +26,6 @@ export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/password/reset',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -51,7 +42,7 @@ export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         refuseInvalidBody(request, resetPasswordErrors);
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
         const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
         if (!result.ok) {
           throw result.reason === 'invalid'

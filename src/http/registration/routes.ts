@@ -4,15 +4,7 @@ import { resendVerification, verifyIdentity } from '../../auth/verification.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import {
-  auditor,
-  authDeps,
-  customerRoute,
-  describe,
-  identityOf,
-  messageRequestRoute,
-  refuseInvalidBody,
-} from '../route-support.js';
+import { auditor, authDeps, describe, identityOf, messageRequestRoute, refuseInvalidBody } from '../route-support.js';
 import { bodyProblemResponses, Customer, RegisterBody, VerifyBody } from '../schemas.js';
 
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
@@ -25,7 +17,6 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/register',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -50,7 +41,7 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         refuseInvalidBody(request, (fields) => registrationErrors(request.store, fields, deps.allowedCallingCodes));
-        await limiter.consume([[limits.registrations, request.clientKey]]);
+        await limiter.consume(request, [[limits.registrations, request.clientKey]]);
         const result = await register(deps, request.store, request.body);
         if (!result.ok) {
           throw result.reason === 'invalid'
@@ -66,7 +57,6 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/verify',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'verify',
@@ -78,7 +68,7 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
         const customer = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
         if (customer === null) throw new ProblemError('invalid_identity_challenge');
         audit(request, 'customer.verified', customer.id);

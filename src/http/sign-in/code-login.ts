@@ -7,7 +7,7 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { authDeps, customerRoute, describe, identityOf } from '../route-support.js';
+import { authDeps, describe, identityOf } from '../route-support.js';
 
 /**
  * Signing in with a code sent to the identity, where the store allows it
@@ -37,7 +37,6 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/code/request',
       {
-        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
@@ -52,7 +51,7 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const identity = identityOf(request);
         const subject = `sign-in-code:${identity.key}`;
-        await limiter.consume([
+        await limiter.consume(request, [
           [limits.messagesPerIdentityMinute, subject],
           [limits.messagesPerIdentityHour, subject],
           [limits.messagesPerAddress, request.clientKey],
@@ -68,7 +67,6 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/code/login',
       {
-        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
@@ -84,7 +82,7 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]).catch((error: unknown) => {
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]).catch((error: unknown) => {
           metrics.logins.inc({ outcome: 'throttled' });
           throw error;
         });

@@ -60,7 +60,7 @@ export function passkeyLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await limiter.consume([[limits.loginAttempts, request.clientKey]]).catch((error: unknown) => {
+        await limiter.consume(request, [[limits.loginAttempts, request.clientKey]]).catch((error: unknown) => {
           metrics.logins.inc({ outcome: 'throttled' });
           throw error;
         });

@@ -6,7 +6,7 @@ import { setCsrfCookie } from '../csrf.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { auditor, authDeps, customerRoute, identityOf } from '../route-support.js';
+import { auditor, authDeps, identityOf } from '../route-support.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
 import { loginRefusedDetail, loginSchema, logoutSchema, sessionSchema } from './password-schemas.js';
 
@@ -21,14 +21,13 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
     app.post(
       '/login',
       {
-        config: customerRoute,
         schema: loginSchema,
       },
       async (request, reply) => {
         const identity = identityOf(request);
         // Counted before the password check so parallel guesses cannot exceed the limit; forgiven on success.
         await limiter
-          .consume([
+          .consume(request, [
             [limits.loginAttempts, request.clientKey],
             [limits.failedLogins, identity.key],
           ])
@@ -57,7 +56,6 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
     app.get(
       '/session',
       {
-        config: customerRoute,
         schema: sessionSchema,
       },
       async (request) => {
@@ -72,7 +70,6 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
     app.post(
       '/logout',
       {
-        config: customerRoute,
         schema: logoutSchema,
       },
       async (request, reply) => {
