@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { Clock } from '../clock.js';
-import type { Database, Queryable } from '../storage/database.js';
+import { deleteInBatch, type Database, type Queryable } from '../storage/database.js';
 import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from './device-family.js';
 
@@ -246,14 +246,10 @@ export async function deleteExpiredSessions(
   limit: number,
 ): Promise<number> {
   const cutoff = clock.now().getTime() - retentionSeconds * 1000;
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM sessions WHERE id_hash IN (
-         SELECT id_hash FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2
-          LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [new Date(cutoff), new Date(cutoff - sessionIdleTimeoutSeconds * 1000), limit],
+  return deleteInBatch(
+    db,
+    { table: 'sessions', key: ['id_hash'], where: 'expires_at <= $1 OR last_seen_at <= $2' },
+    [new Date(cutoff), new Date(cutoff - sessionIdleTimeoutSeconds * 1000)],
+    limit,
   );
-  return row?.n ?? 0;
 }
