@@ -213,6 +213,7 @@ export async function openServices(
       transports,
       logger,
       delivered: (channel, outcome) => metrics.deliveries.inc({ channel, outcome }),
+      passFailed: () => metrics.passFailures.inc({ loop: 'dispatcher' }),
     },
     {
       retryBaseSeconds: config.delivery.retryBaseSeconds,
@@ -229,6 +230,7 @@ export async function openServices(
       logger,
       retention: config.retention,
       removed: (table, rows) => metrics.janitorRemoved.inc({ table }, rows),
+      passFailed: () => metrics.passFailures.inc({ loop: 'janitor' }),
     },
     config.janitorIntervalSeconds,
   );
