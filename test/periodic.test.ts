@@ -1,21 +1,9 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { pino } from 'pino';
 import { PeriodicTask } from '../src/periodic.js';
+import { capturingLogger } from './helpers/logs.js';
 
 const hourMs = 60 * 60 * 1000;
-
-function capturingLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
 
 /** A pass that waits for the test to let it end, so the test knows exactly where the loop is. */
 function gatedPasses() {
