@@ -1,4 +1,4 @@
-import type { Clock } from './clock.js';
+import { secondsBefore, type Clock } from './clock.js';
 import { deleteInBatch, type Queryable } from './storage/database.js';
 
 export const auditEvents = [
@@ -226,6 +226,6 @@ export async function deleteOldAuditEvents(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const cutoff = new Date(clock.now().getTime() - retentionSeconds * 1000);
+  const cutoff = secondsBefore(clock.now(), retentionSeconds);
   return deleteInBatch(db, { table: 'audit_events', key: ['id'], where: 'occurred_at <= $1' }, [cutoff], limit);
 }

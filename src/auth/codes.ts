@@ -1,5 +1,5 @@
 import { createHmac, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '../clock.js';
+import { secondsBefore, type Clock } from '../clock.js';
 import { acceptedKeys, type Keys } from '../keys.js';
 import { deleteInBatch, type Queryable } from '../storage/database.js';
 
@@ -138,7 +138,7 @@ export async function deleteFinishedChallenges(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const cutoff = new Date(clock.now().getTime() - retentionSeconds * 1000);
+  const cutoff = secondsBefore(clock.now(), retentionSeconds);
   return deleteInBatch(
     db,
     {

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import { secondsBefore, type Clock } from '../clock.js';
 import { deleteInBatch, type Queryable } from '../storage/database.js';
 
 /** How far back a sign-in counts as having seen a device; older rows are pruned. */
@@ -29,7 +29,7 @@ export async function recordSignIn(
   device: DeviceKey,
 ): Promise<DeviceHistory> {
   const now = clock.now();
-  const cutoff = new Date(now.getTime() - knownDeviceSeconds * 1000);
+  const cutoff = secondsBefore(now, knownDeviceSeconds);
   const [history] = await db.query<{ seen: boolean; any_seen: boolean }>(
     `SELECT coalesce(bool_or(family = $2 AND masked_address = $3), false) AS seen, count(*) > 0 AS any_seen
        FROM known_devices WHERE customer_id = $1 AND last_seen_at > $4`,
@@ -53,7 +53,7 @@ export async function deleteOldKnownDevices(
   return deleteInBatch(
     db,
     { table: 'known_devices', key: ['customer_id', 'family', 'masked_address'], where: 'last_seen_at <= $1' },
-    [new Date(clock.now().getTime() - retentionSeconds * 1000)],
+    [secondsBefore(clock.now(), retentionSeconds)],
     limit,
   );
 }

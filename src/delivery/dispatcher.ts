@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Clock } from '../clock.js';
+import { secondsBefore, type Clock } from '../clock.js';
 import { deliveryDefaults } from '../config.js';
 import { acceptedKeys, type Keys } from '../keys.js';
 import type { DeliveryOutcome } from '../metrics.js';
@@ -105,7 +105,7 @@ export class Dispatcher {
 
   /** How many more messages the hourly budget allows right now. */
   private async remainingBudget(now: Date): Promise<number> {
-    const hourAgo = new Date(now.getTime() - 60 * 60 * 1000);
+    const hourAgo = secondsBefore(now, 60 * 60);
     const remaining = this.options.budgetPerHour - (await countSentSince(this.deps.db, hourAgo));
     if (remaining <= 0 && performance.now() - this.lastBudgetWarningMs > 60_000) {
       this.lastBudgetWarningMs = performance.now();

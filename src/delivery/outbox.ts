@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import { secondsBefore, type Clock } from '../clock.js';
 import type { Keys } from '../keys.js';
 import { deleteInBatch, type Queryable } from '../storage/database.js';
 import type { Channel, MessagePurpose } from './message.js';
@@ -159,7 +159,7 @@ export async function deleteFinishedMessages(
   }: { deliveredRetentionSeconds: number; failedRetentionSeconds: number },
   limit: number,
 ): Promise<number> {
-  const nowMs = clock.now().getTime();
+  const now = clock.now();
   return deleteInBatch(
     db,
     {
@@ -167,7 +167,7 @@ export async function deleteFinishedMessages(
       key: ['id'],
       where: `(status IN ('sent', 'dropped') AND updated_at <= $1) OR (status = 'failed' AND updated_at <= $2)`,
     },
-    [new Date(nowMs - deliveredRetentionSeconds * 1000), new Date(nowMs - failedRetentionSeconds * 1000)],
+    [secondsBefore(now, deliveredRetentionSeconds), secondsBefore(now, failedRetentionSeconds)],
     limit,
   );
 }
