@@ -72,7 +72,7 @@ export class Dispatcher {
     options: Partial<DispatcherOptions> = {},
   ) {
     this.options = { ...defaultDispatcherOptions, ...options };
-    this.loop = new PeriodicTask(async () => void (await this.drain()), {
+    this.loop = new PeriodicTask(async (stopping) => void (await this.drain(stopping)), {
       intervalMs: this.options.pollIntervalMs,
       logger: deps.logger,
       failureMessage: 'outbox dispatch failed; will retry',
@@ -93,14 +93,19 @@ export class Dispatcher {
     this.loop.wake();
   }
 
-  /** Sends every due message, batch after batch; returns how many were handled. For tests and the CLI. */
-  async drain(): Promise<number> {
+  /**
+   * Sends every due message, batch after batch, until none is left or `stopping()` says to leave
+   * the rest in the outbox (for another instance, or the next start); returns how many were
+   * handled. For the loop, tests and the CLI.
+   */
+  async drain(stopping: () => boolean = () => false): Promise<number> {
     let total = 0;
-    for (;;) {
+    while (!stopping()) {
       const handled = await this.runBatch();
       total += handled;
-      if (handled === 0) return total;
+      if (handled === 0) break;
     }
+    return total;
   }
 
   /** How many more messages the hourly budget allows right now. */
