@@ -28,13 +28,6 @@ export type ChangePasswordResult =
 
 export const wrongCurrentPassword = 'Is not correct.';
 
-/** The new password's errors when other fields were refused already (see registrationErrors). */
-export function changePasswordErrors(input: Partial<ChangePasswordInput>): FieldErrors {
-  const errors: FieldErrors = {};
-  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
-  return errors;
-}
-
 /**
  * Changes the password of the session's customer. The current password is checked as a login
  * checks it, always, so a guess costs one full verification whatever else is wrong with the body.

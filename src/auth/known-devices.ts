@@ -1,5 +1,5 @@
-import type { Clock } from '../clock.js';
-import type { Queryable } from '../storage/database.js';
+import { secondsBefore, type Clock } from '../clock.js';
+import { deleteInBatch, type Queryable } from '../storage/database.js';
 
 /** How far back a sign-in counts as having seen a device; older rows are pruned. */
 export const knownDeviceDays = 90;
@@ -29,7 +29,7 @@ export async function recordSignIn(
   device: DeviceKey,
 ): Promise<DeviceHistory> {
   const now = clock.now();
-  const cutoff = new Date(now.getTime() - knownDeviceSeconds * 1000);
+  const cutoff = secondsBefore(now, knownDeviceSeconds);
   const [history] = await db.query<{ seen: boolean; any_seen: boolean }>(
     `SELECT coalesce(bool_or(family = $2 AND masked_address = $3), false) AS seen, count(*) > 0 AS any_seen
        FROM known_devices WHERE customer_id = $1 AND last_seen_at > $4`,
@@ -50,16 +50,12 @@ export async function deleteOldKnownDevices(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM known_devices WHERE (customer_id, family, masked_address) IN (
-         SELECT customer_id, family, masked_address FROM known_devices WHERE last_seen_at <= $1
-          LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [new Date(clock.now().getTime() - retentionSeconds * 1000), limit],
+  return deleteInBatch(
+    db,
+    { table: 'known_devices', key: ['customer_id', 'family', 'masked_address'], where: 'last_seen_at <= $1' },
+    [secondsBefore(clock.now(), retentionSeconds)],
+    limit,
   );
-  return row?.n ?? 0;
 }
 
 /** Every device kept for the customer, the most recently seen first. */

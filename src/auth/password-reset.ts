@@ -31,13 +31,6 @@ export type ResetPasswordResult =
   | { ok: false; reason: 'invalid'; errors: FieldErrors }
   | { ok: false; reason: 'invalid_challenge' };
 
-/** The new password's errors when other fields were refused already (see registrationErrors). */
-export function resetPasswordErrors(input: Partial<ResetPasswordInput>): FieldErrors {
-  const errors: FieldErrors = {};
-  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
-  return errors;
-}
-
 /**
  * Sets a new password with a reset code. The password is checked (and hashed) before the code is
  * spent; then code, password, sign-out of every session, verification and the notice are one

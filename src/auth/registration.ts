@@ -33,6 +33,16 @@ export function validateName(raw: string, errors: FieldErrors): string {
   return name;
 }
 
+/**
+ * The new password's errors when other fields were refused already (see registrationErrors): the
+ * password change and the password reset ask for it alike.
+ */
+export function newPasswordErrors(input: { password?: string; password_confirmation?: string }): FieldErrors {
+  const errors: FieldErrors = {};
+  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
+  return errors;
+}
+
 /** A confirmation left undefined was refused already (missing or not text), so it is not compared. */
 export function validateNewPassword(password: string, confirmation: string | undefined, errors: FieldErrors): void {
   for (const problem of newPasswordProblems(password)) addFieldError(errors, 'password', problem);

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
-import type { Clock } from '../clock.js';
-import type { Database, Queryable } from '../storage/database.js';
+import { secondsBefore, type Clock } from '../clock.js';
+import { deleteInBatch, type Database, type Queryable } from '../storage/database.js';
 import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from './device-family.js';
 
@@ -94,8 +94,7 @@ export async function createSession(
 
 /** The customer behind a live session, sliding its idle window; null for a dead or unknown one. */
 export async function findSessionCustomer(db: Database, clock: Clock, sessionId: string): Promise<CustomerRow | null> {
-  const now = clock.now();
-  const idleCutoff = new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000);
+  const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<CustomerRow & { last_seen_at: Date }>(
     `SELECT ${customerColumnsOf('c')}, s.last_seen_at
        FROM sessions s JOIN customers c ON c.id = s.customer_id
@@ -113,8 +112,7 @@ export async function findSessionCustomer(db: Database, clock: Clock, sessionId:
 
 /** Deletes a session; returns its customer when it was live, null when there was none (gone, expired, unknown). */
 export async function deleteSession(db: Queryable, clock: Clock, sessionId: string): Promise<string | null> {
-  const now = clock.now();
-  const idleCutoff = new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000);
+  const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<{ customer_id: string; live: boolean }>(
     'DELETE FROM sessions WHERE id_hash = $1 RETURNING customer_id, (expires_at > $2 AND last_seen_at > $3) AS live',
     [hashSessionId(sessionId), now, idleCutoff],
@@ -147,7 +145,7 @@ const liveCondition = 'expires_at > $2 AND last_seen_at > $3';
 
 function idleCutoffOf(clock: Clock): { now: Date; idleCutoff: Date } {
   const now = clock.now();
-  return { now, idleCutoff: new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000) };
+  return { now, idleCutoff: secondsBefore(now, sessionIdleTimeoutSeconds) };
 }
 
 /** The customer's live sessions, newest first; `currentSessionId` is the caller's cookie, if any. */
@@ -245,15 +243,11 @@ export async function deleteExpiredSessions(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const cutoff = clock.now().getTime() - retentionSeconds * 1000;
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM sessions WHERE id_hash IN (
-         SELECT id_hash FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2
-          LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [new Date(cutoff), new Date(cutoff - sessionIdleTimeoutSeconds * 1000), limit],
+  const cutoff = secondsBefore(clock.now(), retentionSeconds);
+  return deleteInBatch(
+    db,
+    { table: 'sessions', key: ['id_hash'], where: 'expires_at <= $1 OR last_seen_at <= $2' },
+    [cutoff, secondsBefore(cutoff, sessionIdleTimeoutSeconds)],
+    limit,
   );
-  return row?.n ?? 0;
 }

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
-import { changeName, changePassword, changePasswordErrors } from '../../auth/account.js';
+import { changeName, changePassword } from '../../auth/account.js';
+import { newPasswordErrors } from '../../auth/registration.js';
 import { validateName } from '../../auth/registration.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
@@ -50,7 +51,7 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { sessionId, customer } = await signedIn(services, request);
-        refuseInvalidBody(request, changePasswordErrors);
+        refuseInvalidBody(request, newPasswordErrors);
         // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
         await limiter
           .consume(request, [

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../auth/password-reset.js';
+import { requestPasswordReset, resetPassword } from '../../auth/password-reset.js';
+import { newPasswordErrors } from '../../auth/registration.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
@@ -41,7 +42,7 @@ export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        refuseInvalidBody(request, resetPasswordErrors);
+        refuseInvalidBody(request, newPasswordErrors);
         await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
         const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
         if (!result.ok) {
