@@ -4,20 +4,24 @@ import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, markVerified, toCustomer, type Customer } from './customers.js';
 import type { AuthDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
+import { fail, ok, type Result } from './result.js';
 
-/** Marks the identity verified when `code` is its live verification code; null otherwise. */
+/**
+ * Marks the identity verified when `code` is its live verification code. An unknown identity fails
+ * as a wrong code does: invalid_challenge.
+ */
 export async function verifyIdentity(
-  deps: AuthDeps,
+  deps: Pick<AuthDeps, 'db' | 'clock' | 'keys'>,
   store: StoreContext,
   identity: ParsedIdentity,
   code: string,
-): Promise<Customer | null> {
+): Promise<Result<Customer, 'invalid_challenge'>> {
   const { value } = identity;
   return deps.db.transaction(async (tx) => {
     const customer = value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value);
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'verification', code);
-    if (!accepted || customer === null) return null;
-    return toCustomer(await markVerified(tx, customer.id, deps.clock.now()));
+    if (!accepted || customer === null) return fail('invalid_challenge');
+    return ok(toCustomer(await markVerified(tx, customer.id, deps.clock.now())));
   });
 }
 

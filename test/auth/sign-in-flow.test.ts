@@ -18,7 +18,7 @@ const newPassword = 'difference engine 1822';
 async function registered(domain: Domain): Promise<string> {
   const result = await register(domain.deps, await domain.store(), registration());
   assert.ok(result.ok, JSON.stringify(result));
-  return result.customer.id;
+  return result.value.id;
 }
 
 describe('the sign-in flows', () => {

@@ -53,13 +53,13 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
         await limiter.consume([[limits.registrations, request.clientKey]]);
         const result = await register(deps, request.store, request.body);
         if (!result.ok) {
-          throw result.reason === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.errors })
+          throw result.error === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.fields })
             : new ProblemError('identity_unavailable');
         }
-        audit(request, 'customer.registered', result.customer.id);
+        audit(request, 'customer.registered', result.value.id);
         reply.code(201);
-        return result.customer;
+        return result.value;
       },
     );
 
@@ -79,10 +79,10 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         await limiter.consume([[limits.codeAttempts, request.clientKey]]);
-        const customer = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
-        if (customer === null) throw new ProblemError('invalid_identity_challenge');
-        audit(request, 'customer.verified', customer.id);
-        return customer;
+        const result = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
+        if (!result.ok) throw new ProblemError('invalid_identity_challenge');
+        audit(request, 'customer.verified', result.value.id);
+        return result.value;
       },
     );
 
