@@ -5,6 +5,7 @@ import type { AuthDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { completeSignIn, type LoginResult } from './login.js';
 import { queueCodeIfWanted } from './queue-code.js';
+import { fail } from './result.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
 /**
@@ -39,12 +40,12 @@ export async function loginWithCode(
     const customer =
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'sign_in', code);
-    if (!accepted || customer === null) return { ok: false as const, customerId: customer?.id ?? null };
+    if (!accepted || customer === null) return fail('refused', { customerId: customer?.id ?? null });
     // Receiving the code proves the identity, so the account counts as verified from now on, and
     // a store that requires verification lets it in.
     const verified = customer.verified_at === null ? await markVerified(tx, customer.id, deps.clock.now()) : customer;
     const session = await createSession(tx, deps.clock, customer.id, verified.credential_version, client);
-    if (session === null) return { ok: false as const, customerId: customer.id };
+    if (session === null) return fail('refused', { customerId: customer.id });
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
     return { ok: true as const, row: verified, session };
   });

@@ -31,14 +31,14 @@ describe('the sign-in flows', () => {
     const id = await registered(domain);
 
     const wrong = await login(deps, await store(), email('ada@example.com'), 'not the password', undefined, client);
-    assert.deepEqual(wrong, { ok: false, customerId: id });
+    assert.deepEqual(wrong, { ok: false, error: 'refused', customerId: id });
     const unknown = await login(deps, await store(), email('nobody@example.com'), password, undefined, client);
-    assert.deepEqual(unknown, { ok: false, customerId: null });
+    assert.deepEqual(unknown, { ok: false, error: 'refused', customerId: null });
     assert.equal(await count(t, 'sessions'), 0);
 
     const result = await login(deps, await store(), email('ADA@example.com'), password, undefined, client);
     assert.ok(result.ok);
-    assert.equal(result.customer.id, id);
+    assert.equal(result.value.customer.id, id);
     assert.equal(await count(t, 'sessions WHERE customer_id = $1 AND expires_at > $2', [id, t.clock.now()]), 1);
   });
 
@@ -96,11 +96,11 @@ describe('the sign-in flows', () => {
       undefined,
       client,
     );
-    assert.deepEqual(wrong, { ok: false, customerId: id });
+    assert.deepEqual(wrong, { ok: false, error: 'refused', customerId: id });
 
     const result = await loginWithCode(deps, await store(), email('ada@example.com'), code, undefined, client);
     assert.ok(result.ok);
-    assert.equal(result.customer.id, id);
+    assert.equal(result.value.customer.id, id);
     assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
     assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), 1);
     const again = await loginWithCode(deps, await store(), email('ada@example.com'), code, undefined, client);

@@ -98,10 +98,10 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
           audit(request, 'login.failed', result.customerId);
           throw new ProblemError('invalid_identity_challenge');
         }
-        audit(request, 'login.succeeded', result.customer.id);
-        reportSignInNotice(request.log, metrics, result.signInNotice);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
-        return { auth_type: 'session' as const, customer: result.customer };
+        audit(request, 'login.succeeded', result.value.customer.id);
+        reportSignInNotice(request.log, metrics, result.value.signInNotice);
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
+        return { auth_type: 'session' as const, customer: result.value.customer };
       },
     );
   };

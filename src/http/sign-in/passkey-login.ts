@@ -76,16 +76,16 @@ export function passkeyLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
         clearPasskeyCookie(reply, secure);
         metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
-          const details: Record<string, string> = { method: 'passkey', reason: result.reason };
+          const details: Record<string, string> = { method: 'passkey', reason: result.error };
           if (result.passkeyId !== undefined) details['passkey'] = result.passkeyId;
           audit(request, 'login.failed', result.customerId, details);
           // One answer for every cause: it must not tell a stranger's passkey from a stale challenge.
           throw new ProblemError('unauthenticated', {}, {}, passkeyLoginRefusedDetail);
         }
-        audit(request, 'login.succeeded', result.customer.id, { method: 'passkey' });
-        reportSignInNotice(request.log, metrics, result.signInNotice);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
-        return { auth_type: 'session' as const, customer: result.customer };
+        audit(request, 'login.succeeded', result.value.customer.id, { method: 'passkey' });
+        reportSignInNotice(request.log, metrics, result.value.signInNotice);
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
+        return { auth_type: 'session' as const, customer: result.value.customer };
       },
     );
   };

@@ -45,11 +45,11 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
           // One text for all three refusals: it must not tell which part was wrong.
           throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
         }
-        audit(request, 'login.succeeded', result.customer.id, { method: 'password' });
-        reportSignInNotice(request.log, metrics, result.signInNotice);
+        audit(request, 'login.succeeded', result.value.customer.id, { method: 'password' });
+        reportSignInNotice(request.log, metrics, result.value.signInNotice);
         await limiter.forget(limits.failedLogins, identity.key);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
-        return { auth_type: 'session' as const, customer: result.customer };
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
+        return { auth_type: 'session' as const, customer: result.value.customer };
       },
     );
 
