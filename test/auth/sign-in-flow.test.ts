@@ -54,9 +54,12 @@ describe('the sign-in flows', () => {
     const input = { identity: email('ada@example.com'), password: newPassword, password_confirmation: newPassword };
     assert.deepEqual(await resetPassword(deps, await store(), { ...input, code: otherThan(code) }), {
       ok: false,
-      reason: 'invalid_challenge',
+      error: 'invalid_challenge',
     });
-    assert.deepEqual(await resetPassword(deps, await store(), { ...input, code }), { ok: true, customerId: id });
+    assert.deepEqual(await resetPassword(deps, await store(), { ...input, code }), {
+      ok: true,
+      value: { customerId: id },
+    });
 
     assert.equal(await count(t, 'sessions'), 0);
     assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
@@ -73,8 +76,8 @@ describe('the sign-in flows', () => {
     const code = await t.codeFor('ada@example.com', 'password_reset');
     const weak = { identity: email('ada@example.com'), code, password: 'short', password_confirmation: 'short' };
     const refused = await resetPassword(deps, await store(), weak);
-    assert.ok(!refused.ok && refused.reason === 'invalid', JSON.stringify(refused));
-    assert.deepEqual(Object.keys(refused.errors), ['password']);
+    assert.ok(!refused.ok && refused.error === 'invalid', JSON.stringify(refused));
+    assert.deepEqual(Object.keys(refused.fields), ['password']);
     const strong = { ...weak, password: newPassword, password_confirmation: newPassword };
     assert.equal((await resetPassword(deps, await store(), strong)).ok, true, 'the code is still live');
   });

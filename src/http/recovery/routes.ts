@@ -54,11 +54,11 @@ export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
         await limiter.consume([[limits.codeAttempts, request.clientKey]]);
         const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
         if (!result.ok) {
-          throw result.reason === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.errors })
+          throw result.error === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.fields })
             : new ProblemError('invalid_identity_challenge');
         }
-        audit(request, 'password.reset', result.customerId);
+        audit(request, 'password.reset', result.value.customerId);
         return { status: 'password_reset' as const };
       },
     );
