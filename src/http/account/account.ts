@@ -67,17 +67,17 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
           address: request.ip,
         });
         if (!result.ok) {
-          if (result.reason === 'unauthenticated') throw new ProblemError('unauthenticated');
-          const wrong = result.errors['current_password'] !== undefined;
+          if (result.error === 'unauthenticated') throw new ProblemError('unauthenticated');
+          const wrong = result.error === 'wrong_password';
           metrics.passwordChanges.inc({ outcome: wrong ? 'wrong_password' : 'invalid' });
           // A guess at the password from a signed-in session, recorded as a failed login is.
           if (wrong) audit(request, 'reauthentication.failed', customer.id, { operation: 'password.change' });
-          throw new ProblemError('validation_failed', { errors: result.errors });
+          throw new ProblemError('validation_failed', { errors: result.fields });
         }
         metrics.passwordChanges.inc({ outcome: 'success' });
         audit(request, 'password.changed', customer.id);
         await limiter.forget(limits.failedLogins, customer.identity_value);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
         return { status: 'password_changed' as const };
       },
     );
@@ -106,12 +106,12 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
         await limiter.consume([[limits.profileChanges, customer.id]]);
         const result = await changeName(deps, customer.id, request.body.name);
         if (!result.ok) {
-          throw result.reason === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.errors })
+          throw result.error === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.fields })
             : new ProblemError('unauthenticated');
         }
         audit(request, 'profile.changed', customer.id);
-        return result.customer;
+        return result.value;
       },
     );
   };

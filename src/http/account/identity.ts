@@ -47,16 +47,17 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
           });
         const checked = await checkIdentityChange(deps, store, customer, request.body);
         if (!checked.ok) {
-          count(checked.wrongPassword ? 'wrong_password' : 'invalid');
+          count(checked.error);
           // A guess at the password from a signed-in session, recorded as a failed login is.
-          if (checked.wrongPassword) {
+          if (checked.error === 'wrong_password') {
             audit(request, 'reauthentication.failed', customer.id, { operation: 'identity.change' });
           }
-          throw new ProblemError('validation_failed', { errors: checked.errors });
+          throw new ProblemError('validation_failed', { errors: checked.fields });
         }
+        const newIdentityValue = checked.value;
         await limiter.forget(limits.failedLogins, customer.identity_value);
         // The message limits of resend and forgot, per new identity and per address.
-        const subject = `identity-change:${checked.newIdentityValue}`;
+        const subject = `identity-change:${newIdentityValue}`;
         await limiter
           .consume([
             [limits.messagesPerIdentityMinute, subject],
@@ -72,7 +73,7 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
         // Answered before the new identity is looked up, so the time to answer cannot tell whether
         // it has an account (as forgot-password does).
         services.background.run('identity-change', () =>
-          requestIdentityChange(deps, store, customer.id, checked.newIdentityValue),
+          requestIdentityChange(deps, store, customer.id, newIdentityValue),
         );
         reply.code(202);
         return { status: 'accepted' as const };
@@ -90,12 +91,12 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
         await limiter.consume([[limits.codeAttempts, request.clientKey]]);
         const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
         if (!result.ok) {
-          metrics.identityChanges.inc({ step: 'confirm', outcome: result.reason });
-          throw new ProblemError(result.reason === 'invalid_challenge' ? 'invalid_identity_challenge' : result.reason);
+          metrics.identityChanges.inc({ step: 'confirm', outcome: result.error });
+          throw new ProblemError(result.error === 'invalid_challenge' ? 'invalid_identity_challenge' : result.error);
         }
         metrics.identityChanges.inc({ step: 'confirm', outcome: 'changed' });
         audit(request, 'identity.changed', customer.id);
-        return result.customer;
+        return result.value;
       },
     );
   };
