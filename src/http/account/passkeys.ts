@@ -61,9 +61,9 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
         );
         clearPasskeyCookie(reply, secure);
         if (!result.ok) throw new ProblemError('validation_failed', { errors: { credential: [credentialRefused] } });
-        audit(request, 'passkey.added', customer.id, { passkey: result.passkey.id });
+        audit(request, 'passkey.added', customer.id, { passkey: result.value.id });
         reply.code(201);
-        return result.passkey;
+        return result.value;
       },
     );
 

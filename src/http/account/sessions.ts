@@ -77,10 +77,11 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
         const customerId = customer.id;
         await limiter.consume([[limits.sessionRevocations, customerId]]);
         const revoked = await revokeCustomerSession(db, clock, customerId, request.params.id, sessionId);
-        if (revoked === null) throw new ProblemError('not_found');
+        if (!revoked.ok) throw new ProblemError('not_found');
+        const { current } = revoked.value;
         metrics.sessionsRevoked.inc({ scope: 'one' });
-        audit(request, customerId, { count: '1', current: String(revoked.current), by: 'customer' });
-        if (revoked.current) signOut(reply);
+        audit(request, customerId, { count: '1', current: String(current), by: 'customer' });
+        if (current) signOut(reply);
         return { status: 'revoked' as const };
       },
     );
