@@ -8,7 +8,10 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
-import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
+import { authDeps, type AuthDepsSource, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
+
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
 
 function describe(operationId: string, summary: string, description: string) {
   // Every account route needs the session cookie.
@@ -16,7 +19,7 @@ function describe(operationId: string, summary: string, description: string) {
 }
 
 /** The signed-in customer's own account: password and name. */
-export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function accountRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 

@@ -18,12 +18,15 @@ import {
 } from '../schemas.js';
 import { customerRoute, signedIn } from '../route-support.js';
 
+/** The parts of the edge these routes use. */
+type Deps = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'metrics' | 'limiter' | 'audit'>;
+
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
 }
 
 /** The signed-in customer's own data: export it, or delete the account. */
-export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function erasureRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics } = services;
   const sessionCookie = settings.sessionCookieName;
   const deps = {

@@ -10,11 +10,14 @@ import {
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
+import { authDeps, type AuthDepsSource, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
 import { identityChangeSchema, identityConfirmSchema } from './identity-schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
+
 /** The signed-in customer moving their account to another email address or phone number. */
-export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function identityRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { metrics, limiter } = services;
   const deps = authDeps(services);
 

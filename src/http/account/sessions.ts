@@ -9,12 +9,15 @@ import { limits } from '../rate-limit.js';
 import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
 import { customerRoute, signedIn } from '../route-support.js';
 
+/** The parts of the edge these routes use. */
+type Deps = Pick<Edge, 'db' | 'clock' | 'keys' | 'config' | 'metrics' | 'limiter' | 'audit'>;
+
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
 }
 
 /** The account area: the signed-in customer's own sessions. */
-export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function sessionRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics, db, clock } = services;
   const sessionCookie = settings.sessionCookieName;
 

@@ -6,6 +6,7 @@ import { limits } from '../rate-limit.js';
 import {
   auditor,
   authDeps,
+  type AuthDepsSource,
   customerRoute,
   describe,
   identityOf,
@@ -14,8 +15,11 @@ import {
 } from '../route-support.js';
 import { bodyProblemResponses, PasswordResetStatus, ResetPasswordBody } from '../schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit' | 'background'>;
+
 /** Recovery: ask for a reset code, set a new password with it. */
-export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function recoveryRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { limiter } = services;
   const deps = authDeps(services);
   const audit = auditor(services);

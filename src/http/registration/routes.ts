@@ -7,6 +7,7 @@ import { limits } from '../rate-limit.js';
 import {
   auditor,
   authDeps,
+  type AuthDepsSource,
   customerRoute,
   describe,
   identityOf,
@@ -15,8 +16,11 @@ import {
 } from '../route-support.js';
 import { bodyProblemResponses, Customer, RegisterBody, VerifyBody } from '../schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit' | 'background'>;
+
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
-export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function registrationRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { limiter } = services;
   const deps = authDeps(services);
   const audit = auditor(services);

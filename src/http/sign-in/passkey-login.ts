@@ -7,14 +7,17 @@ import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
 import { describePasskeyRoute, passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { authDeps } from '../route-support.js';
+import { authDeps, type AuthDepsSource } from '../route-support.js';
 import { AuthSession, bodyProblemResponses, customerProblems, problemResponses } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
+
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
 
 export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
 
 /** Signing in with a passkey: no session needed, and the answer of a login. */
-export function passkeyLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function passkeyLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
   const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);

@@ -6,12 +6,15 @@ import { setCsrfCookie } from '../csrf.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { auditor, authDeps, customerRoute, identityOf } from '../route-support.js';
+import { auditor, authDeps, type AuthDepsSource, customerRoute, identityOf } from '../route-support.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
 import { loginRefusedDetail, loginSchema, logoutSchema, sessionSchema } from './password-schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
+
 /** Signing in with a password, asking who is signed in, and signing out. */
-export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function passwordSignInRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
   const audit = auditor(services);
