@@ -8,7 +8,7 @@ import {
   type Customer,
   type CustomerRow,
 } from './customers.js';
-import { addFieldError, channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { addFieldError, channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import { validateName, validateNewPassword } from './registration.js';
 import { fail, failFields, ok, type Result } from './result.js';
 import {
@@ -51,7 +51,7 @@ export function changePasswordErrors(input: Partial<ChangePasswordInput>): Field
  * that checked the old password wait on the lock and then find the version gone (createSession).
  */
 export async function changePassword(
-  deps: AuthDeps,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   store: StoreContext,
   customer: CustomerRow,
   sessionId: string,
@@ -99,7 +99,11 @@ export async function changePassword(
 export type ChangeNameResult = Result<Customer, 'invalid' | 'unauthenticated'>;
 
 /** Sets the customer's name, by the same rules as at registration. */
-export async function changeName(deps: AuthDeps, customerId: string, rawName: string): Promise<ChangeNameResult> {
+export async function changeName(
+  deps: Pick<AuthDeps, 'db' | 'clock'>,
+  customerId: string,
+  rawName: string,
+): Promise<ChangeNameResult> {
   const errors: FieldErrors = {};
   const name = validateName(rawName, errors);
   if (Object.keys(errors).length > 0) return failFields('invalid', errors);

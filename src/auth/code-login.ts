@@ -1,7 +1,7 @@
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, markVerified } from './customers.js';
-import type { AuthDeps } from './deps.js';
+import type { MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { completeSignIn, type LoginResult } from './login.js';
 import { queueCodeIfWanted } from './queue-code.js';
@@ -12,7 +12,11 @@ import { createSession, deleteSession, type SessionClient } from './sessions.js'
  * Sends a sign-in code when the identity names an account, verified or not: the code proves the
  * identity on its own. The caller answers 202 before this runs, so nothing tells who has an account.
  */
-export async function requestSignInCode(deps: AuthDeps, store: StoreContext, identity: ParsedIdentity): Promise<void> {
+export async function requestSignInCode(
+  deps: MessagingDeps,
+  store: StoreContext,
+  identity: ParsedIdentity,
+): Promise<void> {
   const { value } = identity;
   if (value === null) return;
   await queueCodeIfWanted(deps, store, value, 'sign_in', () => true);
@@ -27,7 +31,7 @@ export async function requestSignInCode(deps: AuthDeps, store: StoreContext, ide
  * carried is replaced, never reused.
  */
 export async function loginWithCode(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   identity: ParsedIdentity,
   code: string,

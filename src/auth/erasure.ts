@@ -10,7 +10,7 @@ import {
   type CustomerRow,
 } from './customers.js';
 import { wrongCurrentPassword } from './account.js';
-import { channelFor, type AuthDeps } from './deps.js';
+import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
 import { fail, failFields, ok, type Result } from './result.js';
 import { deleteCustomerSessions, listCustomerSessions, type SessionView } from './sessions.js';
 import { listKnownDevices } from './known-devices.js';
@@ -71,7 +71,7 @@ export async function exportAccount(
 }
 
 /** What erasing an account needs: no hasher, so the command line can do it too. */
-export type ErasureDeps = Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>;
+export type ErasureDeps = MessagingDeps;
 
 /** `wrong_password` names `current_password`, so the caller can answer it as a field error. */
 export type DeleteAccountResult = Result<void, 'wrong_password' | 'gone'>;

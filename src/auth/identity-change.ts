@@ -10,7 +10,7 @@ import {
   type CustomerRow,
 } from './customers.js';
 import { wrongCurrentPassword } from './account.js';
-import { addFieldError, channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { addFieldError, channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import { maskIdentity } from './identity.js';
 import { validateIdentity } from './registration.js';
 import { fail, failFields, ok, type Result } from './result.js';
@@ -44,7 +44,7 @@ export type CheckIdentityChangeResult = Result<string, 'invalid' | 'wrong_passwo
  * whether the new identity is taken; that happens behind the 202 (requestIdentityChange).
  */
 export async function checkIdentityChange(
-  deps: AuthDeps,
+  deps: Pick<AuthDeps, 'hasher' | 'allowedCallingCodes'>,
   store: StoreContext,
   customer: CustomerRow,
   input: IdentityChangeInput,
@@ -62,7 +62,7 @@ export async function checkIdentityChange(
  * it, a message telling that identity so, and no code. The caller sees neither.
  */
 export async function requestIdentityChange(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   customerId: string,
   newIdentityValue: string,
@@ -113,7 +113,7 @@ export type ConfirmIdentityChangeResult = Result<
  * the other answer is identity_unavailable with its code spent.
  */
 export async function confirmIdentityChange(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   customerId: string,
   sessionId: string,

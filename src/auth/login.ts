@@ -6,7 +6,7 @@ import {
   type Customer,
   type CustomerRow,
 } from './customers.js';
-import type { AuthDeps } from './deps.js';
+import type { AuthDeps, MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { fail, ok, type Ok, type Result } from './result.js';
 import { createSession, deleteSession, type NewSession, type SessionClient } from './sessions.js';
@@ -29,7 +29,7 @@ export type LoginResult = Result<SignedIn, 'refused', { customerId: string | nul
  * three cases cannot be told apart by answer or by time.
  */
 export async function login(
-  deps: AuthDeps,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   store: StoreContext,
   identity: ParsedIdentity,
   password: string,
@@ -77,7 +77,7 @@ export async function login(
  * caller to log, never turning a sign-in into a refusal.
  */
 export async function completeSignIn(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   customer: CustomerRow,
   session: NewSession,

@@ -6,7 +6,7 @@ import {
 } from '@simplewebauthn/server';
 import type { StoreContext } from '../store/store.js';
 import { findCustomerById, markVerified } from './customers.js';
-import type { AuthDeps } from './deps.js';
+import type { AuthDeps, MessagingDeps } from './deps.js';
 import { completeSignIn, type SignedIn } from './login.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { counterAdvances, findPasskeyByCredentialId, recordPasskeyUse } from './passkeys.js';
@@ -52,7 +52,7 @@ export type PasskeyLoginResult = Result<
  * a session is opened (replacing the request's own) and the new sign-in notice is considered.
  */
 export async function loginWithPasskey(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   rp: RelyingParty,
   handle: string | undefined,

@@ -7,7 +7,7 @@ import {
 import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
 import type { CustomerRow } from './customers.js';
-import { channelFor, type AuthDeps } from './deps.js';
+import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
 import { deviceFamily } from './device-family.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { insertPasskey, listCredentialDescriptors, type PasskeyView } from './passkeys.js';
@@ -56,7 +56,7 @@ export type PasskeyRegistrationResult = Result<PasskeyView, 'credential_refused'
  * remove it from the account area and reset the password.
  */
 export async function finishPasskeyRegistration(
-  deps: Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>,
+  deps: MessagingDeps,
   rp: RelyingParty,
   store: Pick<StoreContext, 'name' | 'identityMode'>,
   customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,

@@ -3,7 +3,7 @@ import type { StoreContext } from '../store/store.js';
 import { enqueueMessage } from '../delivery/outbox.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, replacePassword } from './customers.js';
-import { channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { validateNewPassword } from './registration.js';
 import { fail, failFields, ok, type Result } from './result.js';
@@ -11,7 +11,7 @@ import { deleteCustomerSessions } from './sessions.js';
 
 /** Sends a reset code when the account exists. The caller answers 202 before this runs. */
 export async function requestPasswordReset(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   identity: ParsedIdentity,
 ): Promise<void> {
@@ -42,7 +42,7 @@ export function resetPasswordErrors(input: Partial<ResetPasswordInput>): FieldEr
  * transaction. It never signs anyone in.
  */
 export async function resetPassword(
-  deps: AuthDeps,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   store: StoreContext,
   input: ResetPasswordInput,
 ): Promise<ResetPasswordResult> {

@@ -2,7 +2,7 @@ import { queueCodeIfWanted } from './queue-code.js';
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, markVerified, toCustomer, type Customer } from './customers.js';
-import type { AuthDeps } from './deps.js';
+import type { AuthDeps, MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { fail, ok, type Result } from './result.js';
 
@@ -29,7 +29,11 @@ export async function verifyIdentity(
  * Sends a new verification code to an unverified account. Says nothing about whether one exists:
  * the caller answers 202 before this runs.
  */
-export async function resendVerification(deps: AuthDeps, store: StoreContext, identity: ParsedIdentity): Promise<void> {
+export async function resendVerification(
+  deps: MessagingDeps,
+  store: StoreContext,
+  identity: ParsedIdentity,
+): Promise<void> {
   const { value } = identity;
   if (value === null) return;
   await queueCodeIfWanted(deps, store, value, 'verification', (customer) => customer.verified_at === null);
