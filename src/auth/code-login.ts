@@ -5,7 +5,7 @@ import type { MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { completeSignIn, type LoginResult } from './login.js';
 import { queueCodeIfWanted } from './queue-code.js';
-import { fail } from './result.js';
+import { fail, ok } from './result.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
 /**
@@ -51,8 +51,8 @@ export async function loginWithCode(
     const session = await createSession(tx, deps.clock, customer.id, verified.credential_version, client);
     if (session === null) return fail('refused', { customerId: customer.id });
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
-    return { ok: true as const, row: verified, session };
+    return ok({ row: verified, session });
   });
   if (!opened.ok) return opened;
-  return completeSignIn(deps, store, opened.row, opened.session, client);
+  return completeSignIn(deps, store, opened.value.row, opened.value.session, client);
 }
