@@ -4,6 +4,7 @@ import { secondsBefore, type Clock } from '../clock.js';
 import { deleteInBatch, type Database, type Queryable } from '../storage/database.js';
 import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from './device-family.js';
+import { fail, ok, type Result } from './result.js';
 
 export const sessionIdleTimeoutSeconds = 14 * 24 * 60 * 60;
 export const sessionAbsoluteLifetimeSeconds = 30 * 24 * 60 * 60;
@@ -186,9 +187,9 @@ export async function countLiveCustomerSessions(db: Queryable, clock: Clock, cus
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Deletes one of the customer's live sessions by its public handle. Null when the customer has no
- * such live session, whether the handle is malformed, unknown or another customer's: the caller
- * answers all three alike. Otherwise whether it was the session of `currentSessionId`.
+ * Deletes one of the customer's live sessions by its public handle, and tells whether it was the
+ * session of `currentSessionId`. Fails with `not_found` when the customer has no such live session,
+ * whether the handle is malformed, unknown or another customer's: the caller answers all three alike.
  */
 export async function revokeCustomerSession(
   db: Queryable,
@@ -196,15 +197,15 @@ export async function revokeCustomerSession(
   customerId: string,
   publicId: string,
   currentSessionId: string,
-): Promise<{ current: boolean } | null> {
-  if (!uuidPattern.test(publicId)) return null;
+): Promise<Result<{ current: boolean }, 'not_found'>> {
+  if (!uuidPattern.test(publicId)) return fail('not_found');
   const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<{ id_hash: string }>(
     `DELETE FROM sessions WHERE customer_id = $1 AND public_id = $4 AND ${liveCondition} RETURNING id_hash`,
     [customerId, now, idleCutoff, publicId],
   );
   const row = rows[0];
-  return row === undefined ? null : { current: row.id_hash === hashSessionId(currentSessionId) };
+  return row === undefined ? fail('not_found') : ok({ current: row.id_hash === hashSessionId(currentSessionId) });
 }
 
 /**

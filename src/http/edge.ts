@@ -9,6 +9,8 @@ const probeCounterEntries = 10_000;
 /**
  * What the routes work with: the services plus the parts only the edge needs (rate limits, the
  * readiness probe). The edge builds these itself, so the composition root knows nothing of HTTP.
+ * Each route plugin takes only the parts it uses (its file's `type Deps = Pick<Edge, …>`); the app
+ * hands every plugin the whole edge.
  */
 export interface Edge extends Services {
   readiness: () => Promise<Readiness>;

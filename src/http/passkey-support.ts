@@ -25,7 +25,7 @@ export function describePasskeyRoute(operationId: string, summary: string, descr
 }
 
 /** What both passkey route modules share: the store setting, the audit, the options calls. */
-export function passkeyRouteSupport(services: Edge) {
+export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'limiter' | 'audit'>) {
   const { keys, limiter } = services;
   const secure = services.config.cookieSecure;
 

@@ -12,8 +12,11 @@ import { limits } from './rate-limit.js';
 import { AcceptedStatus, bodyProblemResponses, IdentityBody } from './schemas.js';
 import { textFields, validationErrors } from './validation.js';
 
+/** The parts of the edge the domain's dependencies are made from (see authDeps). */
+export type AuthDepsSource = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher'>;
+
 /** What the domain's flows need from the running services; the same for every route module. */
-export function authDeps(services: Edge): AuthDeps {
+export function authDeps(services: AuthDepsSource): AuthDeps {
   return {
     db: services.db,
     clock: services.clock,
@@ -100,7 +103,7 @@ export function refuseInvalidBody(
  * identities cannot be probed.
  */
 export function messageRequestRoute(
-  services: Edge,
+  services: AuthDepsSource & Pick<Edge, 'limiter' | 'background'>,
   route: {
     path: string;
     /** Names the background work and the per-identity counters. */

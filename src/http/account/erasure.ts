@@ -18,12 +18,15 @@ import {
 } from '../schemas.js';
 import { signedIn } from '../route-support.js';
 
+/** The parts of the edge these routes use. */
+type Deps = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'metrics' | 'limiter' | 'audit'>;
+
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
 }
 
 /** The signed-in customer's own data: export it, or delete the account. */
-export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function erasureRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics } = services;
   const sessionCookie = settings.sessionCookieName;
   const deps = {
@@ -54,8 +57,9 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const { customer, sessionId } = await signedIn(services, request);
         await limiter.consume(request, [[limits.accountExports, customer.id]]);
-        const data = await exportAccount(deps, customer.id, sessionId);
-        if (data === null) throw new ProblemError('unauthenticated');
+        const exported = await exportAccount(deps, customer.id, sessionId);
+        if (!exported.ok) throw new ProblemError('unauthenticated');
+        const data = exported.value;
         audit(request, 'account.exported', customer.id);
         metrics.accountRequests.inc({ operation: 'export' });
         const day = data.exported_at.slice(0, 10);
@@ -101,11 +105,11 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
           customer,
           request.body.current_password,
         );
-        if (result === 'gone') throw new ProblemError('unauthenticated');
-        if (result === 'wrong_password') {
+        if (!result.ok) {
+          if (result.error === 'gone') throw new ProblemError('unauthenticated');
           // A guess at the password from a signed-in session, recorded as a failed login is.
           audit(request, 'reauthentication.failed', customer.id, { operation: 'account.delete' });
-          throw new ProblemError('validation_failed', { errors: { current_password: [wrongCurrentPassword] } });
+          throw new ProblemError('validation_failed', { errors: result.fields });
         }
         await limiter.forget(limits.failedLogins, customer.identity_value);
         audit(request, 'account.deleted', customer.id);

@@ -9,12 +9,15 @@ import { limits } from '../rate-limit.js';
 import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
 import { signedIn } from '../route-support.js';
 
+/** The parts of the edge these routes use. */
+type Deps = Pick<Edge, 'db' | 'clock' | 'keys' | 'config' | 'metrics' | 'limiter' | 'audit'>;
+
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
 }
 
 /** The account area: the signed-in customer's own sessions. */
-export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function sessionRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics, db, clock } = services;
   const sessionCookie = settings.sessionCookieName;
 
@@ -75,10 +78,11 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
         const customerId = customer.id;
         await limiter.consume(request, [[limits.sessionRevocations, customerId]]);
         const revoked = await revokeCustomerSession(db, clock, customerId, request.params.id, sessionId);
-        if (revoked === null) throw new ProblemError('not_found');
+        if (!revoked.ok) throw new ProblemError('not_found');
+        const { current } = revoked.value;
         metrics.sessionsRevoked.inc({ scope: 'one' });
-        audit(request, customerId, { count: '1', current: String(revoked.current), by: 'customer' });
-        if (revoked.current) signOut(reply);
+        audit(request, customerId, { count: '1', current: String(current), by: 'customer' });
+        if (current) signOut(reply);
         return { status: 'revoked' as const };
       },
     );

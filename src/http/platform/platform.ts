@@ -11,7 +11,7 @@ const tags = ['platform'];
 /** Health probes: kept out of the customer calls' counters and CORS (http/scopes.ts) and the request log (app.ts). */
 const probe = { probe: true, cors: false } as const;
 
-export function platformRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function platformRoutes(services: Pick<Edge, 'config' | 'readiness'>): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/platform',
@@ -76,7 +76,7 @@ export function probeRoutes(services: Edge): FastifyPluginAsyncTypebox {
 }
 
 /** GET /api/v1/csrf-cookie and its Sanctum-style alias: a fresh XSRF-TOKEN, no server-side state. */
-export function csrfCookieRoute(services: Edge, url: string): FastifyPluginAsyncTypebox {
+export function csrfCookieRoute(services: Pick<Edge, 'config' | 'keys'>, url: string): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       url,

@@ -4,11 +4,22 @@ import { resendVerification, verifyIdentity } from '../../auth/verification.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { auditor, authDeps, describe, identityOf, messageRequestRoute, refuseInvalidBody } from '../route-support.js';
+import {
+  auditor,
+  authDeps,
+  type AuthDepsSource,
+  describe,
+  identityOf,
+  messageRequestRoute,
+  refuseInvalidBody,
+} from '../route-support.js';
 import { bodyProblemResponses, Customer, RegisterBody, VerifyBody } from '../schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit' | 'background'>;
+
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
-export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function registrationRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { limiter } = services;
   const deps = authDeps(services);
   const audit = auditor(services);
@@ -44,13 +55,13 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
         await limiter.consume(request, [[limits.registrations, request.clientKey]]);
         const result = await register(deps, request.store, request.body);
         if (!result.ok) {
-          throw result.reason === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.errors })
+          throw result.error === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.fields })
             : new ProblemError('identity_unavailable');
         }
-        audit(request, 'customer.registered', result.customer.id);
+        audit(request, 'customer.registered', result.value.id);
         reply.code(201);
-        return result.customer;
+        return result.value;
       },
     );
 
@@ -69,10 +80,10 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
-        const customer = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
-        if (customer === null) throw new ProblemError('invalid_identity_challenge');
-        audit(request, 'customer.verified', customer.id);
-        return customer;
+        const result = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
+        if (!result.ok) throw new ProblemError('invalid_identity_challenge');
+        audit(request, 'customer.verified', result.value.id);
+        return result.value;
       },
     );
 
