@@ -415,11 +415,14 @@ import { passkeysArea } from './passkeys.js';
     });
   });
 
-  // The account area (account.js) works through the same API, messages and forms as the rest.
-  const account = accountArea({
+  // What account.js and passkeys.js use of the page, built once: they work through the same API
+  // calls, messages and form handling as the rest, so the CSRF flow, the store-paused notice and
+  // the error sentences are the page's. Each takes from it only the names it uses.
+  const page = {
     auth,
     mode,
     noun,
+    storeName,
     ApiError,
     call,
     send,
@@ -430,10 +433,12 @@ import { passkeysArea } from './passkeys.js';
     run,
     onSubmit,
     show,
+    showAccount,
     isStoreShut: () => storeShut,
-  });
-  // Passkeys (passkeys.js): their list sits in the account area, their sign-in by the log-in form.
-  const passkeys = passkeysArea({ auth, storeName, ApiError, call, describe, setStatus, run, showAccount }, account);
+  };
+  const account = accountArea(page);
+  // Passkeys: their list sits in the account area, their sign-in by the log-in form.
+  const passkeys = passkeysArea(page, account);
 
   document.getElementById('logout').addEventListener('click', () => {
     void run(account.section, async () => {

@@ -12,23 +12,23 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { HasherBusyError } from './auth/password.js';
-import { checkCsrf, csrfHeaderName } from './http/csrf.js';
+import { csrfHeaderName } from './http/csrf.js';
 import { acceptedKeys } from './keys.js';
 import { clientKey } from './http/client-address.js';
 import { ProblemError, problemDocument, type ProblemCode, type ProblemExtras } from './http/problems.js';
-import { limits, RateLimitedError } from './http/rate-limit.js';
 import { accountRoutes } from './http/account/account.js';
 import { erasureRoutes } from './http/account/erasure.js';
 import { identityRoutes } from './http/account/identity.js';
 import { passkeyRoutes } from './http/account/passkeys.js';
 import { sessionRoutes } from './http/account/sessions.js';
-import { csrfCookieRoute, platformRoutes } from './http/platform/platform.js';
+import { csrfCookieRoute, platformRoutes, probeRoutes } from './http/platform/platform.js';
 import { recoveryRoutes } from './http/recovery/routes.js';
 import { registrationRoutes } from './http/registration/routes.js';
 import { codeLoginRoutes } from './http/sign-in/code-login.js';
 import { passkeyLoginRoutes } from './http/sign-in/passkey-login.js';
 import { passwordSignInRoutes } from './http/sign-in/password.js';
-import { registerOpenApi } from './http/openapi.js';
+import { openApiPages, registerOpenApi } from './http/openapi.js';
+import { customerScope, probeScope, publicScope, unknownPathAnswer, type ScopeDeps } from './http/scopes.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
@@ -39,12 +39,7 @@ import type { StoreContext } from './store/store.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** A customer-facing route: behind the store gate, answered with Cache-Control: no-store. */
-    customer?: boolean;
-    /**
-     * A health probe: counted by the instance's own probe limiter only, no CSRF check or CORS, and
-     * its successful answers are neither logged nor counted in the request metrics.
-     */
+    /** A health probe (see http/scopes.ts): its successful answers are neither logged nor counted in the request metrics. */
     probe?: boolean;
   }
   interface FastifyRequest {
@@ -161,12 +156,7 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     }
   });
 
-  const routesByUrl = new Map<string, Set<string>>();
-  app.addHook('onRoute', (route) => {
-    const methods = routesByUrl.get(route.url) ?? new Set<string>();
-    for (const method of [route.method].flat()) methods.add(method);
-    routesByUrl.set(route.url, methods);
-  });
+  const unknownPath = unknownPathAnswer(app);
 
   await app.register(cookie);
   await app.register(cors, {
@@ -180,40 +170,25 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     strictPreflight: false,
   });
 
-  const { limiter } = services;
-  const csrf = {
-    keys: acceptedKeys(services.keys, 'csrf'),
-    allowedOrigins: new Set(config.corsAllowedOrigins),
-    sessionCookieName: config.sessionCookieName,
+  const scopes: ScopeDeps = {
+    services,
+    csrf: {
+      keys: acceptedKeys(services.keys, 'csrf'),
+      allowedOrigins: new Set(config.corsAllowedOrigins),
+      sessionCookieName: config.sessionCookieName,
+    },
+    unknownPath,
   };
 
-  // Customer routes, and anything else under the customer prefix (unknown paths, wrong methods).
-  const isCustomerFacing = (request: FastifyRequest) =>
-    request.routeOptions.config.customer === true ||
-    (request.routeOptions.url === undefined && request.url.startsWith('/api/v1/customer/'));
-
+  // The scopes' own hooks (http/scopes.ts) run after this one.
   app.addHook('onRequest', async (request) => {
     request.clientKey = clientKey(request.ip);
-    if (request.routeOptions.config.probe === true) {
-      // A load balancer asks every few seconds: its own in-process count is enough, and keeps a
-      // probe's answer independent of the shared counters' pace.
-      await services.probeLimiter.consume([[limits.anyCall, request.clientKey]]);
-      return;
-    }
-    if (isCustomerFacing(request)) {
-      // The store gate comes before everything else: a shut shop answers nothing but 503.
-      request.store = await services.store.get();
-      if (request.store.status !== 'active') throw new ProblemError('store_unavailable');
-    }
-    await limiter.consume([[limits.anyCall, request.clientKey]]);
-    checkCsrf(csrf, request);
   });
 
   app.addHook('onSend', async (request, reply) => {
     setCommonHeaders(request, reply);
     // Draining: a keep-alive client reconnects (through the balancer, to another instance).
     if (app.draining) reply.header('connection', 'close');
-    if (isCustomerFacing(request)) reply.header('cache-control', 'no-store');
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -235,28 +210,17 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     );
   });
 
-  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    if (error instanceof RateLimitedError) {
-      services.audit({
-        event: 'rate_limited',
-        clientAddress: request.ip,
-        requestId: request.id,
-        details: { limit: error.rule.name },
-      });
-    }
-    return handleError(error, request, reply);
-  });
-  app.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0]!;
-    const methods = routesByUrl.get(path);
-    if (methods !== undefined) {
-      return sendProblem(request, reply, 'method_not_allowed', {}, { allow: [...methods].sort().join(', ') });
-    }
-    return sendProblem(request, reply, 'not_found');
-  });
+  app.setErrorHandler(handleError);
 
   await registerOpenApi(app, config, packageVersion);
-  await app.register(platformRoutes(services), { prefix: '/api/v1' });
+  await app.register(
+    publicScope(scopes, async (scope) => {
+      await scope.register(platformRoutes(services), { prefix: '/api/v1' });
+      await scope.register(openApiPages);
+      if (config.signInPage) await scope.register(signInPage(services));
+    }),
+  );
+  await app.register(probeScope(scopes, probeRoutes(services)), { prefix: '/api/v1' });
   // The customer's calls, in the order the OpenAPI document lists them.
   const customerRoutes = [
     registrationRoutes,
@@ -270,9 +234,27 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     passkeyRoutes,
     passkeyLoginRoutes,
   ];
-  for (const routes of customerRoutes) await app.register(routes(services), { prefix: '/api/v1/customer/auth' });
-  await app.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
-  await app.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
-  if (config.signInPage) await app.register(signInPage(services));
+  // The prefix's trailing slash: the scope answers every unknown path under /api/v1/customer/.
+  await app.register(
+    customerScope(
+      scopes,
+      async (scope) => {
+        for (const routes of customerRoutes) await scope.register(routes(services), { prefix: 'auth' });
+      },
+      { answersUnknownPaths: true },
+    ),
+    { prefix: '/api/v1/customer/' },
+  );
+  // The CSRF cookie is a customer call too: behind the store gate, never stored.
+  await app.register(
+    customerScope(
+      scopes,
+      async (scope) => {
+        await scope.register(csrfCookieRoute(services, '/api/v1/csrf-cookie'));
+        await scope.register(csrfCookieRoute(services, '/sanctum/csrf-cookie'));
+      },
+      { answersUnknownPaths: false },
+    ),
+  );
   return app;
 }

@@ -1,5 +1,5 @@
-import type { Clock } from './clock.js';
-import type { Queryable } from './storage/database.js';
+import { secondsBefore, type Clock } from './clock.js';
+import { deleteInBatch, type Queryable } from './storage/database.js';
 
 export const auditEvents = [
   'customer.registered',
@@ -226,14 +226,6 @@ export async function deleteOldAuditEvents(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const cutoff = new Date(clock.now().getTime() - retentionSeconds * 1000);
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM audit_events WHERE id IN (
-         SELECT id FROM audit_events WHERE occurred_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [cutoff, limit],
-  );
-  return row?.n ?? 0;
+  const cutoff = secondsBefore(clock.now(), retentionSeconds);
+  return deleteInBatch(db, { table: 'audit_events', key: ['id'], where: 'occurred_at <= $1' }, [cutoff], limit);
 }

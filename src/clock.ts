@@ -4,3 +4,8 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => new Date() };
+
+/** The moment `seconds` before `time`: the cutoff of a window or a retention. */
+export function secondsBefore(time: Date, seconds: number): Date {
+  return new Date(time.getTime() - seconds * 1000);
+}

@@ -20,21 +20,32 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 /**
  * The embedded server in DATA_DIR, or a PostgreSQL server at DATABASE_URL. APP_SECRET goes with
  * the mode: a server deployment must name it (instances share it), while the embedded mode may
- * leave it to the secret it generates into DATA_DIR on first start.
+ * leave it to the secret it generates into DATA_DIR on first start. Both modes have a pool
+ * (the embedded server's connection slots are sized from it); only a server has a CA to check.
  */
 export type DatabaseConfig =
-  | { mode: 'embedded'; dataDir: string; appSecret: string | undefined }
-  | { mode: 'server'; url: string; appSecret: string };
+  | {
+      mode: 'embedded';
+      dataDir: string;
+      appSecret: string | undefined;
+      /** Database connections this instance opens at most (the pg pool's size). */
+      poolSize: number;
+    }
+  | {
+      mode: 'server';
+      url: string;
+      appSecret: string;
+      /** Database connections this instance opens at most (the pg pool's size). */
+      poolSize: number;
+      /** PEM CA bundle (DATABASE_CA_FILE, read at start) that verifies the server's certificate. */
+      ca: string | undefined;
+    };
 
 export interface Config {
   port: number;
   host: string;
   /** Which PostgreSQL the service uses, and the secret that goes with it. */
   database: DatabaseConfig;
-  /** PEM CA bundle (DATABASE_CA_FILE, read at start) that verifies the PostgreSQL server's certificate. */
-  databaseCa: string | undefined;
-  /** Database connections this instance opens at most (the pg pool's size). */
-  databasePoolSize: number;
   /** `redis://` or `rediss://` for one server, `redis+cluster://` or `rediss+cluster://` for a Redis Cluster. */
   redisUrl: string | undefined;
   /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
@@ -479,7 +490,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SHUTDOWN_DELAY_SECONDS', 'must be less than SHUTDOWN_TIMEOUT_SECONDS');
   }
 
-  const database = readDatabase(env, databaseUrl, appSecret);
+  const poolSize = readNumber(env, 'DATABASE_POOL_SIZE', defaultDatabasePoolSize, {
+    min: 1,
+    max: maxDatabasePoolSize,
+    integer: true,
+  });
+  const database = readDatabase(env, { url: databaseUrl, ca: databaseCa, poolSize }, appSecret);
 
   const redisUrl = readRedisUrl(env, 'REDIS_URL');
 
@@ -495,12 +511,6 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host: read(env, 'HOST') ?? '127.0.0.1',
     database,
-    databaseCa,
-    databasePoolSize: readNumber(env, 'DATABASE_POOL_SIZE', defaultDatabasePoolSize, {
-      min: 1,
-      max: maxDatabasePoolSize,
-      integer: true,
-    }),
     redisUrl,
     redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX', redisUrl !== undefined && isRedisClusterUrl(redisUrl)),
     redisCa,
@@ -574,10 +584,14 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-function readDatabase(env: Env, databaseUrl: string | undefined, appSecret: string | undefined): DatabaseConfig {
-  if (databaseUrl !== undefined) {
+function readDatabase(
+  env: Env,
+  { url, ca, poolSize }: { url: string | undefined; ca: string | undefined; poolSize: number },
+  appSecret: string | undefined,
+): DatabaseConfig {
+  if (url !== undefined) {
     if (appSecret === undefined) throw new ConfigError('APP_SECRET', 'is required when DATABASE_URL is set');
-    return { mode: 'server', url: databaseUrl, appSecret };
+    return { mode: 'server', url, appSecret, poolSize, ca };
   }
   const dataDir = path.resolve(read(env, 'DATA_DIR') ?? './data');
   // The embedded server's socket lives in DATA_DIR, and a Unix socket path has a hard size limit.
@@ -587,5 +601,5 @@ function readDatabase(env: Env, databaseUrl: string | undefined, appSecret: stri
       'DATA_DIR',
       `is too long for the embedded server's socket (${bytes} bytes with its file name, at most ${maxSocketPathBytes}): choose a shorter path`,
     );
-  return { mode: 'embedded', dataDir, appSecret };
+  return { mode: 'embedded', dataDir, appSecret, poolSize };
 }

@@ -7,6 +7,7 @@ import { deleteExpiredSessions } from './auth/sessions.js';
 import type { Clock } from './clock.js';
 import type { RetentionSettings } from './config.js';
 import { deleteFinishedMessages } from './delivery/outbox.js';
+import { PeriodicTask } from './periodic.js';
 import type { Queryable } from './storage/database.js';
 
 export const janitorTables = [
@@ -94,55 +95,45 @@ export async function prune(
 
 export interface JanitorDeps extends PruneDeps {
   logger: FastifyBaseLogger;
+  /** Told each pass that failed (for metrics). */
+  passFailed?: () => void;
 }
 
 /** Runs `prune` in the background every `intervalSeconds`, the first time right after start. */
 export class Janitor {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = true;
-  private waiters: Array<() => void> = [];
+  private readonly loop: PeriodicTask;
 
   constructor(
-    private readonly deps: JanitorDeps,
+    deps: JanitorDeps,
     private readonly intervalSeconds: number,
-    private readonly limits: PruneLimits = defaultPruneLimits,
-  ) {}
+    limits: PruneLimits = defaultPruneLimits,
+  ) {
+    this.loop = new PeriodicTask(
+      async (stopping) => {
+        const removed = await prune(deps, limits, stopping);
+        if (Object.values(removed).some((rows) => rows > 0))
+          deps.logger.info({ removed }, 'janitor removed expired rows');
+      },
+      {
+        intervalMs: intervalSeconds * 1000,
+        logger: deps.logger,
+        failureMessage: 'janitor pass failed; will try again',
+        failed: deps.passFailed,
+      },
+    );
+  }
 
   start(): void {
-    if (this.intervalSeconds === 0) return;
-    this.stopped = false;
-    this.schedule(0);
+    if (this.intervalSeconds > 0) this.loop.start();
   }
 
   /** Cancels the next pass and ends the current one after its batch in flight. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Resolves when the pass in progress, or else the next one, has ended. For tests. */
   nextPass(): Promise<void> {
-    return new Promise((resolve) => this.waiters.push(resolve));
-  }
-
-  private schedule(delayMs: number): void {
-    this.timer = setTimeout(() => this.tick(), delayMs);
-    this.timer.unref();
-  }
-
-  private tick(): void {
-    const { logger } = this.deps;
-    this.running = prune(this.deps, this.limits, () => this.stopped)
-      .then((removed) => {
-        if (Object.values(removed).some((rows) => rows > 0)) logger.info({ removed }, 'janitor removed expired rows');
-      })
-      .catch((error: unknown) => logger.warn({ err: error }, 'janitor pass failed; will try again'))
-      .finally(() => {
-        this.running = undefined;
-        for (const resolve of this.waiters.splice(0)) resolve();
-        if (!this.stopped) this.schedule(this.intervalSeconds * 1000);
-      });
+    return this.loop.nextPass();
   }
 }

@@ -90,6 +90,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly passFailures = new Counter({
+    name: 'storefront_background_pass_failures_total',
+    help: 'Passes of a background loop (dispatcher, janitor) that failed and were logged; the loop goes on.',
+    labelNames: ['loop'] as const,
+    registers: [this.registry],
+  });
+
   readonly auditDropped = new Counter({
     name: 'storefront_audit_entries_dropped_total',
     help: 'Audit entries lost: the in-memory queue was full, or their write failed.',

@@ -143,13 +143,13 @@ export function embeddedMaxConnections(poolSize: number): number {
  * folder, started here as a child process and stopped on release.
  */
 export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<OpenedDatabase> {
-  const max = options.max ?? config.databasePoolSize;
+  const database = config.database;
+  const max = options.max ?? database.poolSize;
   const log = options.log;
   // Expected behind PgBouncer, so not a warning: the service logs it at start, commands stay quiet.
   const pool = { max, ...(log === undefined ? {} : { notice: (message: string) => log.info({}, message) }) };
-  const database = config.database;
   if (database.mode === 'server') {
-    const db = openPostgres(database.url, { ...pool, ca: config.databaseCa });
+    const db = openPostgres(database.url, { ...pool, ca: database.ca });
     return { db, secret: database.appSecret, release: () => db.close() };
   }
   const server = await startEmbeddedPostgres(database.dataDir, {
@@ -213,6 +213,7 @@ export async function openServices(
       transports,
       logger,
       delivered: (channel, outcome) => metrics.deliveries.inc({ channel, outcome }),
+      passFailed: () => metrics.passFailures.inc({ loop: 'dispatcher' }),
     },
     {
       retryBaseSeconds: config.delivery.retryBaseSeconds,
@@ -229,6 +230,7 @@ export async function openServices(
       logger,
       retention: config.retention,
       removed: (table, rows) => metrics.janitorRemoved.inc({ table }, rows),
+      passFailed: () => metrics.passFailures.inc({ loop: 'janitor' }),
     },
     config.janitorIntervalSeconds,
   );

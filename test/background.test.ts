@@ -1,19 +1,7 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { pino } from 'pino';
 import { BackgroundWork } from '../src/background.js';
-
-function capturingLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
+import { capturingLogger } from './helpers/logs.js';
 
 describe('background work', () => {
   test('runs at most `concurrency` tasks at once, so a burst cannot exhaust the database pool', async () => {

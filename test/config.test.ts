@@ -167,9 +167,13 @@ describe('configuration', () => {
   });
 
   test('DATABASE_POOL_SIZE defaults to the pool of 10 and takes a whole number from 1 to 200; anything else stops the start naming it', () => {
-    assert.equal(loadConfig({}).databasePoolSize, 10);
-    assert.equal(loadConfig({ DATABASE_POOL_SIZE: '1' }).databasePoolSize, 1);
-    assert.equal(loadConfig({ DATABASE_POOL_SIZE: '200' }).databasePoolSize, 200);
+    const server = { APP_SECRET: 'x'.repeat(32), DATABASE_URL: 'postgres://db.example/shop' };
+    // The pool belongs to either database mode: the embedded server's connection slots follow it.
+    assert.equal(loadConfig({}).database.poolSize, 10);
+    assert.equal(loadConfig({ DATABASE_POOL_SIZE: '1' }).database.poolSize, 1);
+    assert.equal(loadConfig({ ...server }).database.poolSize, 10);
+    assert.equal(loadConfig({ ...server, DATABASE_POOL_SIZE: '200' }).database.poolSize, 200);
+    assert.equal('databasePoolSize' in loadConfig({}), false);
     for (const value of ['0', '-3', '2.5', 'ten', '201', '1e9']) {
       const error = refusal({ DATABASE_POOL_SIZE: value });
       assert.equal(error.variable, 'DATABASE_POOL_SIZE', value);
@@ -234,8 +238,16 @@ describe('configuration', () => {
 
     test('a CA file is read once at start, keeping its certificates', () => {
       const config = loadConfig({ ...pg('?sslmode=verify-full'), DATABASE_CA_FILE: certificates.caFile });
-      assert.equal(config.databaseCa, fs.readFileSync(certificates.caFile, 'utf8').trim());
-      assert.equal(loadConfig({}).databaseCa, undefined);
+      // The CA goes with the server it verifies; the embedded server, reached by its socket, has none.
+      assert.equal(config.database.mode, 'server');
+      assert.equal(
+        config.database.mode === 'server' ? config.database.ca : 'not a server',
+        fs.readFileSync(certificates.caFile, 'utf8').trim(),
+      );
+      const withoutCa = loadConfig(pg('?sslmode=verify-full')).database;
+      assert.equal(withoutCa.mode === 'server' ? withoutCa.ca : 'not a server', undefined);
+      assert.equal('ca' in loadConfig({}).database, false);
+      assert.equal('databaseCa' in config, false);
     });
 
     test('a missing, unreadable or non-PEM CA file stops the start with one line naming the variable and the file', () => {

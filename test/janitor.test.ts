@@ -17,6 +17,7 @@ import { migrate } from '../src/storage/migrations.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { FakeClock } from './helpers/clock.js';
 import { openTestDatabase, truncateAll, type TestDatabase } from './helpers/database.js';
+import { capturingLogger } from './helpers/logs.js';
 import { runCli } from './helpers/service-process.js';
 
 const day = 24 * 60 * 60;
@@ -328,6 +329,34 @@ describe('the janitor', () => {
       }
     },
   );
+
+  test('a janitor pass that fails is logged, and counted under the name of its loop', async () => {
+    // Every batched delete fails, as when the database drops the connection mid-pass.
+    const failing: Database = {
+      query: <Row>(sql: string, params?: readonly unknown[]) =>
+        sql.includes('SKIP LOCKED') ? Promise.reject(new Error('connection lost')) : db.query<Row>(sql, params),
+      exec: (sql) => db.exec(sql),
+      transaction: (work) => db.transaction(work),
+      close: async () => {},
+    };
+    const { logger, lines } = capturingLogger();
+    const config = loadConfig({ APP_SECRET: secret, DATA_DIR: '/nonexistent' });
+    const services = await openServices(config, logger, {
+      db: failing,
+      counters: new MemoryCounterStore(),
+      hasher: createArgon2Hasher(testArgon2),
+      manualDispatch: true,
+    });
+    try {
+      await services.janitor.nextPass();
+      const text = await services.metrics.registry.metrics();
+      assert.match(text, /^storefront_background_pass_failures_total\{loop="janitor"\} 1$/m);
+      const warning = lines.find((line) => line['msg'] === 'janitor pass failed; will try again');
+      assert.equal((warning?.['err'] as { message?: string } | undefined)?.message, 'connection lost');
+    } finally {
+      await services.close();
+    }
+  });
 
   test('the prune command runs one pass and reports what it removed', async () => {
     const { clock } = timeline();

@@ -8,9 +8,16 @@ import {
   type Customer,
   type CustomerRow,
 } from './customers.js';
-import { addFieldError, channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { addFieldError, channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import { validateName, validateNewPassword } from './registration.js';
-import { createSession, deleteCustomerSessions, deleteSession, type SessionClient } from './sessions.js';
+import { fail, failFields, ok, type Result } from './result.js';
+import {
+  createSession,
+  deleteCustomerSessions,
+  deleteSession,
+  type NewSession,
+  type SessionClient,
+} from './sessions.js';
 
 /** What a signed-in customer can change about their own account. */
 
@@ -20,20 +27,14 @@ export interface ChangePasswordInput {
   password_confirmation: string;
 }
 
-export type ChangePasswordResult =
-  | { ok: true; sessionId: string; expiresAt: Date }
-  | { ok: false; reason: 'invalid'; errors: FieldErrors }
-  /** The session ended (logout, another device's change) while the request ran. */
-  | { ok: false; reason: 'unauthenticated' };
+/**
+ * The caller's new session, or why not: `wrong_password` when the current password is not the
+ * password (with every other failing field), `unauthenticated` when the session ended (logout,
+ * another device's change) while the request ran.
+ */
+export type ChangePasswordResult = Result<NewSession, 'invalid' | 'wrong_password' | 'unauthenticated'>;
 
 export const wrongCurrentPassword = 'Is not correct.';
-
-/** The new password's errors when other fields were refused already (see registrationErrors). */
-export function changePasswordErrors(input: Partial<ChangePasswordInput>): FieldErrors {
-  const errors: FieldErrors = {};
-  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
-  return errors;
-}
 
 /**
  * Changes the password of the session's customer. The current password is checked as a login
@@ -43,7 +44,7 @@ export function changePasswordErrors(input: Partial<ChangePasswordInput>): Field
  * that checked the old password wait on the lock and then find the version gone (createSession).
  */
 export async function changePassword(
-  deps: AuthDeps,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   store: StoreContext,
   customer: CustomerRow,
   sessionId: string,
@@ -55,19 +56,18 @@ export async function changePassword(
   const currentMatches = await deps.hasher.verify(customer.password_hash, input.current_password);
   if (!currentMatches) addFieldError(errors, 'current_password', wrongCurrentPassword);
   validateNewPassword(input.password, input.password_confirmation, errors);
-  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+  if (Object.keys(errors).length > 0) return failFields(currentMatches ? 'invalid' : 'wrong_password', errors);
 
   const passwordHash = await deps.hasher.hash(input.password);
   const result = await deps.db.transaction(async (tx): Promise<ChangePasswordResult> => {
     const locked = await lockCustomerById(tx, customer.id);
-    if (locked === null) return { ok: false, reason: 'unauthenticated' };
+    if (locked === null) return fail('unauthenticated');
     // Another change committed after the check: the password checked is no longer the password.
     if (locked.credential_version !== customer.credential_version) {
-      return { ok: false, reason: 'invalid', errors: { current_password: [wrongCurrentPassword] } };
+      return failFields('wrong_password', { current_password: [wrongCurrentPassword] });
     }
     // The caller's own session must still be live; its end (a logout meanwhile) is final.
-    if ((await deleteSession(tx, deps.clock, sessionId)) !== customer.id)
-      return { ok: false, reason: 'unauthenticated' };
+    if ((await deleteSession(tx, deps.clock, sessionId)) !== customer.id) return fail('unauthenticated');
     const now = deps.clock.now();
     const version = await replacePassword(tx, customer.id, passwordHash, now);
     await deleteCustomerSessions(tx, customer.id);
@@ -83,22 +83,23 @@ export async function changePassword(
       customerName: locked.name,
       signedOut: 'other_devices',
     });
-    return { ok: true, sessionId: session.sessionId, expiresAt: session.expiresAt };
+    return ok(session);
   });
   if (result.ok) deps.messagesQueued();
   return result;
 }
 
-export type ChangeNameResult =
-  | { ok: true; customer: Customer }
-  | { ok: false; reason: 'invalid'; errors: FieldErrors }
-  | { ok: false; reason: 'unauthenticated' };
+export type ChangeNameResult = Result<Customer, 'invalid' | 'unauthenticated'>;
 
 /** Sets the customer's name, by the same rules as at registration. */
-export async function changeName(deps: AuthDeps, customerId: string, rawName: string): Promise<ChangeNameResult> {
+export async function changeName(
+  deps: Pick<AuthDeps, 'db' | 'clock'>,
+  customerId: string,
+  rawName: string,
+): Promise<ChangeNameResult> {
   const errors: FieldErrors = {};
   const name = validateName(rawName, errors);
-  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+  if (Object.keys(errors).length > 0) return failFields('invalid', errors);
   const row = await updateCustomerName(deps.db, customerId, name, deps.clock.now());
-  return row === null ? { ok: false, reason: 'unauthenticated' } : { ok: true, customer: toCustomer(row) };
+  return row === null ? fail('unauthenticated') : ok(toCustomer(row));
 }

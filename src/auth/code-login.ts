@@ -1,17 +1,22 @@
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, markVerified } from './customers.js';
-import type { AuthDeps } from './deps.js';
+import type { MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { completeSignIn, type LoginResult } from './login.js';
 import { queueCodeIfWanted } from './queue-code.js';
+import { fail, ok } from './result.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
 /**
  * Sends a sign-in code when the identity names an account, verified or not: the code proves the
  * identity on its own. The caller answers 202 before this runs, so nothing tells who has an account.
  */
-export async function requestSignInCode(deps: AuthDeps, store: StoreContext, identity: ParsedIdentity): Promise<void> {
+export async function requestSignInCode(
+  deps: MessagingDeps,
+  store: StoreContext,
+  identity: ParsedIdentity,
+): Promise<void> {
   const { value } = identity;
   if (value === null) return;
   await queueCodeIfWanted(deps, store, value, 'sign_in', () => true);
@@ -26,7 +31,7 @@ export async function requestSignInCode(deps: AuthDeps, store: StoreContext, ide
  * carried is replaced, never reused.
  */
 export async function loginWithCode(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   identity: ParsedIdentity,
   code: string,
@@ -39,15 +44,15 @@ export async function loginWithCode(
     const customer =
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'sign_in', code);
-    if (!accepted || customer === null) return { ok: false as const, customerId: customer?.id ?? null };
+    if (!accepted || customer === null) return fail('refused', { customerId: customer?.id ?? null });
     // Receiving the code proves the identity, so the account counts as verified from now on, and
     // a store that requires verification lets it in.
     const verified = customer.verified_at === null ? await markVerified(tx, customer.id, deps.clock.now()) : customer;
     const session = await createSession(tx, deps.clock, customer.id, verified.credential_version, client);
-    if (session === null) return { ok: false as const, customerId: customer.id };
+    if (session === null) return fail('refused', { customerId: customer.id });
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
-    return { ok: true as const, row: verified, session };
+    return ok({ row: verified, session });
   });
   if (!opened.ok) return opened;
-  return completeSignIn(deps, store, opened.row, opened.session, client);
+  return completeSignIn(deps, store, opened.value.row, opened.value.session, client);
 }

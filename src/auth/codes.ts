@@ -1,7 +1,7 @@
 import { createHmac, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '../clock.js';
+import { secondsBefore, type Clock } from '../clock.js';
 import { acceptedKeys, type Keys } from '../keys.js';
-import type { Queryable } from '../storage/database.js';
+import { deleteInBatch, type Queryable } from '../storage/database.js';
 
 export type ChallengePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
 
@@ -138,17 +138,16 @@ export async function deleteFinishedChallenges(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const cutoff = new Date(clock.now().getTime() - retentionSeconds * 1000);
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM challenges WHERE id IN (
-         SELECT c.id FROM challenges c
-          WHERE LEAST(c.expires_at, c.consumed_at, c.voided_at) <= $1
-            AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.challenge_id = c.id AND o.sealed_body IS NOT NULL)
-          LIMIT $2 FOR UPDATE OF c SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [cutoff, limit],
+  const cutoff = secondsBefore(clock.now(), retentionSeconds);
+  return deleteInBatch(
+    db,
+    {
+      table: 'challenges',
+      key: ['id'],
+      where: `LEAST(expires_at, consumed_at, voided_at) <= $1
+          AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.challenge_id = challenges.id AND o.sealed_body IS NOT NULL)`,
+    },
+    [cutoff],
+    limit,
   );
-  return row?.n ?? 0;
 }

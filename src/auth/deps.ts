@@ -5,7 +5,11 @@ import type { Keys } from '../keys.js';
 import type { Database } from '../storage/database.js';
 import type { PasswordHasher } from './password.js';
 
-/** What the auth flows may touch. Each flow picks the parts it uses. */
+/**
+ * What the auth flows may touch. Each flow names the parts it uses (`Pick<AuthDeps, …>`), so a
+ * reader sees at its signature whether it hashes, writes messages or reads the store's settings,
+ * and a test hands it just those.
+ */
 export interface AuthDeps {
   db: Database;
   clock: Clock;
@@ -16,6 +20,12 @@ export interface AuthDeps {
   /** Called after a transaction that wrote outbox messages has committed. */
   messagesQueued: () => void;
 }
+
+/**
+ * What a flow that queues codes or messages needs: the database, the clock, the keys that MAC the
+ * codes and seal the bodies, and the nudge to the dispatcher once the transaction has committed.
+ */
+export type MessagingDeps = Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>;
 
 export type FieldErrors = Record<string, string[]>;
 

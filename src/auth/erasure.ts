@@ -9,7 +9,9 @@ import {
   type Customer,
   type CustomerRow,
 } from './customers.js';
-import { channelFor, type AuthDeps } from './deps.js';
+import { wrongCurrentPassword } from './account.js';
+import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
+import { fail, failFields, ok, type Result } from './result.js';
 import { deleteCustomerSessions, listCustomerSessions, type SessionView } from './sessions.js';
 import { listKnownDevices } from './known-devices.js';
 import { listPasskeys, type PasskeyView } from './passkeys.js';
@@ -37,23 +39,23 @@ export interface AccountExport {
 /**
  * Everything kept about one customer: the account, their sessions, the devices remembered for
  * new-sign-in notices and their audit events, each
- * read by the customer id only. Null when the account is gone.
+ * read by the customer id only. Fails with `gone` when the account is gone.
  */
 export async function exportAccount(
   deps: Pick<AuthDeps, 'db' | 'clock'>,
   customerId: string,
   currentSessionId: string | undefined,
-): Promise<AccountExport | null> {
+): Promise<Result<AccountExport, 'gone'>> {
   const row = await findCustomerById(deps.db, customerId);
   const createdAt = row === null ? null : await customerCreatedAt(deps.db, customerId);
-  if (row === null || createdAt === null) return null;
+  if (row === null || createdAt === null) return fail('gone');
   const [sessions, devices, passkeys, events] = await Promise.all([
     listCustomerSessions(deps.db, deps.clock, customerId, currentSessionId),
     listKnownDevices(deps.db, customerId),
     listPasskeys(deps.db, customerId),
     listCustomerAudit(deps.db, customerId),
   ]);
-  return {
+  return ok({
     exported_at: deps.clock.now().toISOString(),
     customer: { ...toCustomer(row), created_at: createdAt },
     sessions,
@@ -65,13 +67,16 @@ export async function exportAccount(
       client_address: event.client_address,
       details: event.details,
     })),
-  };
+  });
 }
 
 /** What erasing an account needs: no hasher, so the command line can do it too. */
-export type ErasureDeps = Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>;
+export type ErasureDeps = MessagingDeps;
 
-export type DeleteAccountResult = 'deleted' | 'wrong_password' | 'gone';
+/** `wrong_password` names `current_password`, so the caller can answer it as a field error. */
+export type DeleteAccountResult = Result<void, 'wrong_password' | 'gone'>;
+
+const passwordNoLongerCurrent = { current_password: [wrongCurrentPassword] };
 
 /**
  * Self-service deletion: the password is checked like a login's (one full verification), then the
@@ -83,7 +88,9 @@ export async function deleteAccountWithPassword(
   customer: CustomerRow,
   password: string,
 ): Promise<DeleteAccountResult> {
-  if (!(await deps.hasher.verify(customer.password_hash, password))) return 'wrong_password';
+  if (!(await deps.hasher.verify(customer.password_hash, password))) {
+    return failFields('wrong_password', passwordNoLongerCurrent);
+  }
   return eraseAccount(deps, storeName, customer.id, customer.credential_version);
 }
 
@@ -111,8 +118,10 @@ export async function eraseAccount(
 ): Promise<DeleteAccountResult> {
   const result = await deps.db.transaction(async (tx): Promise<DeleteAccountResult> => {
     const customer = await findCustomerById(tx, customerId, { forUpdate: true });
-    if (customer === null) return 'gone';
-    if (credentialVersion !== undefined && customer.credential_version !== credentialVersion) return 'wrong_password';
+    if (customer === null) return fail('gone');
+    if (credentialVersion !== undefined && customer.credential_version !== credentialVersion) {
+      return failFields('wrong_password', passwordNoLongerCurrent);
+    }
     const channel = channelFor(customer.identity_type);
     await deleteCustomerSessions(tx, customer.id);
     await deleteCustomerChallenges(tx, customer.id);
@@ -128,8 +137,8 @@ export async function eraseAccount(
       storeName,
       customerName: customer.name,
     });
-    return 'deleted';
+    return ok(undefined);
   });
-  if (result === 'deleted') deps.messagesQueued();
+  if (result.ok) deps.messagesQueued();
   return result;
 }

@@ -10,9 +10,10 @@ import {
   type CustomerRow,
 } from './customers.js';
 import { wrongCurrentPassword } from './account.js';
-import { addFieldError, channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { addFieldError, channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import { maskIdentity } from './identity.js';
 import { validateIdentity } from './registration.js';
+import { fail, failFields, ok, type Result } from './result.js';
 import { revokeCustomerSessions } from './sessions.js';
 
 /** A signed-in customer moving their account to another email address or phone number. */
@@ -34,8 +35,8 @@ export function identityChangeErrors(
   return errors;
 }
 
-export type CheckIdentityChangeResult =
-  { ok: true; newIdentityValue: string } | { ok: false; errors: FieldErrors; wrongPassword: boolean };
+/** The new identity's normal form, or every failing field (`wrong_password` when the password is one). */
+export type CheckIdentityChangeResult = Result<string, 'invalid' | 'wrong_password'>;
 
 /**
  * The part answered to the caller: the current password (always verified, so a guess costs one
@@ -43,7 +44,7 @@ export type CheckIdentityChangeResult =
  * whether the new identity is taken; that happens behind the 202 (requestIdentityChange).
  */
 export async function checkIdentityChange(
-  deps: AuthDeps,
+  deps: Pick<AuthDeps, 'hasher' | 'allowedCallingCodes'>,
   store: StoreContext,
   customer: CustomerRow,
   input: IdentityChangeInput,
@@ -52,8 +53,8 @@ export async function checkIdentityChange(
   const matches = await deps.hasher.verify(customer.password_hash, input.current_password);
   if (!matches) addFieldError(errors, 'current_password', wrongCurrentPassword);
   const value = validateIdentity(store, input, deps.allowedCallingCodes, errors);
-  if (Object.keys(errors).length > 0) return { ok: false, errors, wrongPassword: !matches };
-  return { ok: true, newIdentityValue: value };
+  if (Object.keys(errors).length > 0) return failFields(matches ? 'invalid' : 'wrong_password', errors);
+  return ok(value);
 }
 
 /**
@@ -61,7 +62,7 @@ export async function checkIdentityChange(
  * it, a message telling that identity so, and no code. The caller sees neither.
  */
 export async function requestIdentityChange(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   customerId: string,
   newIdentityValue: string,
@@ -99,9 +100,10 @@ export async function requestIdentityChange(
   if (queued) deps.messagesQueued();
 }
 
-export type ConfirmIdentityChangeResult =
-  | { ok: true; customer: Customer }
-  | { ok: false; reason: 'invalid_challenge' | 'identity_unavailable' | 'unauthenticated' };
+export type ConfirmIdentityChangeResult = Result<
+  Customer,
+  'invalid_challenge' | 'identity_unavailable' | 'unauthenticated'
+>;
 
 /**
  * Switches the identity with a live change code, in one transaction with the customer row locked:
@@ -111,7 +113,7 @@ export type ConfirmIdentityChangeResult =
  * the other answer is identity_unavailable with its code spent.
  */
 export async function confirmIdentityChange(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   customerId: string,
   sessionId: string,
@@ -120,11 +122,11 @@ export async function confirmIdentityChange(
   const result = await deps.db.transaction(async (tx): Promise<ConfirmIdentityChangeResult> => {
     const locked = await lockCustomerById(tx, customerId);
     const consumed = await consumeChallengeOf(tx, deps, locked?.id ?? null, 'identity_change', code);
-    if (locked === null) return { ok: false, reason: 'unauthenticated' };
-    if (consumed === null || consumed.newIdentityValue === null) return { ok: false, reason: 'invalid_challenge' };
+    if (locked === null) return fail('unauthenticated');
+    if (consumed === null || consumed.newIdentityValue === null) return fail('invalid_challenge');
     const now = deps.clock.now();
     const switched = await switchIdentity(tx, locked.id, store.identityMode, consumed.newIdentityValue, now);
-    if (switched === null) return { ok: false, reason: 'identity_unavailable' };
+    if (switched === null) return fail('identity_unavailable');
     await revokeCustomerSessions(tx, deps.clock, locked.id, sessionId);
     await enqueueMessage(tx, deps, {
       channel: channelFor(locked.identity_type),
@@ -135,7 +137,7 @@ export async function confirmIdentityChange(
       customerName: locked.name,
       maskedIdentity: maskIdentity(store.identityMode, consumed.newIdentityValue),
     });
-    return { ok: true, customer: toCustomer(switched) };
+    return ok(toCustomer(switched));
   });
   if (result.ok) deps.messagesQueued();
   return result;

@@ -1,5 +1,5 @@
-import type { Clock } from '../clock.js';
-import type { Queryable } from '../storage/database.js';
+import { secondsBefore, type Clock } from '../clock.js';
+import { deleteInBatch, type Queryable } from '../storage/database.js';
 
 /** How far back a sign-in counts as having seen a device; older rows are pruned. */
 export const knownDeviceDays = 90;
@@ -7,7 +7,7 @@ const knownDeviceSeconds = knownDeviceDays * 24 * 60 * 60;
 
 /** Devices last seen after this count as seen. */
 export function knownDeviceCutoff(now: Date): Date {
-  return new Date(now.getTime() - knownDeviceSeconds * 1000);
+  return secondsBefore(now, knownDeviceSeconds);
 }
 
 export interface DeviceKey {
@@ -55,16 +55,12 @@ export async function deleteOldKnownDevices(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM known_devices WHERE (customer_id, family, masked_address) IN (
-         SELECT customer_id, family, masked_address FROM known_devices WHERE last_seen_at <= $1
-          LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [new Date(clock.now().getTime() - retentionSeconds * 1000), limit],
+  return deleteInBatch(
+    db,
+    { table: 'known_devices', key: ['customer_id', 'family', 'masked_address'], where: 'last_seen_at <= $1' },
+    [secondsBefore(clock.now(), retentionSeconds)],
+    limit,
   );
-  return row?.n ?? 0;
 }
 
 /** Every device kept for the customer, the most recently seen first. */

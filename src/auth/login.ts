@@ -6,22 +6,23 @@ import {
   type Customer,
   type CustomerRow,
 } from './customers.js';
-import type { AuthDeps } from './deps.js';
+import type { AuthDeps, MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
+import { fail, ok, type Ok, type Result } from './result.js';
 import type { NewSession, SessionClient } from './sessions.js';
 import { deviceKeyOf, noteSignIn, type SignInNotice } from './sign-in-notice.js';
 import { openSignInSession } from './sign-in-session.js';
 
-export type LoginResult =
-  | {
-      ok: true;
-      customer: Customer;
-      sessionId: string;
-      /** What became of the new sign-in notice; a failure is the caller's to log, the login stands. */
-      signInNotice: SignInNotice | { failed: unknown };
-    }
-  /** `customerId` is for the audit trail only; the answer never depends on it. */
-  | { ok: false; customerId: string | null };
+/** A sign-in of any kind that opened its session. */
+export interface SignedIn {
+  customer: Customer;
+  sessionId: string;
+  /** What became of the new sign-in notice; a failure is the caller's to log, the login stands. */
+  signInNotice: SignInNotice | { failed: unknown };
+}
+
+/** `customerId` is for the audit trail only; the answer never depends on it. */
+export type LoginResult = Result<SignedIn, 'refused', { customerId: string | null }>;
 
 /**
  * Checks the password and opens a session. Unknown identity, wrong password and (on a store that
@@ -29,7 +30,7 @@ export type LoginResult =
  * three cases cannot be told apart by answer or by time.
  */
 export async function login(
-  deps: AuthDeps,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   store: StoreContext,
   identity: ParsedIdentity,
   password: string,
@@ -40,11 +41,11 @@ export async function login(
   const customer = value === null ? null : await findCustomerByIdentity(deps.db, store.identityMode, value);
   if (customer === null) {
     await deps.hasher.verifyDummy(password);
-    return { ok: false, customerId: null };
+    return fail('refused', { customerId: null });
   }
   const passwordMatches = await deps.hasher.verify(customer.password_hash, password);
   if (!passwordMatches || (store.verificationRequired && customer.verified_at === null)) {
-    return { ok: false, customerId: customer.id };
+    return fail('refused', { customerId: customer.id });
   }
 
   if (deps.hasher.needsRehash(customer.password_hash)) {
@@ -64,7 +65,7 @@ export async function login(
     previousSessionId,
   );
   // The password was changed while it was being checked: the one given is no longer the password.
-  if (opened === null) return { ok: false, customerId: customer.id };
+  if (opened === null) return fail('refused', { customerId: customer.id });
   // After the session, outside its statement: the notice is a few more queries on the success path
   // only (a wrong password never reaches here, so its timing is untouched), and a failure to queue
   // it must not turn a correct password into a refused login. From a known device it costs none.
@@ -77,20 +78,15 @@ export async function login(
  * caller to log, never turning a sign-in into a refusal.
  */
 export async function completeSignIn(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   customer: CustomerRow,
   session: NewSession,
   client: SessionClient,
   knownDeviceRefreshed = false,
-): Promise<Extract<LoginResult, { ok: true }>> {
+): Promise<Ok<SignedIn>> {
   const signInNotice = await noteSignIn(deps, store, customer, session.sessionId, client, knownDeviceRefreshed).catch(
     (error: unknown) => ({ failed: error }),
   );
-  return {
-    ok: true,
-    customer: toCustomer(customer),
-    sessionId: session.sessionId,
-    signInNotice,
-  };
+  return ok({ customer: toCustomer(customer), sessionId: session.sessionId, signInNotice });
 }

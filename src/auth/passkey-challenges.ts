@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { Queryable } from '../storage/database.js';
+import { deleteInBatch, type Queryable } from '../storage/database.js';
 
 /** A ceremony's challenge lives this long, and the cookie that names it no longer. */
 export const passkeyChallengeLifetimeSeconds = 5 * 60;
@@ -54,13 +54,10 @@ export async function takePasskeyChallenge(
 
 /** Deletes up to `limit` expired challenges (never asked back for); returns how many. */
 export async function deleteExpiredPasskeyChallenges(db: Queryable, clock: Clock, limit: number): Promise<number> {
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM passkey_challenges WHERE handle_hash IN (
-         SELECT handle_hash FROM passkey_challenges WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [clock.now(), limit],
+  return deleteInBatch(
+    db,
+    { table: 'passkey_challenges', key: ['handle_hash'], where: 'expires_at <= $1' },
+    [clock.now()],
+    limit,
   );
-  return row?.n ?? 0;
 }

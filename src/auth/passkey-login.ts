@@ -6,11 +6,12 @@ import {
 } from '@simplewebauthn/server';
 import type { StoreContext } from '../store/store.js';
 import { findCustomerById, markVerified } from './customers.js';
-import type { AuthDeps } from './deps.js';
-import { completeSignIn, type LoginResult } from './login.js';
+import type { AuthDeps, MessagingDeps } from './deps.js';
+import { completeSignIn, type SignedIn } from './login.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { counterAdvances, findPasskeyByCredentialId, recordPasskeyUse } from './passkeys.js';
 import { passkeyCeremonyTimeoutMilliseconds, type RelyingParty } from './relying-party.js';
+import { fail, type Result } from './result.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
 /**
@@ -35,9 +36,12 @@ export async function startPasskeyLogin(
 /** Why a passkey sign-in was refused: for the audit trail only, the answer is the same for all. */
 export type PasskeyLoginFailure = 'challenge' | 'unknown_passkey' | 'verification' | 'counter_regressed';
 
-export type PasskeyLoginResult =
-  | Extract<LoginResult, { ok: true }>
-  | { ok: false; reason: PasskeyLoginFailure; customerId: string | null; passkeyId?: string };
+/** The facts of a refusal are for the audit trail; the answer is the same for all. */
+export type PasskeyLoginResult = Result<
+  SignedIn,
+  PasskeyLoginFailure,
+  { customerId: string | null; passkeyId?: string }
+>;
 
 /**
  * Signs in with a passkey's assertion. The challenge of this browser's handle is spent first, by
@@ -48,7 +52,7 @@ export type PasskeyLoginResult =
  * a session is opened (replacing the request's own) and the new sign-in notice is considered.
  */
 export async function loginWithPasskey(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   rp: RelyingParty,
   handle: string | undefined,
@@ -57,15 +61,11 @@ export async function loginWithPasskey(
   client: SessionClient,
 ): Promise<PasskeyLoginResult> {
   const challenge = handle === undefined ? null : await takePasskeyChallenge(deps.db, deps.clock, 'login', handle);
-  if (challenge === null) return { ok: false, reason: 'challenge', customerId: null };
+  if (challenge === null) return fail('challenge', { customerId: null });
   const passkey = await findPasskeyByCredentialId(deps.db, response.id);
-  if (passkey === null) return { ok: false, reason: 'unknown_passkey', customerId: null };
-  const refused = (reason: PasskeyLoginFailure) => ({
-    ok: false as const,
-    reason,
-    customerId: passkey.customerId,
-    passkeyId: passkey.publicId,
-  });
+  if (passkey === null) return fail('unknown_passkey', { customerId: null });
+  const refused = (reason: PasskeyLoginFailure) =>
+    fail(reason, { customerId: passkey.customerId, passkeyId: passkey.publicId });
   let newCounter: number;
   try {
     const verification = await verifyAuthenticationResponse({

@@ -7,11 +7,12 @@ import {
 import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
 import type { CustomerRow } from './customers.js';
-import { channelFor, type AuthDeps } from './deps.js';
+import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
 import { deviceFamily } from './device-family.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { insertPasskey, listCredentialDescriptors, type PasskeyView } from './passkeys.js';
 import { passkeyAlgorithms, passkeyCeremonyTimeoutMilliseconds, type RelyingParty } from './relying-party.js';
+import { fail, ok, type Result } from './result.js';
 
 /**
  * Options for adding a passkey to the signed-in customer's account, and the handle of the
@@ -41,7 +42,7 @@ export async function startPasskeyRegistration(
   return { options, handle };
 }
 
-export type PasskeyRegistrationResult = { ok: true; passkey: PasskeyView } | { ok: false };
+export type PasskeyRegistrationResult = Result<PasskeyView, 'credential_refused'>;
 
 /**
  * Verifies the authenticator's answer against the challenge of this browser's handle (spent here,
@@ -55,7 +56,7 @@ export type PasskeyRegistrationResult = { ok: true; passkey: PasskeyView } | { o
  * remove it from the account area and reset the password.
  */
 export async function finishPasskeyRegistration(
-  deps: Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>,
+  deps: MessagingDeps,
   rp: RelyingParty,
   store: Pick<StoreContext, 'name' | 'identityMode'>,
   customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
@@ -65,7 +66,7 @@ export async function finishPasskeyRegistration(
   userAgent: string | undefined,
 ): Promise<PasskeyRegistrationResult> {
   const challenge = handle === undefined ? null : await takePasskeyChallenge(deps.db, deps.clock, 'register', handle);
-  if (challenge === null || challenge.customerId !== customer.id) return { ok: false };
+  if (challenge === null || challenge.customerId !== customer.id) return fail('credential_refused');
   let verification;
   try {
     verification = await verifyRegistrationResponse({
@@ -79,9 +80,9 @@ export async function finishPasskeyRegistration(
     });
   } catch {
     // A malformed or forged answer: the library's message describes it, but never reaches a client.
-    return { ok: false };
+    return fail('credential_refused');
   }
-  if (!verification.verified) return { ok: false };
+  if (!verification.verified) return fail('credential_refused');
   const { credential } = verification.registrationInfo;
   const passkey = await deps.db.transaction(async (tx) => {
     const added = await insertPasskey(tx, deps.clock, {
@@ -105,7 +106,7 @@ export async function finishPasskeyRegistration(
     });
     return added;
   });
-  if (passkey === null) return { ok: false };
+  if (passkey === null) return fail('credential_refused');
   deps.messagesQueued();
-  return { ok: true, passkey };
+  return ok(passkey);
 }

@@ -3,14 +3,15 @@ import type { StoreContext } from '../store/store.js';
 import { enqueueMessage } from '../delivery/outbox.js';
 import { consumeChallenge } from './codes.js';
 import { findCustomerByIdentity, replacePassword } from './customers.js';
-import { channelFor, type AuthDeps, type FieldErrors } from './deps.js';
+import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { validateNewPassword } from './registration.js';
+import { fail, failFields, ok, type Result } from './result.js';
 import { deleteCustomerSessions } from './sessions.js';
 
 /** Sends a reset code when the account exists. The caller answers 202 before this runs. */
 export async function requestPasswordReset(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   identity: ParsedIdentity,
 ): Promise<void> {
@@ -26,17 +27,7 @@ export interface ResetPasswordInput {
   password_confirmation: string;
 }
 
-export type ResetPasswordResult =
-  | { ok: true; customerId: string }
-  | { ok: false; reason: 'invalid'; errors: FieldErrors }
-  | { ok: false; reason: 'invalid_challenge' };
-
-/** The new password's errors when other fields were refused already (see registrationErrors). */
-export function resetPasswordErrors(input: Partial<ResetPasswordInput>): FieldErrors {
-  const errors: FieldErrors = {};
-  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
-  return errors;
-}
+export type ResetPasswordResult = Result<{ customerId: string }, 'invalid' | 'invalid_challenge'>;
 
 /**
  * Sets a new password with a reset code. The password is checked (and hashed) before the code is
@@ -44,13 +35,13 @@ export function resetPasswordErrors(input: Partial<ResetPasswordInput>): FieldEr
  * transaction. It never signs anyone in.
  */
 export async function resetPassword(
-  deps: AuthDeps,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   store: StoreContext,
   input: ResetPasswordInput,
 ): Promise<ResetPasswordResult> {
   const errors: FieldErrors = {};
   validateNewPassword(input.password, input.password_confirmation, errors);
-  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+  if (Object.keys(errors).length > 0) return failFields('invalid', errors);
 
   const passwordHash = await deps.hasher.hash(input.password);
   const { value } = input.identity;
@@ -58,7 +49,7 @@ export async function resetPassword(
     const customer =
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'password_reset', input.code);
-    if (!accepted || customer === null) return { ok: false, reason: 'invalid_challenge' };
+    if (!accepted || customer === null) return fail('invalid_challenge');
     const now = deps.clock.now();
     // Proving control of the identity is what verification asks for, so it counts as verified.
     // The new credential version stops logins that checked the old password from opening a
@@ -73,7 +64,7 @@ export async function resetPassword(
       storeName: store.name,
       customerName: customer.name,
     });
-    return { ok: true, customerId: customer.id };
+    return ok({ customerId: customer.id });
   });
   if (result.ok) deps.messagesQueued();
   return result;

@@ -2,7 +2,7 @@ import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
 import { issueChallenge, type ChallengePurpose } from './codes.js';
 import { findCustomerByIdentity, type CustomerRow } from './customers.js';
-import { channelFor, type AuthDeps } from './deps.js';
+import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
 
 /**
  * Issues a new code of the purpose (voiding earlier ones) and queues its message, both in the
@@ -35,7 +35,7 @@ export async function queueCode(
  * again under the row lock.
  */
 export async function queueCodeIfWanted(
-  deps: AuthDeps,
+  deps: MessagingDeps,
   store: StoreContext,
   identityValue: string,
   purpose: ChallengePurpose,

@@ -5,6 +5,7 @@ import { identityTaken, insertCustomer, toCustomer, type Customer } from './cust
 import { addFieldError, type AuthDeps, type FieldErrors } from './deps.js';
 import { callingCodeOf, normalizeEmail, normalizePhone } from './identity.js';
 import { newPasswordProblems } from './password.js';
+import { fail, failFields, ok, type Result } from './result.js';
 
 export const maxNameLength = 120;
 
@@ -16,10 +17,7 @@ export interface RegisterInput {
   password_confirmation: string;
 }
 
-export type RegisterResult =
-  | { ok: true; customer: Customer }
-  | { ok: false; reason: 'invalid'; errors: FieldErrors }
-  | { ok: false; reason: 'identity_unavailable' };
+export type RegisterResult = Result<Customer, 'invalid' | 'identity_unavailable'>;
 
 // C0 and C1 control characters, which have no place in a person's name.
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
@@ -31,6 +29,16 @@ export function validateName(raw: string, errors: FieldErrors): string {
   if (length > maxNameLength) addFieldError(errors, 'name', `Must be at most ${maxNameLength} characters.`);
   if (controlCharacter.test(name)) addFieldError(errors, 'name', 'Must not contain control characters.');
   return name;
+}
+
+/**
+ * The new password's errors when other fields were refused already (see registrationErrors): the
+ * password change and the password reset ask for it alike.
+ */
+export function newPasswordErrors(input: { password?: string; password_confirmation?: string }): FieldErrors {
+  const errors: FieldErrors = {};
+  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
+  return errors;
 }
 
 /** A confirmation left undefined was refused already (missing or not text), so it is not compared. */
@@ -97,18 +105,18 @@ export async function register(deps: AuthDeps, store: StoreContext, input: Regis
   const name = validateName(input.name, errors);
   const identity = validateIdentity(store, input, deps.allowedCallingCodes, errors);
   validateNewPassword(input.password, input.password_confirmation, errors);
-  if (Object.keys(errors).length > 0) return { ok: false, reason: 'invalid', errors };
+  if (Object.keys(errors).length > 0) return failFields('invalid', errors);
 
   const type = store.identityMode;
-  if (await identityTaken(deps.db, type, identity)) return { ok: false, reason: 'identity_unavailable' };
+  if (await identityTaken(deps.db, type, identity)) return fail('identity_unavailable');
 
   const passwordHash = await deps.hasher.hash(input.password);
   const result = await deps.db.transaction(async (tx): Promise<RegisterResult> => {
     const now = deps.clock.now();
     const row = await insertCustomer(tx, { id: randomUUID(), name, type, value: identity, passwordHash, now });
-    if (row === null) return { ok: false, reason: 'identity_unavailable' };
+    if (row === null) return fail('identity_unavailable');
     await queueCode(tx, deps, store, row, 'verification');
-    return { ok: true, customer: toCustomer(row) };
+    return ok(toCustomer(row));
   });
   if (result.ok) deps.messagesQueued();
   return result;

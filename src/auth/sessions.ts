@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
-import type { Clock } from '../clock.js';
-import type { Database, Queryable } from '../storage/database.js';
+import { secondsBefore, type Clock } from '../clock.js';
+import { deleteInBatch, type Database, type Queryable } from '../storage/database.js';
 import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from './device-family.js';
+import { fail, ok, type Result } from './result.js';
 
 export const sessionIdleTimeoutSeconds = 14 * 24 * 60 * 60;
 export const sessionAbsoluteLifetimeSeconds = 30 * 24 * 60 * 60;
@@ -113,8 +114,7 @@ const findSessionCustomerSql = `SELECT ${customerColumnsOf('c')}, s.last_seen_at
 
 /** The customer behind a live session, sliding its idle window; null for a dead or unknown one. */
 export async function findSessionCustomer(db: Database, clock: Clock, sessionId: string): Promise<CustomerRow | null> {
-  const now = clock.now();
-  const idleCutoff = new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000);
+  const { now, idleCutoff } = idleCutoffOf(clock);
   const idHash = hashSessionId(sessionId);
   const rows = await db.query<CustomerRow & { last_seen_at: Date }>(findSessionCustomerSql, [idHash, now, idleCutoff]);
   const row = rows[0];
@@ -128,8 +128,7 @@ export async function findSessionCustomer(db: Database, clock: Clock, sessionId:
 
 /** Deletes a session; returns its customer when it was live, null when there was none (gone, expired, unknown). */
 export async function deleteSession(db: Queryable, clock: Clock, sessionId: string): Promise<string | null> {
-  const now = clock.now();
-  const idleCutoff = new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000);
+  const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<{ customer_id: string; live: boolean }>(
     'DELETE FROM sessions WHERE id_hash = $1 RETURNING customer_id, (expires_at > $2 AND last_seen_at > $3) AS live',
     [hashSessionId(sessionId), now, idleCutoff],
@@ -162,7 +161,7 @@ const liveCondition = 'expires_at > $2 AND last_seen_at > $3';
 
 function idleCutoffOf(clock: Clock): { now: Date; idleCutoff: Date } {
   const now = clock.now();
-  return { now, idleCutoff: new Date(now.getTime() - sessionIdleTimeoutSeconds * 1000) };
+  return { now, idleCutoff: secondsBefore(now, sessionIdleTimeoutSeconds) };
 }
 
 /** The customer's live sessions, newest first; `currentSessionId` is the caller's cookie, if any. */
@@ -203,9 +202,9 @@ export async function countLiveCustomerSessions(db: Queryable, clock: Clock, cus
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Deletes one of the customer's live sessions by its public handle. Null when the customer has no
- * such live session, whether the handle is malformed, unknown or another customer's: the caller
- * answers all three alike. Otherwise whether it was the session of `currentSessionId`.
+ * Deletes one of the customer's live sessions by its public handle, and tells whether it was the
+ * session of `currentSessionId`. Fails with `not_found` when the customer has no such live session,
+ * whether the handle is malformed, unknown or another customer's: the caller answers all three alike.
  */
 export async function revokeCustomerSession(
   db: Queryable,
@@ -213,15 +212,15 @@ export async function revokeCustomerSession(
   customerId: string,
   publicId: string,
   currentSessionId: string,
-): Promise<{ current: boolean } | null> {
-  if (!uuidPattern.test(publicId)) return null;
+): Promise<Result<{ current: boolean }, 'not_found'>> {
+  if (!uuidPattern.test(publicId)) return fail('not_found');
   const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<{ id_hash: string }>(
     `DELETE FROM sessions WHERE customer_id = $1 AND public_id = $4 AND ${liveCondition} RETURNING id_hash`,
     [customerId, now, idleCutoff, publicId],
   );
   const row = rows[0];
-  return row === undefined ? null : { current: row.id_hash === hashSessionId(currentSessionId) };
+  return row === undefined ? fail('not_found') : ok({ current: row.id_hash === hashSessionId(currentSessionId) });
 }
 
 /**
@@ -260,15 +259,11 @@ export async function deleteExpiredSessions(
   retentionSeconds: number,
   limit: number,
 ): Promise<number> {
-  const cutoff = clock.now().getTime() - retentionSeconds * 1000;
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM sessions WHERE id_hash IN (
-         SELECT id_hash FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2
-          LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [new Date(cutoff), new Date(cutoff - sessionIdleTimeoutSeconds * 1000), limit],
+  const cutoff = secondsBefore(clock.now(), retentionSeconds);
+  return deleteInBatch(
+    db,
+    { table: 'sessions', key: ['id_hash'], where: 'expires_at <= $1 OR last_seen_at <= $2' },
+    [cutoff, secondsBefore(cutoff, sessionIdleTimeoutSeconds)],
+    limit,
   );
-  return row?.n ?? 0;
 }

@@ -1,7 +1,7 @@
 import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
 import { customerCreatedAt, type CustomerRow } from './customers.js';
-import { channelFor, type AuthDeps } from './deps.js';
+import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
 import { deviceFamily } from './device-family.js';
 import { knownDeviceDays, recordSignIn, type DeviceKey } from './known-devices.js';
 import { listCustomerSessions, maskAddress, type SessionClient } from './sessions.js';
@@ -31,7 +31,7 @@ export function deviceKeyOf(client: SessionClient): DeviceKey {
  * seen and refreshed its row (openSignInSession): that answer is final and costs nothing more.
  */
 export async function noteSignIn(
-  deps: Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>,
+  deps: MessagingDeps,
   store: StoreContext,
   customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
   sessionId: string,

@@ -130,8 +130,7 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
       // The same erasure as the customer's own, without a password; a running service's
       // dispatcher finds the queued notice on its next poll.
       const result = await eraseAccount({ db, clock, keys: deps.keys, messagesQueued: () => {} }, store.name, row.id);
-      if (result !== 'deleted')
-        return { ok: false, error: `no customer with ${store.identityMode} ${command.identity}` };
+      if (!result.ok) return { ok: false, error: `no customer with ${store.identityMode} ${command.identity}` };
       await writeAuditEntry(db, clock, {
         event: 'account.deleted',
         customerId: row.id,

@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Clock } from '../clock.js';
+import { secondsBefore, type Clock } from '../clock.js';
 import { deliveryDefaults } from '../config.js';
 import { acceptedKeys, type Keys } from '../keys.js';
 import type { DeliveryOutcome } from '../metrics.js';
+import { PeriodicTask } from '../periodic.js';
 import type { Database } from '../storage/database.js';
 import type { Channel, Transports } from './message.js';
 import {
@@ -52,6 +53,8 @@ export interface DispatcherDeps {
   logger: FastifyBaseLogger;
   /** Told the outcome of every delivery attempt (for metrics). */
   delivered?: (channel: Channel, outcome: DeliveryOutcome) => void;
+  /** Told each pass over the outbox that failed (for metrics). */
+  passFailed?: () => void;
 }
 
 /**
@@ -61,10 +64,7 @@ export interface DispatcherDeps {
  */
 export class Dispatcher {
   private readonly options: DispatcherOptions;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = true;
+  private readonly loop: PeriodicTask;
   private lastBudgetWarningMs = -Infinity;
 
   constructor(
@@ -72,60 +72,45 @@ export class Dispatcher {
     options: Partial<DispatcherOptions> = {},
   ) {
     this.options = { ...defaultDispatcherOptions, ...options };
+    this.loop = new PeriodicTask(async (stopping) => void (await this.drain(stopping)), {
+      intervalMs: this.options.pollIntervalMs,
+      logger: deps.logger,
+      failureMessage: 'outbox dispatch failed; will retry',
+      failed: deps.passFailed,
+    });
   }
 
   start(): void {
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Look now: a message was just committed. */
   nudge(): void {
-    if (!this.stopped) this.schedule(0);
+    this.loop.wake();
   }
 
-  /** Sends every due message, batch after batch; returns how many were handled. For tests and the CLI. */
-  async drain(): Promise<number> {
+  /**
+   * Sends every due message, batch after batch, until none is left or `stopping()` says to leave
+   * the rest in the outbox (for another instance, or the next start); returns how many were
+   * handled. For the loop, tests and the CLI.
+   */
+  async drain(stopping: () => boolean = () => false): Promise<number> {
     let total = 0;
-    for (;;) {
+    while (!stopping()) {
       const handled = await this.runBatch();
       total += handled;
-      if (handled === 0) return total;
+      if (handled === 0) break;
     }
-  }
-
-  private schedule(delayMs: number): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.tick(), delayMs);
-    this.timer.unref();
-  }
-
-  private tick(): void {
-    if (this.running !== undefined) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drain()
-      .then(() => undefined)
-      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'outbox dispatch failed; will retry'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.stopped) return;
-        const delay = this.again ? 0 : this.options.pollIntervalMs;
-        this.again = false;
-        this.schedule(delay);
-      });
+    return total;
   }
 
   /** How many more messages the hourly budget allows right now. */
   private async remainingBudget(now: Date): Promise<number> {
-    const hourAgo = new Date(now.getTime() - 60 * 60 * 1000);
+    const hourAgo = secondsBefore(now, 60 * 60);
     const remaining = this.options.budgetPerHour - (await countSentSince(this.deps.db, hourAgo));
     if (remaining <= 0 && performance.now() - this.lastBudgetWarningMs > 60_000) {
       this.lastBudgetWarningMs = performance.now();

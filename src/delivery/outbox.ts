@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.js';
+import { secondsBefore, type Clock } from '../clock.js';
 import type { Keys } from '../keys.js';
-import type { Queryable } from '../storage/database.js';
+import { deleteInBatch, type Queryable } from '../storage/database.js';
 import type { Channel, MessagePurpose } from './message.js';
 import { sealContent } from './seal.js';
 import { renderMessage, type SignInDetails } from './templates.js';
@@ -159,18 +159,17 @@ export async function deleteFinishedMessages(
   }: { deliveredRetentionSeconds: number; failedRetentionSeconds: number },
   limit: number,
 ): Promise<number> {
-  const nowMs = clock.now().getTime();
-  const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM outbox WHERE id IN (
-         SELECT id FROM outbox
-          WHERE (status IN ('sent', 'dropped') AND updated_at <= $1) OR (status = 'failed' AND updated_at <= $2)
-          LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [new Date(nowMs - deliveredRetentionSeconds * 1000), new Date(nowMs - failedRetentionSeconds * 1000), limit],
+  const now = clock.now();
+  return deleteInBatch(
+    db,
+    {
+      table: 'outbox',
+      key: ['id'],
+      where: `(status IN ('sent', 'dropped') AND updated_at <= $1) OR (status = 'failed' AND updated_at <= $2)`,
+    },
+    [secondsBefore(now, deliveredRetentionSeconds), secondsBefore(now, failedRetentionSeconds)],
+    limit,
   );
-  return row?.n ?? 0;
 }
 
 /** A message the dispatcher has leased for one delivery attempt. */

@@ -1,6 +1,6 @@
 import type { Services } from '../services.js';
 import { MemoryCounterStore } from '../storage/counters.js';
-import { RateLimiter } from './rate-limit.js';
+import { RateLimiter, type Refusal } from './rate-limit.js';
 import { createReadinessProbe, type Readiness } from './readiness.js';
 
 /** Addresses the probe counters keep at most; probes come from a few load balancers, not the public. */
@@ -9,6 +9,8 @@ const probeCounterEntries = 10_000;
 /**
  * What the routes work with: the services plus the parts only the edge needs (rate limits, the
  * readiness probe). The edge builds these itself, so the composition root knows nothing of HTTP.
+ * Each route plugin takes only the parts it uses (its file's `type Deps = Pick<Edge, …>`); the app
+ * hands every plugin the whole edge.
  */
 export interface Edge extends Services {
   readiness: () => Promise<Readiness>;
@@ -22,7 +24,11 @@ export interface Edge extends Services {
 
 export function edgeOf(services: Services): Edge {
   const { config, db, counters, clock, metrics } = services;
-  const limited = (rule: { name: string }) => metrics.rateLimited.inc({ limit: rule.name });
+  // Every refusal, by either limiter, is counted and recorded where it happens: once per request.
+  const refused = ({ rule, requestId, clientAddress }: Refusal) => {
+    metrics.rateLimited.inc({ limit: rule.name });
+    services.audit({ event: 'rate_limited', clientAddress, requestId, details: { limit: rule.name } });
+  };
   // Built over the services, not copied from them: a part swapped later (a test's store cache) is
   // the one the routes see.
   const parts: Omit<Edge, keyof Services> = {
@@ -34,8 +40,8 @@ export function edgeOf(services: Services): Edge {
         for (const [dependency, up] of Object.entries(checks)) metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
       },
     }),
-    limiter: new RateLimiter(counters, clock, limited),
-    probeLimiter: new RateLimiter(new MemoryCounterStore(probeCounterEntries), clock, limited),
+    limiter: new RateLimiter(counters, clock, refused),
+    probeLimiter: new RateLimiter(new MemoryCounterStore(probeCounterEntries), clock, refused),
   };
   return Object.assign(Object.create(services) as Services, parts);
 }

@@ -37,7 +37,7 @@ const docsCsp = [
 
 /**
  * The OpenAPI 3.1 document is generated from the same route schemas that validate requests; this
- * must be registered before the routes so it sees them.
+ * must be registered on the root before the routes so it sees every scope's.
  */
 export async function registerOpenApi(app: FastifyInstance, config: Config, version: string): Promise<void> {
   await app.register(swagger, {
@@ -65,6 +65,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, vers
       },
     },
   });
+}
+
+/** The documents' pages: Swagger UI at /docs and the raw document at /api/v1/openapi.json. */
+export async function openApiPages(app: FastifyInstance): Promise<void> {
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: docsCsp,

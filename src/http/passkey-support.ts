@@ -8,7 +8,6 @@ import { ownOrigin } from './csrf.js';
 import { setPasskeyCookie } from './passkey-cookie.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
-import { customerRoute } from './route-support.js';
 
 /**
  * The relying party of this request: configured RP ID and origins, the store's name, and, when
@@ -26,7 +25,7 @@ export function describePasskeyRoute(operationId: string, summary: string, descr
 }
 
 /** What both passkey route modules share: the store setting, the audit, the options calls. */
-export function passkeyRouteSupport(services: Edge) {
+export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'limiter' | 'audit'>) {
   const { keys, limiter } = services;
   const secure = services.config.cookieSecure;
 
@@ -51,7 +50,7 @@ export function passkeyRouteSupport(services: Edge) {
     reply: FastifyReply,
     start: (rp: RelyingParty) => Promise<{ options: T; handle: string }>,
   ): Promise<T> {
-    await limiter.consume([[limits.passkeyChallenges, request.clientKey]]);
+    await limiter.consume(request, [[limits.passkeyChallenges, request.clientKey]]);
     const { options, handle } = await start(relyingParty(services, request));
     setPasskeyCookie(reply, keys.csrf, handle, secure);
     return options;
@@ -59,7 +58,7 @@ export function passkeyRouteSupport(services: Edge) {
 
   return {
     /** Every passkey route's options: a customer route, and 404 while the store setting is off. */
-    gate: { config: customerRoute, preValidation: requireSetting },
+    gate: { preValidation: requireSetting },
     audit,
     ceremonyOptions,
     /** Keys that may have signed a challenge cookie, the current one first. */

@@ -34,12 +34,25 @@ export const limits = {
 
 export type LimitHit = [rule: LimitRule, subject: string];
 
+/** The request being counted: its id and the client's address (a FastifyRequest is one). */
+export interface Caller {
+  readonly id: string;
+  readonly ip: string;
+}
+
+/** A request a limit turned away, for the metrics and the audit trail. */
+export interface Refusal {
+  rule: LimitRule;
+  requestId: string;
+  clientAddress: string;
+}
+
 export class RateLimiter {
   constructor(
     private readonly counters: CounterStore,
     private readonly clock: Clock,
-    /** Told which limit refused a request (for metrics). */
-    private readonly limited: (rule: LimitRule) => void = () => {},
+    /** Told of every refusal, once, with the limit that refused. */
+    private readonly refused: (refusal: Refusal) => void = () => {},
   ) {}
 
   /**
@@ -47,7 +60,7 @@ export class RateLimiter {
    * an atomic increment, then the comparison: of N parallel requests at the limit, exactly the
    * allowed number see a count within it.
    */
-  async consume(hits: LimitHit[]): Promise<void> {
+  async consume(caller: Caller, hits: LimitHit[]): Promise<void> {
     const nowMs = this.clock.now().getTime();
     const counts = await Promise.all(
       hits.map(([rule, subject]) => this.counters.increment(keyOf(rule, subject), rule.windowSeconds, nowMs)),
@@ -60,7 +73,7 @@ export class RateLimiter {
       }
     });
     if (worst !== undefined) {
-      this.limited(worst.rule);
+      this.refused({ rule: worst.rule, requestId: caller.id, clientAddress: caller.ip });
       throw limitedError(worst.rule, worst.resetAtMs, nowMs);
     }
   }
@@ -94,25 +107,16 @@ function keyOf(rule: LimitRule, subject: string): string {
   return keyName('rl', rule.name, subject);
 }
 
-/** A 429 that remembers which limit refused the request (for the audit trail, never the client). */
-export class RateLimitedError extends ProblemError {
-  constructor(
-    readonly rule: LimitRule,
-    retryAfterSeconds: number,
-  ) {
-    super(
-      'rate_limited',
-      {},
-      {
-        'retry-after': retryAfterSeconds,
-        'ratelimit-limit': rule.limit,
-        'ratelimit-remaining': 0,
-        'ratelimit-reset': retryAfterSeconds,
-      },
-    );
-  }
-}
-
-function limitedError(rule: LimitRule, resetAtMs: number, nowMs: number): RateLimitedError {
-  return new RateLimitedError(rule, Math.max(1, Math.ceil((resetAtMs - nowMs) / 1000)));
+function limitedError(rule: LimitRule, resetAtMs: number, nowMs: number): ProblemError {
+  const retryAfterSeconds = Math.max(1, Math.ceil((resetAtMs - nowMs) / 1000));
+  return new ProblemError(
+    'rate_limited',
+    {},
+    {
+      'retry-after': retryAfterSeconds,
+      'ratelimit-limit': rule.limit,
+      'ratelimit-remaining': 0,
+      'ratelimit-reset': retryAfterSeconds,
+    },
+  );
 }

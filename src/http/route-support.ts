@@ -12,8 +12,11 @@ import { limits } from './rate-limit.js';
 import { AcceptedStatus, bodyProblemResponses, IdentityBody } from './schemas.js';
 import { textFields, validationErrors } from './validation.js';
 
+/** The parts of the edge the domain's dependencies are made from (see authDeps). */
+export type AuthDepsSource = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher'>;
+
 /** What the domain's flows need from the running services; the same for every route module. */
-export function authDeps(services: Edge): AuthDeps {
+export function authDeps(services: AuthDepsSource): AuthDeps {
   return {
     db: services.db,
     clock: services.clock,
@@ -37,9 +40,6 @@ export async function signedIn(
   if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
   return { sessionId, customer };
 }
-
-// Routes behind the store gate: 503 store_unavailable while the store is paused or closed.
-export const customerRoute = { customer: true };
 
 export function describe(operationId: string, summary: string, description: string) {
   // Public unless a route says otherwise: these are used before a session exists.
@@ -103,7 +103,7 @@ export function refuseInvalidBody(
  * identities cannot be probed.
  */
 export function messageRequestRoute(
-  services: Edge,
+  services: AuthDepsSource & Pick<Edge, 'limiter' | 'background'>,
   route: {
     path: string;
     /** Names the background work and the per-identity counters. */
@@ -118,7 +118,6 @@ export function messageRequestRoute(
     app.post(
       route.path,
       {
-        config: customerRoute,
         schema: {
           ...describe(
             route.operationId,
@@ -132,7 +131,7 @@ export function messageRequestRoute(
       async (request, reply) => {
         const identity = identityOf(request);
         const subject = `${route.operation}:${identity.key}`;
-        await services.limiter.consume([
+        await services.limiter.consume(request, [
           [limits.messagesPerIdentityMinute, subject],
           [limits.messagesPerIdentityHour, subject],
           [limits.messagesPerAddress, request.clientKey],

@@ -20,3 +20,42 @@ export class DatabaseUnavailableError extends Error {
     this.name = 'DatabaseUnavailableError';
   }
 }
+
+/** Rows a table's own module wants gone; every name is a constant of that module, never input. */
+export interface BatchDelete {
+  table: string;
+  /** The column or columns that identify a row. */
+  key: readonly string[];
+  /** A condition over `table`'s own columns, with parameters $1…$n. */
+  where: string;
+}
+
+const sqlName = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * Deletes up to `limit` rows matching `where` and returns how many. Rows another transaction has
+ * locked are skipped, never waited for, so janitors in several instances share the work without
+ * deleting a row twice, and the small batch keeps any one statement's row locks short-lived.
+ */
+export async function deleteInBatch(
+  db: Queryable,
+  { table, key, where }: BatchDelete,
+  params: readonly unknown[],
+  limit: number,
+): Promise<number> {
+  for (const name of [table, ...key]) {
+    if (!sqlName.test(name)) throw new Error(`not a plain SQL name: ${JSON.stringify(name)}`);
+  }
+  if (key.length === 0) throw new Error(`no key columns for ${table}`);
+  const columns = key.join(', ');
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM ${table} WHERE (${columns}) IN (
+         SELECT ${columns} FROM ${table} WHERE ${where}
+          LIMIT $${params.length + 1} FOR UPDATE OF ${table} SKIP LOCKED)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [...params, limit],
+  );
+  return row?.n ?? 0;
+}

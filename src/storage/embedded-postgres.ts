@@ -165,9 +165,10 @@ function urls(dataDir: string): { url: string; adminUrl: string } {
   };
 }
 
-/** Does a server answer on the folder's socket? */
-async function answers(adminUrl: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 });
+/** Does a server answer (on the folder's socket, or wherever `target` says)? */
+export async function answers(target: string | pg.ClientConfig): Promise<boolean> {
+  const config = typeof target === 'string' ? { connectionString: target } : target;
+  const client = new pg.Client({ ...config, connectionTimeoutMillis: 5_000 });
   client.on('error', () => {});
   try {
     await client.connect();

@@ -39,7 +39,7 @@ function escapeAttribute(text: string): string {
 }
 
 /** The sign-in page at `/`: plain HTML and a small script (two modules) that uses the public API like a storefront. */
-export function signInPage(services: Edge): FastifyPluginAsync {
+export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
   return async (app) => {
     const read = (name: string) => fs.readFileSync(path.join(publicDir, name), 'utf8');
     const template = read('index.html');

@@ -16,8 +16,8 @@ describe('the registration and verification flows', () => {
     const { deps, store } = domainOf(t);
     const result = await register(deps, await store(), registration({ email: '  Ada@Example.com ' }));
     assert.ok(result.ok, JSON.stringify(result));
-    assert.deepEqual(result.customer.identity, { type: 'email', value: 'ada@example.com', verified_at: null });
-    assert.equal(await verifiedAt(t, result.customer.id), null);
+    assert.deepEqual(result.value.identity, { type: 'email', value: 'ada@example.com', verified_at: null });
+    assert.equal(await verifiedAt(t, result.value.id), null);
     assert.match(await t.codeFor('ada@example.com', 'verification'), /^\d{6}$/);
   });
 
@@ -26,7 +26,7 @@ describe('the registration and verification flows', () => {
     const { deps, store } = domainOf(t);
     assert.ok((await register(deps, await store(), registration())).ok);
     const again = await register(deps, await store(), registration({ email: 'ADA@example.com' }));
-    assert.deepEqual(again, { ok: false, reason: 'identity_unavailable' });
+    assert.deepEqual(again, { ok: false, error: 'identity_unavailable' });
     const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
     assert.equal(row?.n, 1);
   });
@@ -39,8 +39,8 @@ describe('the registration and verification flows', () => {
       await store(),
       registration({ name: ' ', email: 'not an email', password_confirmation: 'something else' }),
     );
-    assert.ok(!result.ok && result.reason === 'invalid', JSON.stringify(result));
-    assert.deepEqual(Object.keys(result.errors).sort(), ['email', 'name', 'password_confirmation']);
+    assert.ok(!result.ok && result.error === 'invalid', JSON.stringify(result));
+    assert.deepEqual(Object.keys(result.fields).sort(), ['email', 'name', 'password_confirmation']);
     assert.deepEqual(await t.deliver(), []);
   });
 
@@ -51,14 +51,16 @@ describe('the registration and verification flows', () => {
     assert.ok(registered.ok);
     const code = await t.codeFor('ada@example.com', 'verification');
 
-    assert.equal(await verifyIdentity(deps, await store(), email('ada@example.com'), otherThan(code)), null);
-    assert.equal(await verifiedAt(t, registered.customer.id), null);
+    const refused = { ok: false, error: 'invalid_challenge' };
+    assert.deepEqual(await verifyIdentity(deps, await store(), email('ada@example.com'), otherThan(code)), refused);
+    assert.equal(await verifiedAt(t, registered.value.id), null);
     t.clock.advance(60);
     const verified = await verifyIdentity(deps, await store(), email('ada@example.com'), code);
-    assert.equal(verified?.identity.verified_at, t.clock.now().toISOString());
-    assert.equal(
+    assert.ok(verified.ok, JSON.stringify(verified));
+    assert.equal(verified.value.identity.verified_at, t.clock.now().toISOString());
+    assert.deepEqual(
       await verifyIdentity(deps, await store(), email('ada@example.com'), code),
-      null,
+      refused,
       'a code is spent once',
     );
   });
@@ -66,7 +68,8 @@ describe('the registration and verification flows', () => {
   test('verifyIdentity answers an unknown identity as it answers a wrong code', async () => {
     const t = await harness.start();
     const { deps, store } = domainOf(t);
-    assert.equal(await verifyIdentity(deps, await store(), email('nobody@example.com'), '123456'), null);
-    assert.equal(await verifyIdentity(deps, await store(), email('not an email'), '123456'), null);
+    const refused = { ok: false, error: 'invalid_challenge' };
+    assert.deepEqual(await verifyIdentity(deps, await store(), email('nobody@example.com'), '123456'), refused);
+    assert.deepEqual(await verifyIdentity(deps, await store(), email('not an email'), '123456'), refused);
   });
 });

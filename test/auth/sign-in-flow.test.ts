@@ -18,7 +18,7 @@ const newPassword = 'difference engine 1822';
 async function registered(domain: Domain): Promise<string> {
   const result = await register(domain.deps, await domain.store(), registration());
   assert.ok(result.ok, JSON.stringify(result));
-  return result.customer.id;
+  return result.value.id;
 }
 
 describe('the sign-in flows', () => {
@@ -31,14 +31,14 @@ describe('the sign-in flows', () => {
     const id = await registered(domain);
 
     const wrong = await login(deps, await store(), email('ada@example.com'), 'not the password', undefined, client);
-    assert.deepEqual(wrong, { ok: false, customerId: id });
+    assert.deepEqual(wrong, { ok: false, error: 'refused', customerId: id });
     const unknown = await login(deps, await store(), email('nobody@example.com'), password, undefined, client);
-    assert.deepEqual(unknown, { ok: false, customerId: null });
+    assert.deepEqual(unknown, { ok: false, error: 'refused', customerId: null });
     assert.equal(await count(t, 'sessions'), 0);
 
     const result = await login(deps, await store(), email('ADA@example.com'), password, undefined, client);
     assert.ok(result.ok);
-    assert.equal(result.customer.id, id);
+    assert.equal(result.value.customer.id, id);
     assert.equal(await count(t, 'sessions WHERE customer_id = $1 AND expires_at > $2', [id, t.clock.now()]), 1);
   });
 
@@ -54,9 +54,12 @@ describe('the sign-in flows', () => {
     const input = { identity: email('ada@example.com'), password: newPassword, password_confirmation: newPassword };
     assert.deepEqual(await resetPassword(deps, await store(), { ...input, code: otherThan(code) }), {
       ok: false,
-      reason: 'invalid_challenge',
+      error: 'invalid_challenge',
     });
-    assert.deepEqual(await resetPassword(deps, await store(), { ...input, code }), { ok: true, customerId: id });
+    assert.deepEqual(await resetPassword(deps, await store(), { ...input, code }), {
+      ok: true,
+      value: { customerId: id },
+    });
 
     assert.equal(await count(t, 'sessions'), 0);
     assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
@@ -73,8 +76,8 @@ describe('the sign-in flows', () => {
     const code = await t.codeFor('ada@example.com', 'password_reset');
     const weak = { identity: email('ada@example.com'), code, password: 'short', password_confirmation: 'short' };
     const refused = await resetPassword(deps, await store(), weak);
-    assert.ok(!refused.ok && refused.reason === 'invalid', JSON.stringify(refused));
-    assert.deepEqual(Object.keys(refused.errors), ['password']);
+    assert.ok(!refused.ok && refused.error === 'invalid', JSON.stringify(refused));
+    assert.deepEqual(Object.keys(refused.fields), ['password']);
     const strong = { ...weak, password: newPassword, password_confirmation: newPassword };
     assert.equal((await resetPassword(deps, await store(), strong)).ok, true, 'the code is still live');
   });
@@ -96,11 +99,11 @@ describe('the sign-in flows', () => {
       undefined,
       client,
     );
-    assert.deepEqual(wrong, { ok: false, customerId: id });
+    assert.deepEqual(wrong, { ok: false, error: 'refused', customerId: id });
 
     const result = await loginWithCode(deps, await store(), email('ada@example.com'), code, undefined, client);
     assert.ok(result.ok);
-    assert.equal(result.customer.id, id);
+    assert.equal(result.value.customer.id, id);
     assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
     assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), 1);
     const again = await loginWithCode(deps, await store(), email('ada@example.com'), code, undefined, client);

@@ -228,6 +228,42 @@ describe('the outbox dispatcher', () => {
     assert.deepEqual(statuses, [{ status: 'sent', attempts: 1, n: 200 }]);
   });
 
+  test('stop ends a running dispatch after the batch in flight and leaves the rest in the outbox', async () => {
+    const t = await harness.start();
+    for (const to of ['one@example.com', 'two@example.com', 'three@example.com']) await enqueue(t, { ...notice, to });
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let firstSend: () => void = () => undefined;
+    const sending = new Promise<void>((resolve) => (firstSend = resolve));
+    const sent: string[] = [];
+    const gated: Transports['email'] = {
+      name: 'gated',
+      async send(message) {
+        firstSend();
+        await held;
+        sent.push(message.to);
+      },
+    };
+    const dispatcher = new Dispatcher(
+      {
+        db: t.db,
+        clock: t.clock,
+        keys: t.services.keys,
+        transports: { email: gated, sms: gated },
+        logger: t.services.logger,
+      },
+      { batchSize: 1 },
+    );
+    dispatcher.start();
+    await sending;
+    const stopped = dispatcher.stop();
+    release();
+    await stopped;
+    assert.equal(sent.length, 1);
+    const statuses = (await outboxRows(t.db)).map((row) => row.status).sort();
+    assert.deepEqual(statuses, ['pending', 'pending', 'sent']);
+  });
+
   test('listOutbox lists newest first and filters by status', async () => {
     const t = await harness.start();
     const first = await enqueue(t, { ...notice, to: 'one@example.com' });

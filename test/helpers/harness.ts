@@ -1,6 +1,4 @@
-import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { loadConfig } from '../../src/config.js';
@@ -10,6 +8,7 @@ import type { Database } from '../../src/storage/database.js';
 import type { CounterStore } from '../../src/storage/counters.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { FakeClock } from './clock.js';
+import { capturingLogger } from './logs.js';
 import { perDescribe } from './per-describe.js';
 import { openTestDatabase, openTestCounterStore, truncateAll } from './database.js';
 
@@ -138,14 +137,7 @@ export async function createHarness({ counterStore = () => openTestCounterStore(
     await truncateAll(db);
     const clock = new FakeClock();
     const outbox = new RecordingTransport();
-    const logs: Array<Record<string, unknown>> = [];
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n')) if (line !== '') logs.push(JSON.parse(line));
-        done();
-      },
-    });
-    const logger = pino({ level: 'info' }, stream);
+    const { logger, lines: logs } = capturingLogger();
     const config = loadConfig({ APP_SECRET: testSecret, DATA_DIR: '/nonexistent', ...options.env });
     const transports: Transports = { email: outbox, sms: outbox };
     const services = await openServices(config, logger, {

@@ -4,9 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import pg from 'pg';
 import { serverAccount, type Account } from '../../src/storage/embedded-postgres-folder.js';
-import { binaries } from '../../src/storage/embedded-postgres.js';
+import { answers, binaries } from '../../src/storage/embedded-postgres.js';
 import { unusedPort } from '../delivery/servers.js';
 import type { TestCertificates } from './tls.js';
 
@@ -182,20 +181,9 @@ export async function startTlsPostgres(certificates: TestCertificates): Promise<
   const output = collect(child);
   const stop = stopper(child, 'SIGINT', folder); // SIGINT: fast shutdown
   const ca = fs.readFileSync(certificates.caFile, 'utf8');
-  const answers = async () => {
-    const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, ssl: { ca } });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      return true;
-    } catch {
-      return false;
-    } finally {
-      await client.end().catch(() => {});
-    }
-  };
+  const serverAnswers = () => answers({ host: '127.0.0.1', port, user: 'postgres', password, ssl: { ca } });
   try {
-    await until(answers, child, output, 'PostgreSQL with TLS');
+    await until(serverAnswers, child, output, 'PostgreSQL with TLS');
   } catch (error) {
     await stop();
     throw error;

@@ -6,14 +6,28 @@ import { api, auth } from '../helpers/harness.js';
  * the arbitraries of bodies, headers, queries and paths (plausible values mixed with hostile ones).
  */
 
-export type Field = 'name' | 'email' | 'phone' | 'password' | 'password_confirmation' | 'identity' | 'code';
+export type Field =
+  | 'name'
+  | 'email'
+  | 'phone'
+  | 'password'
+  | 'password_confirmation'
+  | 'identity'
+  | 'code'
+  | 'current_password'
+  | 'credential';
 
 export interface Endpoint {
   name: string;
   method: 'GET' | 'POST';
+  /** May hold `:id`, filled with one of the pool's ids or anything else. */
   path: string;
   success: number[];
   fields: Field[];
+  /** A signed-in call: most cases carry the seeded customer's session, so they reach the handler. */
+  signedIn?: boolean;
+  /** A passkey ceremony: most cases carry a fresh challenge cookie from this kind of options call. */
+  ceremony?: 'register' | 'login';
 }
 
 export const endpoints: Endpoint[] = [
@@ -157,8 +171,74 @@ export interface Pool {
   identityField: 'email' | 'phone';
   identity: string;
   password: string;
+  /** What `current_password` offers besides wrong ones: the password, or not when success would end the session. */
+  currentPasswords: string[];
   codes: string[];
+  /** Public handles a path's `:id` may name: another session of the customer, their passkey. */
+  ids: string[];
 }
+
+/**
+ * In a case's body, a credential the fuzzer replaces as it sends the case: a real one, made by the
+ * seeded software authenticator for a fresh challenge, with one member replaced (or none).
+ */
+export const realCredential = '__real_credential__';
+export type CredentialMutation = [path: string, value: unknown] | null;
+
+const base64urlText = fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes).toString('base64url'));
+const credentialMembers = [
+  'id',
+  'rawId',
+  'type',
+  'response',
+  'response.clientDataJSON',
+  'response.authenticatorData',
+  'response.attestationObject',
+  'response.signature',
+  'response.userHandle',
+  'response.transports',
+  'clientExtensionResults',
+  'authenticatorAttachment',
+];
+
+/** Credentials: real ones with a member replaced, made-up ones of the right shape, and anything else. */
+export const credentials: fc.Arbitrary<unknown> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc
+      .option(
+        fc.tuple(
+          fc.constantFrom(...credentialMembers),
+          fc.oneof({ weight: 3, arbitrary: base64urlText }, { weight: 1, arbitrary: anyJson }),
+        ),
+        { freq: 6 },
+      )
+      .map((mutation): Record<string, CredentialMutation> => ({ [realCredential]: mutation })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      {
+        id: base64urlText,
+        rawId: base64urlText,
+        type: fc.constantFrom('public-key', 'password', ''),
+        response: fc.record(
+          {
+            clientDataJSON: base64urlText,
+            authenticatorData: base64urlText,
+            attestationObject: base64urlText,
+            signature: base64urlText,
+            userHandle: base64urlText,
+          },
+          { requiredKeys: [] },
+        ),
+        clientExtensionResults: fc.constant({}),
+      },
+      { requiredKeys: ['type'] },
+    ),
+  },
+  { weight: 1, arbitrary: anyJson },
+);
 
 export function plausible(field: Field, pool: Pool): fc.Arbitrary<unknown> {
   switch (field) {
@@ -178,6 +258,10 @@ export function plausible(field: Field, pool: Pool): fc.Arbitrary<unknown> {
       );
     case 'code':
       return fc.oneof(fc.constantFrom(...pool.codes), sixDigits);
+    case 'current_password':
+      return fc.constantFrom(...pool.currentPasswords, 'analytical engine 1844', 'password1', 'x');
+    case 'credential':
+      return credentials;
   }
 }
 
@@ -398,6 +482,45 @@ export interface FuzzCase {
   payload: string | Buffer | undefined;
 }
 
+/** In a case's Cookie header, a challenge cookie the fuzzer fills with a fresh one as it sends the case. */
+export const freshChallenge = '__fresh_challenge__';
+
+/**
+ * Headers that reach a signed-in or ceremony handler: the seeded session, and for a ceremony mostly
+ * a fresh challenge cookie, with a few other headers of any value. No Origin or Sec-Fetch-Site, so
+ * the caller is not a browser and the CSRF token is not asked for (the CSRF suites cover that).
+ */
+function reachingHeaders(endpoint: Endpoint, sessions: SessionPool): fc.Arbitrary<Record<string, string>> {
+  const challenge =
+    endpoint.ceremony === undefined
+      ? fc.constant(false)
+      : fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) });
+  return fc
+    .tuple(
+      fc.dictionary(fc.constantFrom('x-request-id', 'user-agent', 'accept-language', 'x-forwarded-for'), printable, {
+        maxKeys: 2,
+      }),
+      endpoint.signedIn === true ? fc.constant(true) : fc.boolean(),
+      challenge,
+    )
+    .map(([headers, withSession, withChallenge]) => {
+      const cookie = [
+        ...(withSession ? [`storefront_session=${sessions.session}`] : []),
+        ...(withChallenge ? [`storefront_passkey_challenge=${freshChallenge}`] : []),
+      ].join('; ');
+      return cookie === '' ? headers : { ...headers, cookie };
+    });
+}
+
+/** What a path's `:id` is given: one of the pool's handles, any segment, or one that does not decode. */
+function ids(pool: Pool): fc.Arbitrary<string> {
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(...pool.ids) },
+    { weight: 2, arbitrary: fc.webSegment() },
+    { weight: 1, arbitrary: fc.constantFrom('%zz', '%00', '..', 'a'.repeat(300), '%E0%A4%A') },
+  );
+}
+
 export function caseArbitrary(endpoint: Endpoint, pool: Pool, sessions: SessionPool): fc.Arbitrary<FuzzCase> {
   // GET endpoints get a body now and then too: it must not matter.
   const body =
@@ -407,9 +530,19 @@ export function caseArbitrary(endpoint: Endpoint, pool: Pool, sessions: SessionP
           { weight: 9, arbitrary: fc.constant(undefined) },
           { weight: 1, arbitrary: payloads(endpoint.fields, pool) },
         );
-  return fc.tuple(body, contentTypes, headerArbitrary(sessions), queries).map(([payload, type, headers, query]) => ({
+  const headers =
+    endpoint.signedIn === true || endpoint.ceremony !== undefined
+      ? fc.oneof(
+          { weight: 4, arbitrary: reachingHeaders(endpoint, sessions) },
+          { weight: 1, arbitrary: headerArbitrary(sessions) },
+        )
+      : headerArbitrary(sessions);
+  const path = endpoint.path.includes(':id')
+    ? ids(pool).map((id) => endpoint.path.replace(':id', id))
+    : fc.constant(endpoint.path);
+  return fc.tuple(body, contentTypes, headers, queries, path).map(([payload, type, headers, query, path]) => ({
     method: endpoint.method,
-    url: query === undefined ? endpoint.path : `${endpoint.path}?${query}`,
+    url: query === undefined ? path : `${path}?${query}`,
     headers: { ...headers, ...(type === undefined || payload === undefined ? {} : { 'content-type': type }) },
     payload,
   }));

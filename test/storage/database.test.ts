@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { DatabaseUnavailableError, type Database } from '../../src/storage/database.js';
+import { DatabaseUnavailableError, deleteInBatch, type Database } from '../../src/storage/database.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { openTestDatabase, testBackends, type TestDatabase } from '../helpers/database.js';
 
@@ -88,6 +88,52 @@ describe(`the database layer (${testBackends.database})`, () => {
       ),
     );
     assert.equal(results.filter((rows) => rows.length === 1).length, 1);
+  });
+
+  test('deleteInBatch deletes at most its limit of matching rows, by a composite key too, and counts them', async () => {
+    await db.exec(`
+      CREATE TABLE pairs (a integer, b integer, at integer NOT NULL, PRIMARY KEY (a, b));
+      INSERT INTO pairs SELECT 1, n, n FROM generate_series(1, 5) AS n;
+      INSERT INTO pairs SELECT 2, n, n FROM generate_series(1, 5) AS n;
+    `);
+    const old = { table: 'pairs', key: ['a', 'b'], where: 'at <= $1 AND a = $2' } as const;
+    assert.equal(await deleteInBatch(db, old, [3, 1], 2), 2);
+    assert.equal(await deleteInBatch(db, old, [3, 1], 2), 1);
+    assert.equal(await deleteInBatch(db, old, [3, 1], 2), 0);
+    const left = await db.query<{ a: number; b: number }>('SELECT a, b FROM pairs ORDER BY a, b');
+    assert.deepEqual(
+      left.map(({ a, b }) => `${a}.${b}`),
+      ['1.4', '1.5', '2.1', '2.2', '2.3', '2.4', '2.5'],
+    );
+  });
+
+  test(
+    'deleteInBatch skips rows another transaction holds instead of waiting for them',
+    { timeout: 10_000 },
+    async () => {
+      const named = (names: string[]) => db.query(`INSERT INTO things (name) SELECT unnest($1::text[])`, [names]);
+      await named(['held', 'free-1', 'free-2']);
+      const gone = { table: 'things', key: ['id'], where: "name IN ('held', 'free-1', 'free-2')" };
+      const removed = await db.transaction(async (tx) => {
+        await tx.query("SELECT 1 FROM things WHERE name = 'held' FOR UPDATE");
+        return deleteInBatch(db, gone, [], 10);
+      });
+      assert.equal(removed, 2);
+      assert.deepEqual(await db.query("SELECT name FROM things WHERE name IN ('held', 'free-1', 'free-2')"), [
+        { name: 'held' },
+      ]);
+    },
+  );
+
+  test('deleteInBatch refuses a table or key that is not a plain SQL name', async () => {
+    for (const target of [
+      { table: 'things; DROP TABLE things', key: ['id'] },
+      { table: 'things', key: ['id) OR (1=1'] },
+      { table: 'things', key: [] },
+    ]) {
+      await assert.rejects(deleteInBatch(db, { ...target, where: 'true' }, [], 1), /SQL name|no key/);
+    }
+    assert.ok((await db.query('SELECT 1 FROM things')).length > 0);
   });
 });
 

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { configuredCounterStore } from '../../src/services.js';
 import type { CounterStore } from '../../src/storage/counters.js';
@@ -10,17 +8,7 @@ import { api, createHarness, testSecret } from '../helpers/harness.js';
 import { makeTestCertificates, type TestCertificates } from '../helpers/tls.js';
 import { startTlsRedis, type TlsServer } from '../helpers/tls-servers.js';
 import { keyValueContract } from './key-value-contract.js';
-
-function capturingLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line !== '') lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
+import { capturingLogger } from '../helpers/logs.js';
 
 let certificates: TestCertificates;
 let redis: TlsServer;

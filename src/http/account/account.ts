@@ -1,14 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
-import { changeName, changePassword, changePasswordErrors } from '../../auth/account.js';
+import { changeName, changePassword } from '../../auth/account.js';
+import { newPasswordErrors } from '../../auth/registration.js';
 import { validateName } from '../../auth/registration.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
-import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
+import { authDeps, type AuthDepsSource, refuseInvalidBody, signedIn } from '../route-support.js';
+
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
 
 function describe(operationId: string, summary: string, description: string) {
   // Every account route needs the session cookie.
@@ -16,7 +20,7 @@ function describe(operationId: string, summary: string, description: string) {
 }
 
 /** The signed-in customer's own account: password and name. */
-export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function accountRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 
@@ -28,7 +32,6 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/password/change',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -51,10 +54,10 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { sessionId, customer } = await signedIn(services, request);
-        refuseInvalidBody(request, changePasswordErrors);
+        refuseInvalidBody(request, newPasswordErrors);
         // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
         await limiter
-          .consume([
+          .consume(request, [
             [limits.loginAttempts, request.clientKey],
             [limits.failedLogins, customer.identity_value],
           ])
@@ -67,17 +70,17 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
           address: request.ip,
         });
         if (!result.ok) {
-          if (result.reason === 'unauthenticated') throw new ProblemError('unauthenticated');
-          const wrong = result.errors['current_password'] !== undefined;
+          if (result.error === 'unauthenticated') throw new ProblemError('unauthenticated');
+          const wrong = result.error === 'wrong_password';
           metrics.passwordChanges.inc({ outcome: wrong ? 'wrong_password' : 'invalid' });
           // A guess at the password from a signed-in session, recorded as a failed login is.
           if (wrong) audit(request, 'reauthentication.failed', customer.id, { operation: 'password.change' });
-          throw new ProblemError('validation_failed', { errors: result.errors });
+          throw new ProblemError('validation_failed', { errors: result.fields });
         }
         metrics.passwordChanges.inc({ outcome: 'success' });
         audit(request, 'password.changed', customer.id);
         limiter.forget(limits.failedLogins, customer.identity_value, request.log);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
         return { status: 'password_changed' as const };
       },
     );
@@ -85,7 +88,6 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/profile',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.'),
@@ -103,15 +105,15 @@ export function accountRoutes(services: Edge): FastifyPluginAsyncTypebox {
           if (fields['name'] !== undefined) validateName(fields['name'], errors);
           return errors;
         });
-        await limiter.consume([[limits.profileChanges, customer.id]]);
+        await limiter.consume(request, [[limits.profileChanges, customer.id]]);
         const result = await changeName(deps, customer.id, request.body.name);
         if (!result.ok) {
-          throw result.reason === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.errors })
+          throw result.error === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.fields })
             : new ProblemError('unauthenticated');
         }
         audit(request, 'profile.changed', customer.id);
-        return result.customer;
+        return result.value;
       },
     );
   };

@@ -16,14 +16,17 @@ import {
   DeletedStatus,
   problemResponses,
 } from '../schemas.js';
-import { customerRoute, signedIn } from '../route-support.js';
+import { signedIn } from '../route-support.js';
+
+/** The parts of the edge these routes use. */
+type Deps = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'metrics' | 'limiter' | 'audit'>;
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
 }
 
 /** The signed-in customer's own data: export it, or delete the account. */
-export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function erasureRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics } = services;
   const sessionCookie = settings.sessionCookieName;
   const deps = {
@@ -42,7 +45,6 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.get(
       '/account/export',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'exportAccount',
@@ -54,9 +56,10 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { customer, sessionId } = await signedIn(services, request);
-        await limiter.consume([[limits.accountExports, customer.id]]);
-        const data = await exportAccount(deps, customer.id, sessionId);
-        if (data === null) throw new ProblemError('unauthenticated');
+        await limiter.consume(request, [[limits.accountExports, customer.id]]);
+        const exported = await exportAccount(deps, customer.id, sessionId);
+        if (!exported.ok) throw new ProblemError('unauthenticated');
+        const data = exported.value;
         audit(request, 'account.exported', customer.id);
         metrics.accountRequests.inc({ operation: 'export' });
         const day = data.exported_at.slice(0, 10);
@@ -68,7 +71,6 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/account/delete',
       {
-        config: customerRoute,
         // The session is checked before the body: without one the answer is 401, whatever was sent.
         attachValidation: true,
         schema: {
@@ -93,7 +95,7 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
           throw new ProblemError('validation_failed', { errors: validationErrors(failure.validation) });
         }
         // The failed-login limit of the identity, as at login: a stolen session cannot guess on.
-        await limiter.consume([
+        await limiter.consume(request, [
           [limits.loginAttempts, request.clientKey],
           [limits.failedLogins, customer.identity_value],
         ]);
@@ -103,11 +105,11 @@ export function erasureRoutes(services: Edge): FastifyPluginAsyncTypebox {
           customer,
           request.body.current_password,
         );
-        if (result === 'gone') throw new ProblemError('unauthenticated');
-        if (result === 'wrong_password') {
+        if (!result.ok) {
+          if (result.error === 'gone') throw new ProblemError('unauthenticated');
           // A guess at the password from a signed-in session, recorded as a failed login is.
           audit(request, 'reauthentication.failed', customer.id, { operation: 'account.delete' });
-          throw new ProblemError('validation_failed', { errors: { current_password: [wrongCurrentPassword] } });
+          throw new ProblemError('validation_failed', { errors: result.fields });
         }
         limiter.forget(limits.failedLogins, customer.identity_value, request.log);
         audit(request, 'account.deleted', customer.id);

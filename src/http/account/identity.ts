@@ -10,11 +10,14 @@ import {
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { authDeps, customerRoute, refuseInvalidBody, signedIn } from '../route-support.js';
+import { authDeps, type AuthDepsSource, refuseInvalidBody, signedIn } from '../route-support.js';
 import { identityChangeSchema, identityConfirmSchema } from './identity-schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
+
 /** The signed-in customer moving their account to another email address or phone number. */
-export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function identityRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { metrics, limiter } = services;
   const deps = authDeps(services);
 
@@ -26,7 +29,6 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/identity/change',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: identityChangeSchema,
       },
@@ -37,7 +39,7 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
         const count = (outcome: string) => metrics.identityChanges.inc({ step: 'request', outcome });
         // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
         await limiter
-          .consume([
+          .consume(request, [
             [limits.loginAttempts, request.clientKey],
             [limits.failedLogins, customer.identity_value],
           ])
@@ -47,18 +49,19 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
           });
         const checked = await checkIdentityChange(deps, store, customer, request.body);
         if (!checked.ok) {
-          count(checked.wrongPassword ? 'wrong_password' : 'invalid');
+          count(checked.error);
           // A guess at the password from a signed-in session, recorded as a failed login is.
-          if (checked.wrongPassword) {
+          if (checked.error === 'wrong_password') {
             audit(request, 'reauthentication.failed', customer.id, { operation: 'identity.change' });
           }
-          throw new ProblemError('validation_failed', { errors: checked.errors });
+          throw new ProblemError('validation_failed', { errors: checked.fields });
         }
+        const newIdentityValue = checked.value;
         limiter.forget(limits.failedLogins, customer.identity_value, request.log);
         // The message limits of resend and forgot, per new identity and per address.
-        const subject = `identity-change:${checked.newIdentityValue}`;
+        const subject = `identity-change:${newIdentityValue}`;
         await limiter
-          .consume([
+          .consume(request, [
             [limits.messagesPerIdentityMinute, subject],
             [limits.messagesPerIdentityHour, subject],
             [limits.messagesPerAddress, request.clientKey],
@@ -72,7 +75,7 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
         // Answered before the new identity is looked up, so the time to answer cannot tell whether
         // it has an account (as forgot-password does).
         services.background.run('identity-change', () =>
-          requestIdentityChange(deps, store, customer.id, checked.newIdentityValue),
+          requestIdentityChange(deps, store, customer.id, newIdentityValue),
         );
         reply.code(202);
         return { status: 'accepted' as const };
@@ -82,20 +85,19 @@ export function identityRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/identity/confirm',
       {
-        config: customerRoute,
         schema: identityConfirmSchema,
       },
       async (request) => {
         const { sessionId, customer } = await signedIn(services, request);
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
         const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
         if (!result.ok) {
-          metrics.identityChanges.inc({ step: 'confirm', outcome: result.reason });
-          throw new ProblemError(result.reason === 'invalid_challenge' ? 'invalid_identity_challenge' : result.reason);
+          metrics.identityChanges.inc({ step: 'confirm', outcome: result.error });
+          throw new ProblemError(result.error === 'invalid_challenge' ? 'invalid_identity_challenge' : result.error);
         }
         metrics.identityChanges.inc({ step: 'confirm', outcome: 'changed' });
         audit(request, 'identity.changed', customer.id);
-        return result.customer;
+        return result.value;
       },
     );
   };

@@ -9,7 +9,7 @@ import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
 import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { authDeps, signedIn } from '../route-support.js';
+import { authDeps, type AuthDepsSource, signedIn } from '../route-support.js';
 import {
   credentialRefused,
   listPasskeysSchema,
@@ -18,8 +18,11 @@ import {
   removePasskeySchema,
 } from './passkeys-schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit'>;
+
 /** Passkeys in the account area: adding one, listing them, removing one. Each needs the session. */
-export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function passkeyRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { limiter, db } = services;
   const deps = authDeps(services);
   const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
@@ -45,7 +48,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { customer } = await signedIn(services, request);
-        await limiter.consume([[limits.passkeyChanges, customer.id]]);
+        await limiter.consume(request, [[limits.passkeyChanges, customer.id]]);
         const errors: FieldErrors = {};
         const name = request.body.name === undefined ? undefined : validateName(request.body.name, errors);
         if (Object.keys(errors).length > 0) throw new ProblemError('validation_failed', { errors });
@@ -61,9 +64,9 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
         );
         clearPasskeyCookie(reply, secure);
         if (!result.ok) throw new ProblemError('validation_failed', { errors: { credential: [credentialRefused] } });
-        audit(request, 'passkey.added', customer.id, { passkey: result.passkey.id });
+        audit(request, 'passkey.added', customer.id, { passkey: result.value.id });
         reply.code(201);
-        return result.passkey;
+        return result.value;
       },
     );
 
@@ -87,7 +90,7 @@ export function passkeyRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const { customer } = await signedIn(services, request);
-        await limiter.consume([[limits.passkeyChanges, customer.id]]);
+        await limiter.consume(request, [[limits.passkeyChanges, customer.id]]);
         if (!(await removePasskey(db, customer.id, request.params.id))) throw new ProblemError('not_found');
         audit(request, 'passkey.removed', customer.id, { passkey: request.params.id, by: 'customer' });
         return { status: 'deleted' as const };

@@ -7,14 +7,17 @@ import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { customerProblems, problemResponses, RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
-import { customerRoute, signedIn } from '../route-support.js';
+import { signedIn } from '../route-support.js';
+
+/** The parts of the edge these routes use. */
+type Deps = Pick<Edge, 'db' | 'clock' | 'keys' | 'config' | 'metrics' | 'limiter' | 'audit'>;
 
 function describe(operationId: string, summary: string, description: string) {
   return { tags: ['auth'], operationId, summary, description, security: [{ session: [] }] };
 }
 
 /** The account area: the signed-in customer's own sessions. */
-export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function sessionRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, limiter, metrics, db, clock } = services;
   const sessionCookie = settings.sessionCookieName;
 
@@ -38,7 +41,6 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.get(
       '/sessions',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'listSessions',
@@ -58,7 +60,6 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/:id/revoke',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'revokeSession',
@@ -75,12 +76,13 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const { sessionId, customer } = await signedIn(services, request);
         const customerId = customer.id;
-        await limiter.consume([[limits.sessionRevocations, customerId]]);
+        await limiter.consume(request, [[limits.sessionRevocations, customerId]]);
         const revoked = await revokeCustomerSession(db, clock, customerId, request.params.id, sessionId);
-        if (revoked === null) throw new ProblemError('not_found');
+        if (!revoked.ok) throw new ProblemError('not_found');
+        const { current } = revoked.value;
         metrics.sessionsRevoked.inc({ scope: 'one' });
-        audit(request, customerId, { count: '1', current: String(revoked.current), by: 'customer' });
-        if (revoked.current) signOut(reply);
+        audit(request, customerId, { count: '1', current: String(current), by: 'customer' });
+        if (current) signOut(reply);
         return { status: 'revoked' as const };
       },
     );
@@ -88,7 +90,6 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/sessions/revoke-others',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'revokeOtherSessions',
@@ -101,7 +102,7 @@ export function sessionRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request) => {
         const { sessionId, customer } = await signedIn(services, request);
         const customerId = customer.id;
-        await limiter.consume([[limits.sessionRevocations, customerId]]);
+        await limiter.consume(request, [[limits.sessionRevocations, customerId]]);
         const count = await revokeCustomerSessions(db, clock, customerId, sessionId);
         metrics.sessionsRevoked.inc({ scope: 'others' }, count);
         audit(request, customerId, { count: String(count), current: 'false', by: 'customer' });

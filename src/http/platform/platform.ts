@@ -2,17 +2,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Edge } from '../edge.js';
 import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
-import { customerRoute } from '../route-support.js';
 import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
 
 export const apiVersion = 'v1';
 
 /** The public endpoints: never behind the store gate, so a shut shop can still be checked. */
 const tags = ['platform'];
-/** Health probes: kept out of the customer calls' counters, CORS and request log (see app.ts). */
+/** Health probes: kept out of the customer calls' counters and CORS (http/scopes.ts) and the request log (app.ts). */
 const probe = { probe: true, cors: false } as const;
 
-export function platformRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function platformRoutes(services: Pick<Edge, 'config' | 'readiness'>): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/platform',
@@ -30,7 +29,12 @@ export function platformRoutes(services: Edge): FastifyPluginAsyncTypebox {
         api_version: apiVersion,
       }),
     );
+  };
+}
 
+/** The load balancer's liveness and readiness probes. */
+export function probeRoutes(services: Edge): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       '/health/live',
       {
@@ -72,12 +76,11 @@ export function platformRoutes(services: Edge): FastifyPluginAsyncTypebox {
 }
 
 /** GET /api/v1/csrf-cookie and its Sanctum-style alias: a fresh XSRF-TOKEN, no server-side state. */
-export function csrfCookieRoute(services: Edge, url: string): FastifyPluginAsyncTypebox {
+export function csrfCookieRoute(services: Pick<Edge, 'config' | 'keys'>, url: string): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       url,
       {
-        config: customerRoute,
         schema: {
           tags: ['auth'],
           security: [],

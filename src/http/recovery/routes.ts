@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requestPasswordReset, resetPassword, resetPasswordErrors } from '../../auth/password-reset.js';
+import { requestPasswordReset, resetPassword } from '../../auth/password-reset.js';
+import { newPasswordErrors } from '../../auth/registration.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import {
   auditor,
   authDeps,
-  customerRoute,
+  type AuthDepsSource,
   describe,
   identityOf,
   messageRequestRoute,
@@ -14,8 +15,11 @@ import {
 } from '../route-support.js';
 import { bodyProblemResponses, PasswordResetStatus, ResetPasswordBody } from '../schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit' | 'background'>;
+
 /** Recovery: ask for a reset code, set a new password with it. */
-export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function recoveryRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { limiter } = services;
   const deps = authDeps(services);
   const audit = auditor(services);
@@ -34,7 +38,6 @@ export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/password/reset',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -50,15 +53,15 @@ export function recoveryRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        refuseInvalidBody(request, resetPasswordErrors);
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
+        refuseInvalidBody(request, newPasswordErrors);
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
         const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
         if (!result.ok) {
-          throw result.reason === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.errors })
+          throw result.error === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.fields })
             : new ProblemError('invalid_identity_challenge');
         }
-        audit(request, 'password.reset', result.customerId);
+        audit(request, 'password.reset', result.value.customerId);
         return { status: 'password_reset' as const };
       },
     );

@@ -7,7 +7,7 @@ import { limits } from '../rate-limit.js';
 import {
   auditor,
   authDeps,
-  customerRoute,
+  type AuthDepsSource,
   describe,
   identityOf,
   messageRequestRoute,
@@ -15,8 +15,11 @@ import {
 } from '../route-support.js';
 import { bodyProblemResponses, Customer, RegisterBody, VerifyBody } from '../schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit' | 'background'>;
+
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
-export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function registrationRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { limiter } = services;
   const deps = authDeps(services);
   const audit = auditor(services);
@@ -25,7 +28,6 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/register',
       {
-        config: customerRoute,
         attachValidation: true,
         schema: {
           ...describe(
@@ -50,23 +52,22 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         refuseInvalidBody(request, (fields) => registrationErrors(request.store, fields, deps.allowedCallingCodes));
-        await limiter.consume([[limits.registrations, request.clientKey]]);
+        await limiter.consume(request, [[limits.registrations, request.clientKey]]);
         const result = await register(deps, request.store, request.body);
         if (!result.ok) {
-          throw result.reason === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.errors })
+          throw result.error === 'invalid'
+            ? new ProblemError('validation_failed', { errors: result.fields })
             : new ProblemError('identity_unavailable');
         }
-        audit(request, 'customer.registered', result.customer.id);
+        audit(request, 'customer.registered', result.value.id);
         reply.code(201);
-        return result.customer;
+        return result.value;
       },
     );
 
     app.post(
       '/verify',
       {
-        config: customerRoute,
         schema: {
           ...describe(
             'verify',
@@ -78,11 +79,11 @@ export function registrationRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]);
-        const customer = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
-        if (customer === null) throw new ProblemError('invalid_identity_challenge');
-        audit(request, 'customer.verified', customer.id);
-        return customer;
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
+        const result = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
+        if (!result.ok) throw new ProblemError('invalid_identity_challenge');
+        audit(request, 'customer.verified', result.value.id);
+        return result.value;
       },
     );
 

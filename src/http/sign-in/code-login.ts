@@ -7,14 +7,17 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { authDeps, customerRoute, describe, identityOf } from '../route-support.js';
+import { authDeps, type AuthDepsSource, describe, identityOf } from '../route-support.js';
+
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
 
 /**
  * Signing in with a code sent to the identity, where the store allows it
  * (`auth.sign_in_with_code`). With the setting off both paths answer 404 not_found, before the
  * body is looked at, as if they did not exist.
  */
-export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function codeLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
 
@@ -37,7 +40,6 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/code/request',
       {
-        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
@@ -52,7 +54,7 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const identity = identityOf(request);
         const subject = `sign-in-code:${identity.key}`;
-        await limiter.consume([
+        await limiter.consume(request, [
           [limits.messagesPerIdentityMinute, subject],
           [limits.messagesPerIdentityHour, subject],
           [limits.messagesPerAddress, request.clientKey],
@@ -68,7 +70,6 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
     app.post(
       '/code/login',
       {
-        config: customerRoute,
         preValidation: requireSetting,
         schema: {
           ...describe(
@@ -84,7 +85,7 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await limiter.consume([[limits.codeAttempts, request.clientKey]]).catch((error: unknown) => {
+        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]).catch((error: unknown) => {
           metrics.logins.inc({ outcome: 'throttled' });
           throw error;
         });
@@ -98,10 +99,10 @@ export function codeLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
           audit(request, 'login.failed', result.customerId);
           throw new ProblemError('invalid_identity_challenge');
         }
-        audit(request, 'login.succeeded', result.customer.id);
-        reportSignInNotice(request.log, metrics, result.signInNotice);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
-        return { auth_type: 'session' as const, customer: result.customer };
+        audit(request, 'login.succeeded', result.value.customer.id);
+        reportSignInNotice(request.log, metrics, result.value.signInNotice);
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
+        return { auth_type: 'session' as const, customer: result.value.customer };
       },
     );
   };

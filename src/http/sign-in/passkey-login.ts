@@ -7,14 +7,17 @@ import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
 import { describePasskeyRoute, passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { authDeps } from '../route-support.js';
+import { authDeps, type AuthDepsSource } from '../route-support.js';
 import { AuthSession, bodyProblemResponses, customerProblems, problemResponses } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
+
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
 
 export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
 
 /** Signing in with a passkey: no session needed, and the answer of a login. */
-export function passkeyLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function passkeyLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
   const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
@@ -60,7 +63,7 @@ export function passkeyLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await limiter.consume([[limits.loginAttempts, request.clientKey]]).catch((error: unknown) => {
+        await limiter.consume(request, [[limits.loginAttempts, request.clientKey]]).catch((error: unknown) => {
           metrics.logins.inc({ outcome: 'throttled' });
           throw error;
         });
@@ -76,16 +79,16 @@ export function passkeyLoginRoutes(services: Edge): FastifyPluginAsyncTypebox {
         clearPasskeyCookie(reply, secure);
         metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
-          const details: Record<string, string> = { method: 'passkey', reason: result.reason };
+          const details: Record<string, string> = { method: 'passkey', reason: result.error };
           if (result.passkeyId !== undefined) details['passkey'] = result.passkeyId;
           audit(request, 'login.failed', result.customerId, details);
           // One answer for every cause: it must not tell a stranger's passkey from a stale challenge.
           throw new ProblemError('unauthenticated', {}, {}, passkeyLoginRefusedDetail);
         }
-        audit(request, 'login.succeeded', result.customer.id, { method: 'passkey' });
-        reportSignInNotice(request.log, metrics, result.signInNotice);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
-        return { auth_type: 'session' as const, customer: result.customer };
+        audit(request, 'login.succeeded', result.value.customer.id, { method: 'passkey' });
+        reportSignInNotice(request.log, metrics, result.value.signInNotice);
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
+        return { auth_type: 'session' as const, customer: result.value.customer };
       },
     );
   };

@@ -6,12 +6,15 @@ import { setCsrfCookie } from '../csrf.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { auditor, authDeps, customerRoute, identityOf } from '../route-support.js';
+import { auditor, authDeps, type AuthDepsSource, identityOf } from '../route-support.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
 import { loginRefusedDetail, loginSchema, logoutSchema, sessionSchema } from './password-schemas.js';
 
+/** The parts of the edge these routes use. */
+type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
+
 /** Signing in with a password, asking who is signed in, and signing out. */
-export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox {
+export function passwordSignInRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config: settings, keys, metrics, limiter } = services;
   const deps = authDeps(services);
   const audit = auditor(services);
@@ -21,14 +24,13 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
     app.post(
       '/login',
       {
-        config: customerRoute,
         schema: loginSchema,
       },
       async (request, reply) => {
         const identity = identityOf(request);
         // Counted before the password check so parallel guesses cannot exceed the limit; forgiven on success.
         await limiter
-          .consume([
+          .consume(request, [
             [limits.loginAttempts, request.clientKey],
             [limits.failedLogins, identity.key],
           ])
@@ -45,11 +47,11 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
           // One text for all three refusals: it must not tell which part was wrong.
           throw new ProblemError('unauthenticated', {}, {}, loginRefusedDetail);
         }
-        audit(request, 'login.succeeded', result.customer.id, { method: 'password' });
-        reportSignInNotice(request.log, metrics, result.signInNotice);
+        audit(request, 'login.succeeded', result.value.customer.id, { method: 'password' });
+        reportSignInNotice(request.log, metrics, result.value.signInNotice);
         limiter.forget(limits.failedLogins, identity.key, request.log);
-        startSessionCookies(reply, settings, keys.csrf, result.sessionId);
-        return { auth_type: 'session' as const, customer: result.customer };
+        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
+        return { auth_type: 'session' as const, customer: result.value.customer };
       },
     );
 
@@ -57,7 +59,6 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
     app.get(
       '/session',
       {
-        config: customerRoute,
         schema: sessionSchema,
       },
       async (request) => {
@@ -72,7 +73,6 @@ export function passwordSignInRoutes(services: Edge): FastifyPluginAsyncTypebox 
     app.post(
       '/logout',
       {
-        config: customerRoute,
         schema: logoutSchema,
       },
       async (request, reply) => {
