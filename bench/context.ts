@@ -147,7 +147,9 @@ export async function recordRss(
   when: string,
   peak = service.memory(),
 ): Promise<RssSample> {
-  const { settled } = await waitUntilSettled(service.pid);
+  // Idle means quiet for 5 s: long enough for the service's collection after a burst
+  // (src/idle-collection.ts, 3 s of a quiet event loop) to have run and its pages to be handed back.
+  const { settled } = await waitUntilSettled(service.pid, { quietWindows: 20, maxMs: 40_000 });
   const sample = { figure, when, peak, settledAt: service.memory(), settled };
   context.rss.push(sample);
   return sample;

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import type { Config } from './config.js';
+import { IdleCollector, processHeap } from './idle-collection.js';
 import { openServices } from './services.js';
 import { DataFolderBusyError } from './storage/embedded-postgres.js';
 
@@ -113,6 +114,7 @@ export async function serve(config: Config): Promise<void> {
   }
   if (metrics !== undefined) logger.info({ metrics: metrics.address }, `metrics at ${metrics.address}`);
 
+  const idleCollector = new IdleCollector(processHeap(), logger);
   const openConnections = () => promisify(app.server.getConnections.bind(app.server))().catch(() => -1);
 
   /**
@@ -145,6 +147,7 @@ export async function serve(config: Config): Promise<void> {
       }, config.shutdown.timeoutSeconds * 1000);
 
       app.draining = true;
+      idleCollector.stop();
       // SIGINT is a person at a terminal, not an orchestrator with a load balancer in front.
       const delaySeconds = signal === 'SIGTERM' ? config.shutdown.delaySeconds : 0;
       logger.info(
@@ -195,6 +198,7 @@ export async function serve(config: Config): Promise<void> {
     await services.close();
     throw listenError(error, servicePort, config.port, config.host) ?? error;
   }
+  idleCollector.start();
   const store = await services.store.get();
   logger.info(
     {

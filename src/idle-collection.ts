@@ -1,0 +1,103 @@
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import type { FastifyBaseLogger } from 'fastify';
+
+/**
+ * Gives memory back once a burst is over. V8 runs a major collection only when the heap next needs
+ * room, so what a burst promoted to the old generation (requests, evicted counter windows,
+ * background tasks that lived a few milliseconds too long) stays resident for as long as the
+ * service then idles: measured, 90 MB and more after a flood of new addresses, with no collection
+ * in 80 s of quiet. This checks once a second; when the event loop has been quiet (busy under 2%
+ * of the time) for three checks in a row and the heap has grown by 32 MB since the smallest it was
+ * seen, it runs one full collection: 35–65 ms of the main thread after such a flood, then V8 hands
+ * the freed pages back within a second. A busy service is never paused by it, and an idle one that
+ * has not grown is left alone, so it runs at most once per burst.
+ */
+export interface IdleCollectionSettings {
+  intervalMs: number;
+  quietChecks: number;
+  /** The event loop's busy share (0 to 1) under which a check counts as quiet. */
+  quietShare: number;
+  growthBytes: number;
+}
+
+export const idleCollectionSettings: IdleCollectionSettings = {
+  intervalMs: 1000,
+  quietChecks: 3,
+  quietShare: 0.02,
+  growthBytes: 32 * 1024 * 1024,
+};
+
+/** What the collector reads and does: the process's own, or a test's. */
+export interface HeapControl {
+  /** The event loop's busy share since the previous call. */
+  busyShare(): number;
+  heapUsed(): number;
+  collect(): void;
+}
+
+/** V8's full collection, as `--expose-gc` would give it, without exposing it to the program. */
+function fullCollection(): () => void {
+  v8.setFlagsFromString('--expose-gc');
+  try {
+    // Only contexts made while the flag is set get `gc`; the program's own never does.
+    return vm.runInNewContext('gc') as () => void;
+  } finally {
+    v8.setFlagsFromString('--no-expose-gc');
+  }
+}
+
+export function processHeap(): HeapControl {
+  const collect = fullCollection();
+  let last: EventLoopUtilization = performance.eventLoopUtilization();
+  return {
+    busyShare() {
+      const now = performance.eventLoopUtilization();
+      const share = performance.eventLoopUtilization(now, last).utilization;
+      last = now;
+      return share;
+    },
+    heapUsed: () => v8.getHeapStatistics().used_heap_size,
+    collect,
+  };
+}
+
+export class IdleCollector {
+  private timer: NodeJS.Timeout | undefined;
+  private quiet = 0;
+  private smallest = Infinity;
+
+  constructor(
+    private readonly heap: HeapControl,
+    private readonly logger: FastifyBaseLogger,
+    private readonly settings: IdleCollectionSettings = idleCollectionSettings,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.check(), this.settings.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** One check; returns whether it collected. */
+  check(): boolean {
+    const used = this.heap.heapUsed();
+    this.smallest = Math.min(this.smallest, used);
+    this.quiet = this.heap.busyShare() < this.settings.quietShare ? this.quiet + 1 : 0;
+    if (this.quiet < this.settings.quietChecks || used - this.smallest < this.settings.growthBytes) return false;
+    const startedMs = performance.now();
+    this.heap.collect();
+    const after = this.heap.heapUsed();
+    this.smallest = after;
+    this.quiet = 0;
+    this.logger.debug(
+      { freed_mb: Math.round((used - after) / 2 ** 20), ms: Math.round(performance.now() - startedMs) },
+      'idle: ran a full garbage collection',
+    );
+    return true;
+  }
+}

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { IdleCollector, idleCollectionSettings, processHeap, type HeapControl } from '../src/idle-collection.js';
+import { capturingLogger } from './helpers/logs.js';
+
+const mb = 2 ** 20;
+
+/** A heap the test drives: how busy the event loop was, how much is used, what a collection leaves. */
+function scriptedHeap(start: number) {
+  const heap = { busy: 0, used: start, afterCollection: start, collections: 0 };
+  const control: HeapControl = {
+    busyShare: () => heap.busy,
+    heapUsed: () => heap.used,
+    collect: () => {
+      heap.collections += 1;
+      heap.used = heap.afterCollection;
+    },
+  };
+  return { heap, control };
+}
+
+function collector(control: HeapControl) {
+  return new IdleCollector(control, capturingLogger().logger);
+}
+
+/** Runs `count` checks and returns how many of them collected. */
+function checks(target: IdleCollector, count: number): number {
+  let collected = 0;
+  for (let i = 0; i < count; i += 1) if (target.check()) collected += 1;
+  return collected;
+}
+
+const { quietChecks, quietShare, growthBytes } = idleCollectionSettings;
+
+describe('the collection after a burst', () => {
+  test('runs once the event loop has been quiet for the set number of checks after the heap grew', () => {
+    const { heap, control } = scriptedHeap(40 * mb);
+    const target = collector(control);
+    assert.equal(target.check(), false);
+    heap.busy = 0.6; // a burst
+    heap.used = 40 * mb + growthBytes + mb;
+    assert.equal(checks(target, 5), 0, 'never while busy');
+    heap.busy = 0;
+    assert.equal(checks(target, quietChecks - 1), 0, 'not before the quiet has lasted');
+    assert.equal(target.check(), true);
+    assert.equal(heap.collections, 1);
+    assert.equal(checks(target, 20), 0, 'once per burst: the heap has not grown since');
+  });
+
+  test('leaves a quiet heap alone that has not grown enough', () => {
+    const { heap, control } = scriptedHeap(40 * mb);
+    const target = collector(control);
+    target.check();
+    heap.used = 40 * mb + growthBytes - mb;
+    assert.equal(checks(target, 10), 0);
+    assert.equal(heap.collections, 0);
+  });
+
+  test('measures growth from the smallest heap seen, so a collection V8 ran itself resets it', () => {
+    const { heap, control } = scriptedHeap(90 * mb);
+    const target = collector(control);
+    heap.busy = 0.5;
+    target.check();
+    heap.used = 40 * mb; // V8 collected during the burst
+    target.check();
+    heap.used = 40 * mb + growthBytes - mb;
+    heap.busy = 0;
+    assert.equal(checks(target, 10), 0, 'grown less than the threshold since the smallest');
+    heap.used = 40 * mb + growthBytes + mb;
+    assert.equal(checks(target, quietChecks), 1);
+  });
+
+  test('a check just above the quiet share starts the count again', () => {
+    const { heap, control } = scriptedHeap(40 * mb);
+    const target = collector(control);
+    heap.busy = 0.5;
+    target.check();
+    heap.used = 40 * mb + growthBytes + mb;
+    for (let round = 0; round < 5; round += 1) {
+      heap.busy = 0;
+      assert.equal(checks(target, quietChecks - 1), 0);
+      heap.busy = quietShare; // not under the share
+      assert.equal(target.check(), false);
+    }
+    assert.equal(heap.collections, 0);
+  });
+
+  test("the process's own collection frees garbage without exposing gc to the program", () => {
+    const heap = processHeap();
+    assert.equal((globalThis as { gc?: unknown }).gc, undefined);
+    let garbage: unknown[] | undefined = Array.from({ length: 300_000 }, (_, i) => ({ i, text: `item ${i}` }));
+    const withGarbage = heap.heapUsed();
+    assert.ok(garbage.length > 0);
+    garbage = undefined;
+    heap.collect();
+    assert.ok(heap.heapUsed() < withGarbage - 10 * mb, `${heap.heapUsed() / mb} MB left of ${withGarbage / mb} MB`);
+    const share = heap.busyShare();
+    assert.ok(share >= 0 && share <= 1);
+  });
+});
