@@ -198,12 +198,17 @@ export async function claimDueMessages(
   limit: number,
 ): Promise<ClaimedMessage[]> {
   return db.query<ClaimedMessage>(
-    `UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1
-      WHERE id IN (SELECT id FROM outbox
-                    WHERE status = 'pending' AND next_attempt_at <= $1
-                      AND (locked_until IS NULL OR locked_until <= $1)
-                    ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-      RETURNING id::text AS id, channel, purpose, recipient, sealed_body, attempts, window_started_at,
+    // The batch is picked once (a materialized CTE): as a plain `id IN (subquery)` the planner may
+    // run the subquery again for every row, and each run skips the rows this statement has just
+    // leased and hands over the next ones, past the limit.
+    `WITH batch AS MATERIALIZED (
+       SELECT id FROM outbox
+        WHERE status = 'pending' AND next_attempt_at <= $1
+          AND (locked_until IS NULL OR locked_until <= $1)
+        ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+     UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1
+      FROM batch WHERE outbox.id = batch.id
+      RETURNING outbox.id::text AS id, channel, purpose, recipient, sealed_body, attempts, window_started_at,
         (SELECT c.consumed_at IS NOT NULL OR c.voided_at IS NOT NULL OR c.expires_at <= $1
            FROM challenges c WHERE c.id = outbox.challenge_id) AS pointless`,
     [now, leaseEnd, limit],

@@ -49,10 +49,14 @@ export async function deleteInBatch(
   if (key.length === 0) throw new Error(`no key columns for ${table}`);
   const columns = key.join(', ');
   const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM ${table} WHERE (${columns}) IN (
-         SELECT ${columns} FROM ${table} WHERE ${where}
-          LIMIT $${params.length + 1} FOR UPDATE OF ${table} SKIP LOCKED)
+    // The batch is picked once (a materialized CTE): as a plain `IN (subquery)` the planner may run
+    // the subquery again for every row, and each run skips the rows this statement has just
+    // deleted and hands over the next ones, past the limit.
+    `WITH batch AS MATERIALIZED (
+       SELECT ${columns} FROM ${table} WHERE ${where}
+        LIMIT $${params.length + 1} FOR UPDATE OF ${table} SKIP LOCKED),
+     gone AS (
+       DELETE FROM ${table} WHERE (${columns}) IN (SELECT ${columns} FROM batch)
        RETURNING 1)
      SELECT count(*)::int AS n FROM gone`,
     [...params, limit],

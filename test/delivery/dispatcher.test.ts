@@ -2,13 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
 import type { Transports } from '../../src/delivery/message.js';
-import { enqueueMessage, listOutbox, retryOutboxMessage, type NewMessage } from '../../src/delivery/outbox.js';
+import {
+  claimDueMessages,
+  enqueueMessage,
+  listOutbox,
+  retryOutboxMessage,
+  type NewMessage,
+} from '../../src/delivery/outbox.js';
 import { unsealContent } from '../../src/delivery/seal.js';
 import { createLogTransport } from '../../src/delivery/transports/log.js';
 import { auth, useHarness, RecordingTransport, registration, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
 import { resetWithCode } from '../helpers/customers.js';
+import { forceNestedLoopRescans } from '../helpers/query-plans.js';
 
 const notice: NewMessage = {
   channel: 'email',
@@ -226,6 +233,21 @@ describe('the outbox dispatcher', () => {
       'SELECT status, attempts, count(*)::int AS n FROM outbox GROUP BY status, attempts',
     );
     assert.deepEqual(statuses, [{ status: 'sent', attempts: 1, n: 200 }]);
+  });
+
+  test('a claim leases at most its limit whatever plan the server picks', async () => {
+    const t = await harness.start();
+    for (const to of ['one@example.com', 'two@example.com', 'three@example.com']) await enqueue(t, { ...notice, to });
+    const now = t.clock.now();
+    // A rescanned LIMIT … FOR UPDATE SKIP LOCKED skips the rows the statement itself just leased
+    // and hands over the next ones: without a batch picked once, this leased all three (and a
+    // dispatcher sent past its batch and its hourly budget).
+    const claimed = await t.db.transaction(async (tx) => {
+      await forceNestedLoopRescans(tx);
+      return claimDueMessages(tx, now, new Date(now.getTime() + 60_000), 1);
+    });
+    assert.equal(claimed.length, 1);
+    assert.equal((await t.db.query('SELECT id FROM outbox WHERE locked_until IS NOT NULL')).length, 1);
   });
 
   test('stop ends a running dispatch after the batch in flight and leaves the rest in the outbox', async () => {

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { DatabaseUnavailableError, deleteInBatch, type Database } from '../../src/storage/database.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { openTestDatabase, testBackends, type TestDatabase } from '../helpers/database.js';
+import { forceNestedLoopRescans } from '../helpers/query-plans.js';
 
 /** What the domain relies on from any Database: run on the embedded server, and on PostgreSQL with DATABASE_URL. */
 describe(`the database layer (${testBackends.database})`, () => {
@@ -105,6 +106,22 @@ describe(`the database layer (${testBackends.database})`, () => {
       left.map(({ a, b }) => `${a}.${b}`),
       ['1.4', '1.5', '2.1', '2.2', '2.3', '2.4', '2.5'],
     );
+  });
+
+  test('deleteInBatch keeps to its limit when the plan scans the batch again for every row', async () => {
+    await db.exec(`
+      CREATE TABLE queue (id integer PRIMARY KEY, done boolean NOT NULL);
+      INSERT INTO queue SELECT n, true FROM generate_series(1, 5) AS n;
+    `);
+    const done = { table: 'queue', key: ['id'], where: 'done' } as const;
+    // A rescanned LIMIT … FOR UPDATE skips the rows the statement itself just deleted and hands
+    // over the next ones: without a batch picked once, this deleted all five.
+    const removed = await db.transaction(async (tx) => {
+      await forceNestedLoopRescans(tx);
+      return deleteInBatch(tx, done, [], 1);
+    });
+    assert.equal(removed, 1);
+    assert.equal((await db.query('SELECT id FROM queue')).length, 4);
   });
 
   test(
