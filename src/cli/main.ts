@@ -8,7 +8,7 @@ import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
 import { deriveKeys } from '../keys.js';
 import { serve, StartupError } from '../serve.js';
 import { openDatabase } from '../services.js';
-import { DatabaseUnavailableError } from '../storage/database.js';
+import { DatabaseUnavailableError, type Database } from '../storage/database.js';
 import { pino } from 'pino';
 import { DataFolderBusyError, LegacyDataFolderError } from '../storage/embedded-postgres.js';
 import { migrate } from '../storage/migrations.js';
@@ -179,50 +179,58 @@ export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'se
 }
 
 /**
- * Runs an operator command on the database. In embedded mode it connects to the server the running
- * service owns through its socket, or starts the server for the length of the command when no
- * service runs. A running service sees store changes through its short store cache.
+ * Runs `work` on the database, migrated and with its store row. In embedded mode it connects to the
+ * server the running service owns through its socket, or starts the server for the length of the
+ * command when no service runs. A running service sees store changes through its short store cache.
  */
-async function execute(config: Config, command: AdminCommand): Promise<AdminResult> {
+async function withStore<T>(
+  config: Config,
+  work: (db: Database, secret: string) => Promise<T>,
+  { allowLegacyFolder = false } = {},
+): Promise<T> {
   const opened = await openDatabase(config, {
     shareRunning: true,
+    allowLegacyFolder,
     max: 2,
     log: pino({ level: 'warn', base: { service: 'storefront-auth' } }, pino.destination(2)),
   });
   try {
     await migrate(opened.db);
     await ensureStore(opened.db, systemClock, config.initialStore);
-    const keys = deriveKeys(opened.secret, config.appSecretPrevious);
-    return await runAdminCommand(
-      { db: opened.db, clock: systemClock, retention: config.retention, config, keys },
-      command,
-    );
+    return await work(opened.db, opened.secret);
   } finally {
     await opened.release();
   }
 }
 
+function execute(config: Config, command: AdminCommand): Promise<AdminResult> {
+  return withStore(config, (db, secret) =>
+    runAdminCommand(
+      {
+        db,
+        clock: systemClock,
+        retention: config.retention,
+        config,
+        keys: deriveKeys(secret, config.appSecretPrevious),
+      },
+      command,
+    ),
+  );
+}
+
 /**
- * Copies an earlier version's PGlite folder into the store the configuration names, migrated to
- * this version first. The folder may still sit in DATA_DIR: this is the command that empties it.
+ * Copies an earlier version's PGlite folder into the store the configuration names. The folder may
+ * still sit in DATA_DIR: this is the command that empties it.
  */
 async function runImport(config: Config, folder: string): Promise<ImportSummary> {
   // What can be found wrong without the store is found before the store is started.
   checkLegacyFolder(folder);
   await loadPglite();
-  const opened = await openDatabase(config, {
-    shareRunning: true,
-    allowLegacyFolder: true,
-    max: 2,
-    log: pino({ level: 'warn', base: { service: 'storefront-auth' } }, pino.destination(2)),
-  });
-  try {
-    await migrate(opened.db);
-    await ensureStore(opened.db, systemClock, config.initialStore);
-    return await importLegacyFolder(opened.db, folder, (line) => process.stderr.write(`storefront-auth: ${line}\n`));
-  } finally {
-    await opened.release();
-  }
+  return withStore(
+    config,
+    (db) => importLegacyFolder(db, folder, (line) => process.stderr.write(`storefront-auth: ${line}\n`)),
+    { allowLegacyFolder: true },
+  );
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -212,6 +212,7 @@ describe('storefront-auth import', () => {
       // Embedded: the store is the server of DATA_DIR itself. Otherwise this file's database.
       const extra: Record<string, string> =
         testBackends.database === 'embedded' ? {} : { DATABASE_URL: harness.databaseUrl, APP_SECRET: appSecret };
+      // Against the server, this file's database is emptied first (the earlier tests left customers).
       if (testBackends.database !== 'embedded') await (await harness.start()).close();
       const env = cliEnv(dataDir, extra);
 
