@@ -40,10 +40,10 @@ interface PgliteModule {
   };
 }
 
-/** PGlite, or one line telling the operator how to install it. `specifier` is the package's name. */
-export async function loadPglite(specifier: string = pglitePackage): Promise<PgliteModule> {
+/** PGlite, or one line telling the operator how to install it. */
+export async function loadPglite(): Promise<PgliteModule> {
   try {
-    return (await import(specifier)) as PgliteModule;
+    return (await import(pglitePackage)) as PgliteModule;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
@@ -66,6 +66,29 @@ export function checkLegacyFolder(folder: string): void {
   // A PostgreSQL server writes postmaster.opts at every start; PGlite never does.
   if (fs.existsSync(path.join(folder, 'postmaster.opts')))
     throw new LegacyFolderError(`${folder} is the folder of a PostgreSQL server, not of PGlite`);
+  const holder = earlierServiceHolding(folder);
+  if (holder !== undefined)
+    throw new LegacyFolderError(`the earlier version still runs on ${folder} (process ${holder}): stop it first`);
+}
+
+/**
+ * The earlier version held its data folder with a file `lock` beside `pgdata` naming its pid; two
+ * processes opening one PGlite folder corrupt it. The pid of a live holder, if any.
+ */
+function earlierServiceHolding(folder: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(path.join(path.dirname(folder), 'lock'), 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
+  }
 }
 
 /** Opens a PGlite folder of an earlier version for reading; the caller only runs SELECTs on it. */

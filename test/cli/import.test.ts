@@ -141,7 +141,7 @@ describe('storefront-auth import', () => {
   });
 
   test(
-    'a folder that is missing, not a folder of PGlite, or without its tables: one line, nothing started',
+    "a folder that is missing, not PGlite's, still in use or without its tables: one line, nothing started",
     slow,
     async () => {
       const dataDir = folders.fresh();
@@ -151,7 +151,14 @@ describe('storefront-auth import', () => {
       const server = path.join(folders.fresh(), 'server');
       fs.cpSync(legacy.empty, server, { recursive: true });
       fs.writeFileSync(path.join(server, 'postmaster.opts'), '/usr/lib/postgresql/18/bin/postgres\n');
+      // The earlier version, still running, holds its folder with a lock file naming its live pid.
+      const running = seededCopy();
+      fs.writeFileSync(path.join(path.dirname(running), 'lock'), String(process.pid));
       const cases: [string, RegExp][] = [
+        [
+          running,
+          new RegExp(`the earlier version still runs on .*pgdata \\(process ${process.pid}\\): stop it first$`),
+        ],
         [path.join(dataDir, 'nowhere'), /nowhere does not exist$/],
         [plain, /plain is not a PGlite data folder \(it has no PG_VERSION\)$/],
         [server, /server is the folder of a PostgreSQL server, not of PGlite$/],
