@@ -128,6 +128,8 @@ export interface OpenDatabaseOptions {
   max?: number;
   /** Embedded mode: use the server a running service owns instead of refusing (the command line). */
   shareRunning?: boolean;
+  /** Embedded mode: start beside a DATA_DIR/pgdata of the earlier format (the import of it). */
+  allowLegacyFolder?: boolean;
 }
 
 /**
@@ -155,6 +157,7 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
   const server = await startEmbeddedPostgres(database.dataDir, {
     ...(log === undefined ? {} : { log }),
     ...(options.shareRunning === undefined ? {} : { shareRunning: options.shareRunning }),
+    ...(options.allowLegacyFolder === undefined ? {} : { allowLegacyFolder: options.allowLegacyFolder }),
     settings: { max_connections: String(embeddedMaxConnections(max)) },
   });
   let secret: string;

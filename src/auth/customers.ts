@@ -78,6 +78,11 @@ export async function insertCustomer(
 }
 
 /** How many customers there are (a store may change its identity mode only while there are none). */
+/** Holds off new customers until the caller's transaction ends; reading stays open. */
+export async function lockCustomers(tx: Queryable): Promise<void> {
+  await tx.query('LOCK TABLE customers IN SHARE ROW EXCLUSIVE MODE');
+}
+
 export async function countCustomers(db: Queryable): Promise<number> {
   const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
   return row?.n ?? 0;

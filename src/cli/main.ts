@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { auditEvents, type AuditEvent } from '../audit.js';
 import { systemClock } from '../clock.js';
@@ -7,13 +8,15 @@ import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
 import { deriveKeys } from '../keys.js';
 import { serve, StartupError } from '../serve.js';
 import { openDatabase } from '../services.js';
-import { DatabaseUnavailableError } from '../storage/database.js';
+import { DatabaseUnavailableError, type Database } from '../storage/database.js';
 import { pino } from 'pino';
 import { DataFolderBusyError, LegacyDataFolderError } from '../storage/embedded-postgres.js';
 import { migrate } from '../storage/migrations.js';
+import { checkLegacyFolder, LegacyFolderError, loadPglite } from '../storage/pglite-folder.js';
 import { certificateFailure } from '../tls.js';
 import { ensureStore, storeStatuses, type StoreChanges, type StoreStatus } from '../store/store.js';
 import { runAdminCommand, type AdminCommand, type AdminResult } from './commands.js';
+import { ImportRefusedError, importLegacyFolder, type ImportSummary } from './import.js';
 
 const usage = `Usage: storefront-auth <command>
 
@@ -34,10 +37,18 @@ const usage = `Usage: storefront-auth <command>
   audit [--customer <identity>] [--event <event>] [--limit N]
                                           security events, newest first (default 100)
   prune                                   delete what has outlived its retention now
+  import <folder>                         copy the rows of an earlier version's PGlite folder
+                                          (DATA_DIR/pgdata) into a store without customers
 
 Configuration comes from the environment (see the README).`;
 
 class UsageError extends Error {}
+
+/** `import <folder>`: not an admin command, it reads a second database. */
+export interface ImportCommand {
+  name: 'import';
+  folder: string;
+}
 
 function oneLine(text: string): string {
   return text.trim().replace(/\s*\n\s*/g, ' | ');
@@ -50,7 +61,7 @@ function choice<T extends string>(flag: string, value: string | undefined, allow
   return value as T;
 }
 
-export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
+export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'serve' | 'help' {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -73,6 +84,12 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
   });
   const [noun, verb, argument, second, extra] = positionals;
   if (values.help || noun === undefined || noun === 'help') return 'help';
+  if (noun === 'import') {
+    if (verb === undefined)
+      throw new UsageError('import needs the folder to read (DATA_DIR/pgdata of the earlier version)');
+    if (argument !== undefined) throw new UsageError(`unexpected argument "${argument}"`);
+    return { name: 'import', folder: verb };
+  }
   const key = verb === undefined ? noun : `${noun} ${verb}`;
   // Only removing a passkey takes a second argument (the passkey's id).
   const unexpected = key === 'customer remove-passkey' ? extra : (second ?? extra);
@@ -162,27 +179,58 @@ export function parseCommand(argv: string[]): AdminCommand | 'serve' | 'help' {
 }
 
 /**
- * Runs an operator command on the database. In embedded mode it connects to the server the running
- * service owns through its socket, or starts the server for the length of the command when no
- * service runs. A running service sees store changes through its short store cache.
+ * Runs `work` on the database, migrated and with its store row. In embedded mode it connects to the
+ * server the running service owns through its socket, or starts the server for the length of the
+ * command when no service runs. A running service sees store changes through its short store cache.
  */
-async function execute(config: Config, command: AdminCommand): Promise<AdminResult> {
+async function withStore<T>(
+  config: Config,
+  work: (db: Database, secret: string) => Promise<T>,
+  { allowLegacyFolder = false } = {},
+): Promise<T> {
   const opened = await openDatabase(config, {
     shareRunning: true,
+    allowLegacyFolder,
     max: 2,
     log: pino({ level: 'warn', base: { service: 'storefront-auth' } }, pino.destination(2)),
   });
   try {
     await migrate(opened.db);
     await ensureStore(opened.db, systemClock, config.initialStore);
-    const keys = deriveKeys(opened.secret, config.appSecretPrevious);
-    return await runAdminCommand(
-      { db: opened.db, clock: systemClock, retention: config.retention, config, keys },
-      command,
-    );
+    return await work(opened.db, opened.secret);
   } finally {
     await opened.release();
   }
+}
+
+function execute(config: Config, command: AdminCommand): Promise<AdminResult> {
+  return withStore(config, (db, secret) =>
+    runAdminCommand(
+      {
+        db,
+        clock: systemClock,
+        retention: config.retention,
+        config,
+        keys: deriveKeys(secret, config.appSecretPrevious),
+      },
+      command,
+    ),
+  );
+}
+
+/**
+ * Copies an earlier version's PGlite folder into the store the configuration names. The folder may
+ * still sit in DATA_DIR: this is the command that empties it.
+ */
+async function runImport(config: Config, folder: string): Promise<ImportSummary> {
+  // What can be found wrong without the store is found before the store is started.
+  checkLegacyFolder(folder);
+  await loadPglite();
+  return withStore(
+    config,
+    (db) => importLegacyFolder(db, folder, (line) => process.stderr.write(`storefront-auth: ${line}\n`)),
+    { allowLegacyFolder: true },
+  );
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -212,6 +260,11 @@ async function main(argv: string[]): Promise<number> {
       await serve(config);
       return 0;
     }
+    if (command.name === 'import') {
+      const summary = await runImport(config, path.resolve(command.folder));
+      process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+      return 0;
+    }
     const result = await execute(config, command);
     if (!result.ok) {
       process.stderr.write(`storefront-auth: ${result.error ?? 'failed'}\n`);
@@ -231,6 +284,10 @@ async function main(argv: string[]): Promise<number> {
     }
     if (error instanceof DataFolderBusyError) {
       process.stderr.write(`storefront-auth: ${error.message}; stop it first\n`);
+      return 1;
+    }
+    if (error instanceof LegacyFolderError || error instanceof ImportRefusedError) {
+      process.stderr.write(`storefront-auth: ${oneLine(error.message)}\n`);
       return 1;
     }
     if (error instanceof LegacyDataFolderError) {

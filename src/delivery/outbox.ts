@@ -64,6 +64,29 @@ export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: N
   return row!.id;
 }
 
+/**
+ * Names the customer of messages that name none, as migration 10 did for the messages then queued:
+ * a code's message belongs to its code's customer, any other to the account whose address it
+ * went to. For rows brought over from a version before that column. Returns how many it named.
+ */
+export async function attributeUnownedMessages(tx: Queryable): Promise<number> {
+  const [row] = await tx.query<{ n: number }>(
+    `WITH owners AS (
+       SELECT m.id, COALESCE(
+                (SELECT ch.customer_id FROM challenges ch WHERE ch.id = m.challenge_id),
+                (SELECT c.id FROM customers c
+                  WHERE c.identity_type = CASE m.channel WHEN 'email' THEN 'email' ELSE 'phone' END
+                    AND c.identity_value = m.recipient)) AS customer_id
+         FROM outbox m WHERE m.customer_id IS NULL),
+     named AS (
+       UPDATE outbox o SET customer_id = owners.customer_id FROM owners
+        WHERE o.id = owners.id AND owners.customer_id IS NOT NULL
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM named`,
+  );
+  return row?.n ?? 0;
+}
+
 /** What stands in the recipient column once an address has been erased (account deletion). */
 export const erasedRecipient = '(erased)';
 

@@ -11,7 +11,6 @@ import {
   runningServer,
   serverAccount,
   serverFolder,
-  serverFolderName,
   waitForExit,
   type Account,
 } from './embedded-postgres-folder.js';
@@ -45,7 +44,7 @@ export const defaultServerSettings: Readonly<Record<string, string>> = {
 export class LegacyDataFolderError extends Error {
   constructor(readonly folder: string) {
     super(
-      `${folder} holds a PGlite database from an earlier version, which this version no longer opens: dump its rows with PGlite's pg_dump (@electric-sql/pglite-tools; --data-only --exclude-table=schema_migrations --exclude-table=store), move ${folder} out of DATA_DIR, start this version once (it creates the tables) and stop it, load the dump with psql -h ${path.join(path.dirname(folder), serverFolderName)} -U ${superuser} ${databaseName}, then set the store again with storefront-auth store set`,
+      `${folder} holds a PGlite database from an earlier version, which this version no longer opens: run storefront-auth import ${folder}, then move ${folder} out of DATA_DIR`,
     );
     this.name = 'LegacyDataFolderError';
   }
@@ -87,6 +86,8 @@ export interface EmbeddedOptions {
    * line beside a running service).
    */
   shareRunning?: boolean;
+  /** Start even beside a folder of the earlier PGlite format (the import of that folder). */
+  allowLegacyFolder?: boolean;
 }
 
 /** The per-platform package's `initdb` and `postgres`. */
@@ -299,7 +300,7 @@ export function assertNoLegacyFolder(dataDir: string): void {
  * shared when `shareRunning` asks for it.
  */
 export async function startEmbeddedPostgres(dataDir: string, options: EmbeddedOptions = {}): Promise<EmbeddedServer> {
-  assertNoLegacyFolder(dataDir);
+  if (options.allowLegacyFolder !== true) assertNoLegacyFolder(dataDir);
   const { initdb, postgres } = await binaries();
   const account = await serverAccount();
   prepareFolders(dataDir, account);

@@ -41,6 +41,8 @@ describe('the command line on its own: usage errors and migrate', () => {
     [['customer', 'show', 'a@example.com', 'b@example.com'], /unexpected argument "b@example.com"/],
     [['audit', '--limit', '0'], /--limit must be a whole number/],
     [['audit', '--event', 'nothing.happened'], /--event must be one of/],
+    [['import'], /import needs the folder to read \(DATA_DIR\/pgdata of the earlier version\)/],
+    [['import', 'one', 'two'], /unexpected argument "two"/],
   ] as const) {
     test(`${args.join(' ')} exits 2 with the reason and the usage on stderr`, async () => {
       const dataDir = path.join(freshFolder(), 'never-made');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { runAdminCommand } from '../../src/cli/commands.js';
+import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
 import { parseCommand } from '../../src/cli/main.js';
 import { prune } from '../../src/janitor.js';
 import { defaultRetention, loadConfig } from '../../src/config.js';
@@ -247,18 +247,18 @@ describe('passkeys in the account', () => {
     const deps = { db: t.db, clock: t.clock, config: loadConfig({ DATA_DIR: '/nonexistent' }) };
     const set = parseCommand(['store', 'set', '--passkeys', 'false']);
     assert.notEqual(set, 'serve');
-    const off = await runAdminCommand(deps, set as Exclude<typeof set, 'serve' | 'help'>);
+    const off = await runAdminCommand(deps, set as AdminCommand);
     assert.equal((off.output as { settings: Record<string, boolean> }).settings['auth.passkeys'], false);
     const list = parseCommand(['customer', 'passkeys', customer.identity]);
-    const listed = await runAdminCommand(deps, list as Exclude<typeof list, 'serve' | 'help'>);
+    const listed = await runAdminCommand(deps, list as AdminCommand);
     assert.deepEqual(
       (listed.output as Array<{ id: string }>).map((p) => p.id),
       [customer.passkeyId],
     );
     const remove = parseCommand(['customer', 'remove-passkey', customer.identity, customer.passkeyId]);
-    const removed = await runAdminCommand(deps, remove as Exclude<typeof remove, 'serve' | 'help'>);
+    const removed = await runAdminCommand(deps, remove as AdminCommand);
     assert.deepEqual(removed, { ok: true, output: { id: customer.passkeyId, status: 'deleted' } });
-    assert.equal((await runAdminCommand(deps, remove as Exclude<typeof remove, 'serve' | 'help'>)).ok, false);
+    assert.equal((await runAdminCommand(deps, remove as AdminCommand)).ok, false);
     assert.equal(await count(t, 'passkeys'), 0);
     assert.deepEqual(
       (await auditRows(t, 'passkey.removed')).map((row) => row.details['by']),
