@@ -77,12 +77,12 @@ export async function insertCustomer(
   return row ?? null;
 }
 
-/** How many customers there are (a store may change its identity mode only while there are none). */
 /** Holds off new customers until the caller's transaction ends; reading stays open. */
 export async function lockCustomers(tx: Queryable): Promise<void> {
   await tx.query('LOCK TABLE customers IN SHARE ROW EXCLUSIVE MODE');
 }
 
+/** How many customers there are (a store may change its identity mode only while there are none). */
 export async function countCustomers(db: Queryable): Promise<number> {
   const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
   return row?.n ?? 0;
