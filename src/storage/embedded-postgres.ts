@@ -38,6 +38,12 @@ export const defaultServerSettings: Readonly<Record<string, string>> = {
   // No JIT: its LLVM start-up costs more memory than the service's short queries could ever win back.
   jit: 'off',
   huge_pages: 'off',
+  // Reads in the backend itself instead of 3 I/O worker processes (PostgreSQL 18's default): the
+  // service's reads are single rows by key, which the workers do not speed up. With no logical
+  // replication, no launcher process either. 5 MB less after a burst (PSS of the server's
+  // processes, 49 against 54 MB).
+  io_method: 'sync',
+  max_logical_replication_workers: '0',
 };
 
 /** A data folder of the PGlite-based embedded mode of earlier versions. */

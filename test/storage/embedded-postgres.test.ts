@@ -85,7 +85,8 @@ describe('the embedded PostgreSQL server', () => {
             await query(
               again.url,
               `SELECT name, setting FROM pg_settings WHERE name IN
-                 ('listen_addresses', 'fsync', 'synchronous_commit', 'shared_buffers', 'max_connections', 'unix_socket_permissions')`,
+                 ('listen_addresses', 'fsync', 'synchronous_commit', 'shared_buffers', 'max_connections', 'unix_socket_permissions',
+                  'io_method', 'max_logical_replication_workers')`,
             )
           ).map((row) => [row['name'], row['setting']]),
         );
@@ -96,7 +97,15 @@ describe('the embedded PostgreSQL server', () => {
           shared_buffers: '4096', // 8 kB pages: 32 MB
           max_connections: '30',
           unix_socket_permissions: '0700',
+          io_method: 'sync',
+          max_logical_replication_workers: '0',
         });
+        // A small shop's server: no I/O workers and no replication launcher beside the backends.
+        const kinds = await query(again.url, 'SELECT DISTINCT backend_type FROM pg_stat_activity ORDER BY 1');
+        assert.ok(
+          kinds.every((row) => !['io worker', 'logical replication launcher'].includes(String(row['backend_type']))),
+          JSON.stringify(kinds),
+        );
         const hba = await query(again.url, 'SELECT type, auth_method FROM pg_hba_file_rules ORDER BY rule_number');
         assert.ok(hba.every((rule) => rule['type'] === 'local' || rule['auth_method'] === 'reject'));
       } finally {
