@@ -7,6 +7,7 @@ import { HashPool } from '../../src/auth/hash-pool.js';
 import { testArgon2 } from '../../src/auth/password.js';
 import { loadConfig } from '../../src/config.js';
 import { configuredHasher } from '../../src/services.js';
+import { until } from '../helpers/races.js';
 
 const options = { algorithm: Algorithm.Argon2id, ...testArgon2 };
 
@@ -88,13 +89,46 @@ describe('HashPool', () => {
 
   test('runs its threads at the nice it is given on Linux', { skip: process.platform !== 'linux' }, async () => {
     const before = threadTable();
-    const pool = new HashPool(2, 7);
+    const pool = new HashPool(2, { nice: 7 });
     try {
       await Promise.all([pool.hash('first one 1', options), pool.hash('second one 2', options)]);
       assert.deepEqual(
         newHashThreads(before).map(([, nice]) => nice),
         [7, 7],
       );
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test(
+    'a thread that has had no work for the idle time ends, and the next hash starts one again',
+    { skip: process.platform !== 'linux' },
+    async () => {
+      const before = threadTable();
+      const pool = new HashPool(1, { idleMs: 50 });
+      try {
+        const hash = await pool.hash('ends when idle 1', options);
+        const [first] = newHashThreads(before);
+        assert.ok(first !== undefined, 'a hashing thread ran the hash');
+        await until(async () => !threadTable().has(first[0]), 'the idle thread ended');
+        assert.equal(await pool.verify(hash, 'ends when idle 1'), true);
+        const again = newHashThreads(before);
+        assert.equal(again.length, 1, 'one new thread for the next job');
+        assert.notEqual(again[0]![0], first[0]);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  test('a thread is ended only between jobs: a queue of work outlasting the idle time is all answered', async () => {
+    const pool = new HashPool(1, { idleMs: 1 });
+    try {
+      const passwords = Array.from({ length: 6 }, (_, i) => `queued ${i} one`);
+      const hashes = await Promise.all(passwords.map((password) => pool.hash(password, options)));
+      const checks = await Promise.all(hashes.map((hash, i) => pool.verify(hash, passwords[i]!)));
+      assert.deepEqual(checks, [true, true, true, true, true, true]);
     } finally {
       await pool.close();
     }
