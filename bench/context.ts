@@ -49,7 +49,8 @@ export function applyServiceErrors(rows: Row[], kinds: Record<string, number>): 
 /**
  * Figure 6's readings after one round (or at a figure's end): `peak` right after the load, with
  * whatever it left queued still in memory; `settled` once the service and its database had gone
- * quiet (or the wait's bound ran out, `settled: false`).
+ * quiet (or the wait's bound ran out, `settled: false`); at a figure's end also `idle`, once the
+ * service had had no request for `idleSeconds`.
  */
 export interface RssSample {
   figure: string;
@@ -57,7 +58,17 @@ export interface RssSample {
   peak: MemoryReading;
   settledAt: MemoryReading;
   settled: boolean;
+  idleAt?: MemoryReading;
 }
+
+/**
+ * How long after its last request the service counts as idle: past the database pool's 30 s idle
+ * timeout (src/storage/postgres.ts) and the hashing threads' (src/auth/hash-pool.ts), after which
+ * unused connections (in embedded mode, their server processes) and threads are gone. V8's memory
+ * reducer, which shrinks the young generation of a process that stopped allocating from 32 MB to
+ * 1 or 2, was seen to run 8 to 30 s after a burst, and sometimes not within 40 s.
+ */
+export const idleSeconds = 40;
 
 /** A span of a figure's load, in this machine's monotonic clock (µs), to cut a CPU profile to. */
 export interface LoadWindow {
@@ -138,26 +149,37 @@ export function format(value: number, digits = 0): string {
 
 /**
  * Reads the memory now (the peak, unless the caller read it earlier, before draining a backlog),
- * then again once the service and its database have settled, and records both.
+ * then again once the service and its database have settled, and records both; with `idle`, once
+ * more when the service has been idle for `idleSeconds`.
  */
 export async function recordRss(
   context: BenchContext,
   service: Server,
   figure: string,
   when: string,
-  peak = service.memory(),
+  { peak = service.memory(), idle = false }: { peak?: MemoryReading; idle?: boolean } = {},
 ): Promise<RssSample> {
-  // Idle means quiet for 5 s: long enough for the service's collection after a burst
+  const loadEndedMs = performance.now();
+  // Settled means quiet for 5 s: long enough for the service's collection after a burst
   // (src/idle-collection.ts, 3 s of a quiet event loop) to have run and its pages to be handed back.
   const { settled } = await waitUntilSettled(service.pid, { quietWindows: 20, maxMs: 40_000 });
-  const sample = { figure, when, peak, settledAt: service.memory(), settled };
+  const sample: RssSample = { figure, when, peak, settledAt: service.memory(), settled };
+  if (idle) {
+    const leftMs = idleSeconds * 1000 - (performance.now() - loadEndedMs);
+    if (leftMs > 0) await new Promise((resolve) => setTimeout(resolve, leftMs));
+    sample.idleAt = service.memory();
+  }
   context.rss.push(sample);
   return sample;
 }
 
 export function rssText(sample: RssSample): string {
   const { peak, settledAt } = sample;
-  return `RSS ${format(peak.mb)} MB after the load, ${format(settledAt.mb)} MB settled (service ${format(settledAt.serviceMb)} + database ${format(settledAt.databaseMb)})${sample.settled ? '' : ' NOT SETTLED'}`;
+  const idle =
+    sample.idleAt === undefined
+      ? ''
+      : `, ${format(sample.idleAt.mb)} MB idle (service ${format(sample.idleAt.serviceMb)} + database ${format(sample.idleAt.databaseMb)})`;
+  return `RSS ${format(peak.mb)} MB after the load, ${format(settledAt.mb)} MB settled (service ${format(settledAt.serviceMb)} + database ${format(settledAt.databaseMb)})${sample.settled ? '' : ' NOT SETTLED'}${idle}`;
 }
 
 /** Time-stamps a span of load so a CPU profile can be cut to it. */
@@ -196,7 +218,7 @@ export async function withService<T>(
     // Start measuring from a quiet service, not one still finishing its start (migrations, GC).
     await waitUntilIdle(service.pid);
     const result = await work(service);
-    const end = await recordRss(context, service, figure, 'end');
+    const end = await recordRss(context, service, figure, 'end', { idle: true });
     progress(context, `fig ${figure}: at the end ${rssText(end)}`);
     return result;
   } finally {

@@ -248,7 +248,7 @@ export async function figureMessageRequests(context: BenchContext): Promise<Row[
         const peak = service.memory();
         const drainMs = await waitUntilIdle(service.pid, { maxMs: 30_000 });
         drains.push(drainMs);
-        const memory = await recordRss(context, service, '4', `${id} round ${round}`, peak);
+        const memory = await recordRss(context, service, '4', `${id} round ${round}`, { peak });
         progress(
           context,
           `fig ${id} ${label} round ${round}/${context.rounds}: p99 ${format(result.latency.p99, 1)} ms, p50 ${format(result.latency.p50, 1)} ms at ${format(result.okPerSecond)} req/s (${statusText(result)}); ${cpuText(cpu)}; busy ${format(drainMs / 1000, 1)} s after the round; ${rssText(memory)}`,
