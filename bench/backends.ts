@@ -71,15 +71,34 @@ async function pickEmptyRedisDb(redisUrl: string): Promise<number> {
   }
 }
 
-export async function productionBackend(databaseUrl: string, redisUrl: string): Promise<Backend> {
+/** A database of the run's own on `databaseUrl`'s server; `drop` removes it and closes the connection. */
+async function benchDatabase(databaseUrl: string) {
   const name = `sfa_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
+  const drop = async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  };
+  return { name, admin, drop };
+}
+
+/** Runs `start`; if it fails, runs `undo` before passing the failure on, so nothing is left behind. */
+async function orUndo<T>(start: () => Promise<T>, undo: () => Promise<unknown>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    await undo().catch(() => undefined);
+    throw error;
+  }
+}
+
+export async function productionBackend(databaseUrl: string, redisUrl: string): Promise<Backend> {
+  const { name, admin, drop } = await benchDatabase(databaseUrl);
+  const redisDb = await orUndo(() => pickEmptyRedisDb(redisUrl), drop);
   const dbUrl = new URL(databaseUrl);
   dbUrl.pathname = `/${name}`;
-
-  const redisDb = await pickEmptyRedisDb(redisUrl);
   const cacheUrl = new URL(redisUrl);
   cacheUrl.pathname = `/${redisDb}`;
   const redis = new Redis(cacheUrl.toString(), { maxRetriesPerRequest: 1 });
@@ -101,8 +120,7 @@ export async function productionBackend(databaseUrl: string, redisUrl: string): 
     async cleanup() {
       await redis.flushdb().catch(() => undefined);
       redis.disconnect();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -113,12 +131,12 @@ export async function productionBackend(databaseUrl: string, redisUrl: string): 
  * DATABASE_URL's server) and on a three-master Redis Cluster of its own, both started here.
  */
 export async function scaledBackend(databaseUrl: string): Promise<Backend> {
-  const name = `sfa_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const bouncer = await startPgBouncer({ upstream: databaseUrl });
-  const cluster = await startRedisCluster({ masters: 3 });
+  const { name, admin, drop } = await benchDatabase(databaseUrl);
+  const bouncer = await orUndo(() => startPgBouncer({ upstream: databaseUrl }), drop);
+  const cluster = await orUndo(
+    () => startRedisCluster({ masters: 3 }),
+    () => Promise.allSettled([bouncer.stop(), drop()]),
+  );
   const masters = cluster.nodes.map(({ host, port }) => new Redis({ host, port, maxRetriesPerRequest: 1 }));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-bench-'));
   const [{ server_version: postgresVersion } = { server_version: '?' }] = (
@@ -138,8 +156,7 @@ export async function scaledBackend(databaseUrl: string): Promise<Backend> {
       for (const master of masters) master.disconnect();
       await cluster.stop();
       await bouncer.stop();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -109,7 +109,7 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   '3': (r, s) => r * (3 * s + 3) + 10 + memorySeconds(r),
   '2': (r, s) => r * (3 * s + 3) + 5 * s + 10 + memorySeconds(r),
   '8': (r, s) => r * (2 * s + 1) + 10 + memorySeconds(r),
-  '5': (r, s) => r * (2 * s + 1) + 10 + memorySeconds(r),
+  '5': (r, s) => r * (2 * s + 1) + 2 + 10 + memorySeconds(r),
   '9': (r, s) => r * (5 * s + 6) + 30 + memorySeconds(0),
   '10': (r, s) => r * 2 * (s + 2) + 3 * (statisticsDelayMs / 1000 + 2) + 10 + memorySeconds(0),
   // Seeding a million customers and sessions takes a minute or more.
@@ -129,9 +129,14 @@ console.log('building the service (npm run build)…');
 execFileSync('npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: 'inherit' });
 
 const openBackends = new Set<Backend>();
-process.once('SIGINT', () => {
-  void Promise.allSettled([...openBackends].map((backend) => backend.cleanup())).finally(() => process.exit(130));
-});
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => {
+    void Promise.allSettled([...openBackends].map((backend) => backend.cleanup())).finally(() => process.exit(code));
+  });
+}
 
 async function runMode(mode: Mode): Promise<ModeResult> {
   const backend =
