@@ -10,17 +10,22 @@ import type { FastifyBaseLogger } from 'fastify';
  * service then idles: measured, 90 MB and more after a flood of new addresses, with no collection
  * in 80 s of quiet. This checks once a second; when the event loop has been quiet (busy under 2%
  * of the time) for three checks in a row and the heap has grown by 16 MB since the smallest it was
- * seen, it collects: 60–90 ms of the main thread, then V8 hands the freed pages back. A busy
+ * seen, it collects: 90–120 ms of the main thread, then V8 hands the freed pages back. A busy
  * service is never paused by it, and an idle one that has not grown is left alone, so it runs at
  * most once per burst. 16 MB, not more: 12 s of session checks at 3,000 a second grew the heap by
  * 30 MB, most of it garbage.
  *
- * The collection is two full ones. The first frees the garbage but leaves the old generation's
- * pages as the burst filled them, each still holding a few live objects (counter windows, cached
- * statements) among the dead: V8 picks the pages to compact by the live bytes it counted before,
+ * The collection is full ones, repeated until one hands no memory back: at least two, at most
+ * five. The first frees the garbage but leaves the old generation's pages as the burst filled
+ * them, each still holding a few live objects (counter windows, cached statements) among the
+ * dead: V8 picks the pages to compact by the live bytes it counted in the collection before,
  * which still included the garbage. The second knows, moves those few objects together and hands
  * the emptied pages back: measured after a burst, 92 MB of committed heap after the first and
- * 67 MB after the second (the service's RSS 170 and 146 MB).
+ * 67 MB after the second (the service's RSS 170 and 146 MB). When V8 was already marking as the
+ * collection began (a loaded host, a burst that ended mid-cycle), everything allocated since the
+ * marking started counts as live in the first, so the second still compacts by stale counts and
+ * a third is needed: on a loaded host, two collections left 4–13 MB of the burst's pages unused
+ * in one run of eight, and collecting on until nothing more came back left at most 5 MB.
  */
 export interface IdleCollectionSettings {
   intervalMs: number;
@@ -42,8 +47,8 @@ export interface HeapControl {
   /** The event loop's busy share since the previous call. */
   busyShare(): number;
   heapUsed(): number;
-  /** Frees the garbage and compacts the old generation. */
-  collect(): void;
+  /** Frees the garbage and compacts the old generation; returns how many full collections ran. */
+  collect(): number;
 }
 
 /** V8's full collection, as `--expose-gc` would give it, without exposing it to the program. */
@@ -54,6 +59,20 @@ function fullCollection(): () => void {
     return vm.runInNewContext('gc') as () => void;
   } finally {
     v8.setFlagsFromString('--no-expose-gc');
+  }
+}
+
+/**
+ * Runs `full` until a collection leaves `committed` no smaller than the one before it, at least
+ * twice and at most `limit` times; returns how many ran.
+ */
+export function collectUntilSettled(full: () => void, committed: () => number, limit = 5): number {
+  let before = committed();
+  for (let count = 1; ; count += 1) {
+    full();
+    const after = committed();
+    if (count === limit || (count >= 2 && after >= before)) return count;
+    before = after;
   }
 }
 
@@ -69,8 +88,7 @@ export function processHeap(): HeapControl {
     },
     heapUsed: () => v8.getHeapStatistics().used_heap_size,
     collect() {
-      full();
-      full();
+      return collectUntilSettled(full, () => v8.getHeapStatistics().total_heap_size);
     },
   };
 }
@@ -102,12 +120,12 @@ export class IdleCollector {
     this.quiet = this.heap.busyShare() < this.settings.quietShare ? this.quiet + 1 : 0;
     if (this.quiet < this.settings.quietChecks || used - this.smallest < this.settings.growthBytes) return false;
     const startedMs = performance.now();
-    this.heap.collect();
+    const collections = this.heap.collect();
     const after = this.heap.heapUsed();
     this.smallest = after;
     this.quiet = 0;
     this.logger.debug(
-      { freed_mb: Math.round((used - after) / 2 ** 20), ms: Math.round(performance.now() - startedMs) },
+      { freed_mb: Math.round((used - after) / 2 ** 20), collections, ms: Math.round(performance.now() - startedMs) },
       'idle: collected and compacted the heap',
     );
     return true;
