@@ -64,9 +64,7 @@ export interface RssSample {
 /**
  * How long after its last request the service counts as idle: past the database pool's 30 s idle
  * timeout (src/storage/postgres.ts) and the hashing threads' (src/auth/hash-pool.ts), after which
- * unused connections (in embedded mode, their server processes) and threads are gone. V8's memory
- * reducer, which shrinks the young generation of a process that stopped allocating from 32 MB to
- * 1 or 2, was seen to run 8 to 30 s after a burst, and sometimes not within 40 s.
+ * unused connections (in embedded mode, their server processes) and threads are gone.
  */
 export const idleSeconds = 40;
 
@@ -160,9 +158,10 @@ export async function recordRss(
   { peak = service.memory(), idle = false }: { peak?: MemoryReading; idle?: boolean } = {},
 ): Promise<RssSample> {
   const loadEndedMs = performance.now();
-  // Settled means quiet for 5 s: long enough for the service's collection after a burst
-  // (src/idle-collection.ts, 3 s of a quiet event loop) to have run and its pages to be handed back.
-  const { settled } = await waitUntilSettled(service.pid, { quietWindows: 20, maxMs: 40_000 });
+  // Settled means quiet for 10 s: longer than the service waits before its collection after a burst
+  // (src/idle-collection.ts, about 7 s of a quiet event loop), which then breaks the quiet, so the
+  // reading comes after the collection has handed its pages back.
+  const { settled } = await waitUntilSettled(service.pid, { quietWindows: 40, maxMs: 60_000 });
   const sample: RssSample = { figure, when, peak, settledAt: service.memory(), settled };
   if (idle) {
     const leftMs = idleSeconds * 1000 - (performance.now() - loadEndedMs);

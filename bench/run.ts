@@ -117,11 +117,12 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
 };
 
 /**
- * Figure 6's readings: about 5 s of settling after each round that reads memory, and at a figure's
- * end the wait for its idle reading.
+ * Figure 6's readings: about 17 s of settling after each round that reads memory (10 s of quiet,
+ * which the service's own collection about 7 s in starts again), and at a figure's end the wait for
+ * its idle reading.
  */
 function memorySeconds(settledReadings: number): number {
-  return 5 * settledReadings + idleSeconds + 5;
+  return 17 * settledReadings + idleSeconds + 5;
 }
 
 // The service is measured as production runs it: compiled, not through tsx.

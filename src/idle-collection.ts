@@ -8,12 +8,20 @@ import type { FastifyBaseLogger } from 'fastify';
  * room, so what a burst promoted to the old generation (requests, evicted counter windows,
  * background tasks that lived a few milliseconds too long) stays resident for as long as the
  * service then idles: measured, 90 MB and more after a flood of new addresses, with no collection
- * in 80 s of quiet. This checks once a second; when the event loop has been quiet (busy under 2%
- * of the time) for three checks in a row and the heap has grown by 16 MB since the smallest it was
- * seen, it collects: 90–120 ms of the main thread, then V8 hands the freed pages back. A busy
- * service is never paused by it, and an idle one that has not grown is left alone, so it runs at
- * most once per burst. 16 MB, not more: 12 s of session checks at 3,000 a second grew the heap by
- * 30 MB, most of it garbage.
+ * in 80 s of quiet. And the young generation a burst grew (two semi-spaces, up to 32 MB) stays
+ * committed until V8's memory reducer runs, which took 8–30 s after some bursts and did not come
+ * within 65 s after others.
+ *
+ * This checks once a second whether the event loop was quiet (busy under 2% of the time). When it
+ * is, and the heap has grown by 16 MB since the smallest it was seen or the young generation is
+ * over 4 MB, it runs a young-generation collection (a few milliseconds), and once the loop has
+ * stayed quiet for six more checks, the full collections below: 90–120 ms of the main thread.
+ * The wait is what lets V8 shrink the young generation: a full collection does so when the
+ * service allocated under 1 MB/s over the 5 s before it, counted from V8's previous collection,
+ * and the young one marks where those 5 s begin (without it, the young generation shrank after
+ * two bursts in six). A busy service is never paused by it, and it runs at most once per quiet
+ * spell, so an idle service is left alone. 16 MB, not more: 12 s of session checks at 3,000 a
+ * second grew the heap by 30 MB, most of it garbage.
  *
  * The collection is full ones, repeated until one hands no memory back: at least two, at most
  * five. The first frees the garbage but leaves the old generation's pages as the burst filled
@@ -29,17 +37,21 @@ import type { FastifyBaseLogger } from 'fastify';
  */
 export interface IdleCollectionSettings {
   intervalMs: number;
+  /** Quiet checks after the young-generation collection before the full ones. */
   quietChecks: number;
   /** The event loop's busy share (0 to 1) under which a check counts as quiet. */
   quietShare: number;
   growthBytes: number;
+  /** The young generation's committed size above which a quiet spell collects. */
+  youngBytes: number;
 }
 
 export const idleCollectionSettings: IdleCollectionSettings = {
   intervalMs: 1000,
-  quietChecks: 3,
+  quietChecks: 6,
   quietShare: 0.02,
   growthBytes: 16 * 1024 * 1024,
+  youngBytes: 4 * 1024 * 1024,
 };
 
 /** What the collector reads and does: the process's own, or a test's. */
@@ -47,16 +59,22 @@ export interface HeapControl {
   /** The event loop's busy share since the previous call. */
   busyShare(): number;
   heapUsed(): number;
+  /** The young generation's committed size. */
+  youngCommitted(): number;
+  /** A young-generation collection. */
+  collectYoung(): void;
   /** Frees the garbage and compacts the old generation; returns how many full collections ran. */
   collect(): number;
 }
 
-/** V8's full collection, as `--expose-gc` would give it, without exposing it to the program. */
-function fullCollection(): () => void {
+type Collection = (options?: { type: 'minor' | 'major' }) => void;
+
+/** V8's collections, as `--expose-gc` would give them, without exposing them to the program. */
+function collection(): Collection {
   v8.setFlagsFromString('--expose-gc');
   try {
     // Only contexts made while the flag is set get `gc`; the program's own never does.
-    return vm.runInNewContext('gc') as () => void;
+    return vm.runInNewContext('gc') as Collection;
   } finally {
     v8.setFlagsFromString('--no-expose-gc');
   }
@@ -77,7 +95,8 @@ export function collectUntilSettled(full: () => void, committed: () => number, l
 }
 
 export function processHeap(): HeapControl {
-  const full = fullCollection();
+  const gc = collection();
+  const space = (name: string) => v8.getHeapSpaceStatistics().find((entry) => entry.space_name === name);
   let last: EventLoopUtilization = performance.eventLoopUtilization();
   return {
     busyShare() {
@@ -87,16 +106,24 @@ export function processHeap(): HeapControl {
       return share;
     },
     heapUsed: () => v8.getHeapStatistics().used_heap_size,
+    youngCommitted: () => space('new_space')?.space_size ?? 0,
+    collectYoung: () => gc({ type: 'minor' }),
     collect() {
-      return collectUntilSettled(full, () => v8.getHeapStatistics().total_heap_size);
+      return collectUntilSettled(
+        () => gc(),
+        () => v8.getHeapStatistics().total_heap_size,
+      );
     },
   };
 }
 
 export class IdleCollector {
   private timer: NodeJS.Timeout | undefined;
-  private quiet = 0;
   private smallest = Infinity;
+  /** Quiet checks since the young-generation collection of this quiet spell, if it ran. */
+  private quietSinceYoung: number | undefined;
+  /** Whether this quiet spell has collected already. */
+  private collected = false;
 
   constructor(
     private readonly heap: HeapControl,
@@ -113,19 +140,40 @@ export class IdleCollector {
     clearInterval(this.timer);
   }
 
-  /** One check; returns whether it collected. */
+  /** One check; returns whether it ran the full collections. */
   check(): boolean {
     const used = this.heap.heapUsed();
     this.smallest = Math.min(this.smallest, used);
-    this.quiet = this.heap.busyShare() < this.settings.quietShare ? this.quiet + 1 : 0;
-    if (this.quiet < this.settings.quietChecks || used - this.smallest < this.settings.growthBytes) return false;
+    if (this.heap.busyShare() >= this.settings.quietShare) {
+      this.quietSinceYoung = undefined;
+      this.collected = false;
+      return false;
+    }
+    if (this.collected) return false;
+    if (this.quietSinceYoung === undefined) {
+      const wanted =
+        used - this.smallest >= this.settings.growthBytes || this.heap.youngCommitted() > this.settings.youngBytes;
+      if (wanted) {
+        this.heap.collectYoung();
+        this.quietSinceYoung = 0;
+      }
+      return false;
+    }
+    this.quietSinceYoung += 1;
+    if (this.quietSinceYoung < this.settings.quietChecks) return false;
     const startedMs = performance.now();
     const collections = this.heap.collect();
     const after = this.heap.heapUsed();
     this.smallest = after;
-    this.quiet = 0;
+    this.quietSinceYoung = undefined;
+    this.collected = true;
     this.logger.debug(
-      { freed_mb: Math.round((used - after) / 2 ** 20), collections, ms: Math.round(performance.now() - startedMs) },
+      {
+        freed_mb: Math.round((used - after) / 2 ** 20),
+        young_mb: Math.round(this.heap.youngCommitted() / 2 ** 20),
+        collections,
+        ms: Math.round(performance.now() - startedMs),
+      },
       'idle: collected and compacted the heap',
     );
     return true;

@@ -14,13 +14,18 @@ const mb = 2 ** 20;
 
 /** A heap the test drives: how busy the event loop was, how much is used, what a collection leaves. */
 function scriptedHeap(start: number) {
-  const heap = { busy: 0, used: start, afterCollection: start, collections: 0 };
+  const heap = { busy: 0, used: start, young: mb, afterCollection: start, collections: 0, youngCollections: 0 };
   const control: HeapControl = {
     busyShare: () => heap.busy,
     heapUsed: () => heap.used,
+    youngCommitted: () => heap.young,
+    collectYoung: () => {
+      heap.youngCollections += 1;
+    },
     collect: () => {
       heap.collections += 1;
       heap.used = heap.afterCollection;
+      heap.young = mb;
       return 2;
     },
   };
@@ -38,30 +43,53 @@ function checks(target: IdleCollector, count: number): number {
   return collected;
 }
 
-const { quietChecks, quietShare, growthBytes } = idleCollectionSettings;
+const { quietChecks, quietShare, growthBytes, youngBytes } = idleCollectionSettings;
 
 describe('the collection after a burst', () => {
-  test('runs once the event loop has been quiet for the set number of checks after the heap grew', () => {
+  test('a young collection on the first quiet check after the heap grew, the full ones after the set quiet checks more', () => {
     const { heap, control } = scriptedHeap(40 * mb);
     const target = collector(control);
     assert.equal(target.check(), false);
     heap.busy = 0.6; // a burst
     heap.used = 40 * mb + growthBytes + mb;
     assert.equal(checks(target, 5), 0, 'never while busy');
+    assert.equal(heap.youngCollections, 0);
     heap.busy = 0;
+    assert.equal(target.check(), false);
+    assert.equal(heap.youngCollections, 1, 'the young collection marks where the quiet began');
     assert.equal(checks(target, quietChecks - 1), 0, 'not before the quiet has lasted');
     assert.equal(target.check(), true);
     assert.equal(heap.collections, 1);
-    assert.equal(checks(target, 20), 0, 'once per burst: the heap has not grown since');
+    assert.equal(checks(target, 20), 0, 'once per quiet spell');
+    assert.equal(heap.youngCollections, 1);
   });
 
-  test('leaves a quiet heap alone that has not grown enough', () => {
+  test('a young generation the burst grew is reason enough, and a collected spell waits for the next burst', () => {
+    const { heap, control } = scriptedHeap(40 * mb);
+    const target = collector(control);
+    heap.busy = 0.5;
+    target.check();
+    heap.busy = 0;
+    heap.young = youngBytes + mb; // the old generation did not grow
+    assert.equal(checks(target, quietChecks + 1), 1);
+    heap.young = 32 * mb; // V8 kept it this time
+    assert.equal(checks(target, 3 * quietChecks), 0, 'not again in the same quiet spell');
+    heap.busy = 0.5;
+    target.check();
+    heap.busy = 0;
+    assert.equal(checks(target, quietChecks + 1), 1, 'again after the next burst');
+    assert.equal(heap.youngCollections, 2);
+  });
+
+  test('leaves a quiet heap alone that has not grown enough and whose young generation is small', () => {
     const { heap, control } = scriptedHeap(40 * mb);
     const target = collector(control);
     target.check();
     heap.used = 40 * mb + growthBytes - mb;
-    assert.equal(checks(target, 10), 0);
+    heap.young = youngBytes;
+    assert.equal(checks(target, 20), 0);
     assert.equal(heap.collections, 0);
+    assert.equal(heap.youngCollections, 0);
   });
 
   test('measures growth from the smallest heap seen, so a collection V8 ran itself resets it', () => {
@@ -73,20 +101,24 @@ describe('the collection after a burst', () => {
     target.check();
     heap.used = 40 * mb + growthBytes - mb;
     heap.busy = 0;
-    assert.equal(checks(target, 10), 0, 'grown less than the threshold since the smallest');
+    assert.equal(checks(target, 20), 0, 'grown less than the threshold since the smallest');
+    heap.busy = 0.5;
+    target.check();
     heap.used = 40 * mb + growthBytes + mb;
-    assert.equal(checks(target, quietChecks), 1);
+    heap.busy = 0;
+    assert.equal(checks(target, quietChecks + 1), 1);
   });
 
-  test('a check just above the quiet share starts the count again', () => {
+  test('a check at the quiet share ends the quiet spell: the count starts again with a new young collection', () => {
     const { heap, control } = scriptedHeap(40 * mb);
     const target = collector(control);
     heap.busy = 0.5;
     target.check();
     heap.used = 40 * mb + growthBytes + mb;
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 1; round <= 5; round += 1) {
       heap.busy = 0;
-      assert.equal(checks(target, quietChecks - 1), 0);
+      assert.equal(checks(target, quietChecks), 0);
+      assert.equal(heap.youngCollections, round);
       heap.busy = quietShare; // not under the share
       assert.equal(target.check(), false);
     }
@@ -129,6 +161,37 @@ describe('the collection after a burst', () => {
     // left 13–20 MB of the burst's pages committed but unused, two left up to 13 MB, and collecting
     // until nothing more came back left 0.2–5.3 MB (what V8 does not find worth compacting).
     assert.ok(committed - used < 8 * mb, `${(committed - used) / mb} MB of ${committed / mb} MB committed is unused`);
+  });
+});
+
+describe("the process's own heap after a burst", () => {
+  test('the collection that follows the quiet gives back the young generation the burst grew', async () => {
+    const heap = processHeap();
+    let inFlight: { i: number; text: string }[] = [];
+    for (let i = 0; i < 3_000_000; i += 1) {
+      inFlight.push({ i, text: `request ${i}` });
+      if (inFlight.length > 100_000) inFlight = [];
+    }
+    inFlight = [];
+    const grown = heap.youngCommitted();
+    assert.ok(grown > youngBytes, `the burst grew the young generation to ${grown / mb} MB`);
+    const target = collector(heap);
+    // Checks on the service's own schedule until one collects; V8 decides on the young generation
+    // from what was allocated over the 5 s before the collection, so this takes that long.
+    const collected = await new Promise<boolean>((resolve) => {
+      const bound = setTimeout(() => finish(false), 30_000);
+      const timer = setInterval(() => {
+        if (target.check()) finish(true);
+      }, idleCollectionSettings.intervalMs);
+      function finish(result: boolean) {
+        clearInterval(timer);
+        clearTimeout(bound);
+        resolve(result);
+      }
+    });
+    assert.ok(collected, 'collected within 30 s of quiet');
+    assert.equal(inFlight.length, 0);
+    assert.ok(heap.youngCommitted() <= 2 * mb, `the young generation still holds ${heap.youngCommitted() / mb} MB`);
   });
 });
 
