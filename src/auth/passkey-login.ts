@@ -1,16 +1,11 @@
-import {
-  generateAuthenticationOptions,
-  verifyAuthenticationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-} from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import type { StoreContext } from '../store/store.js';
 import { findCustomerById, markVerified } from './customers.js';
 import type { AuthDeps, MessagingDeps } from './deps.js';
 import { completeSignIn, type SignedIn } from './login.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { counterAdvances, findPasskeyByCredentialId, recordPasskeyUse } from './passkeys.js';
-import { passkeyCeremonyTimeoutMilliseconds, type RelyingParty } from './relying-party.js';
+import { passkeyCeremonyTimeoutMilliseconds, webauthn, type RelyingParty } from './relying-party.js';
 import { fail, type Result } from './result.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
 
@@ -23,6 +18,7 @@ export async function startPasskeyLogin(
   deps: Pick<AuthDeps, 'db' | 'clock'>,
   rp: RelyingParty,
 ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; handle: string }> {
+  const { generateAuthenticationOptions } = await webauthn();
   const options = await generateAuthenticationOptions({
     rpID: rp.id,
     allowCredentials: [],
@@ -66,6 +62,7 @@ export async function loginWithPasskey(
   if (passkey === null) return fail('unknown_passkey', { customerId: null });
   const refused = (reason: PasskeyLoginFailure) =>
     fail(reason, { customerId: passkey.customerId, passkeyId: passkey.publicId });
+  const { verifyAuthenticationResponse } = await webauthn();
   let newCounter: number;
   try {
     const verification = await verifyAuthenticationResponse({

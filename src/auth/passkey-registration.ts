@@ -1,9 +1,4 @@
-import {
-  generateRegistrationOptions,
-  verifyRegistrationResponse,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
+import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
 import type { CustomerRow } from './customers.js';
@@ -11,7 +6,7 @@ import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
 import { deviceFamily } from './device-family.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { insertPasskey, listCredentialDescriptors, type PasskeyView } from './passkeys.js';
-import { passkeyAlgorithms, passkeyCeremonyTimeoutMilliseconds, type RelyingParty } from './relying-party.js';
+import { passkeyAlgorithms, passkeyCeremonyTimeoutMilliseconds, webauthn, type RelyingParty } from './relying-party.js';
 import { fail, ok, type Result } from './result.js';
 
 /**
@@ -25,6 +20,7 @@ export async function startPasskeyRegistration(
   rp: RelyingParty,
   customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; handle: string }> {
+  const { generateRegistrationOptions } = await webauthn();
   const options = await generateRegistrationOptions({
     rpName: rp.name,
     rpID: rp.id,
@@ -67,6 +63,7 @@ export async function finishPasskeyRegistration(
 ): Promise<PasskeyRegistrationResult> {
   const challenge = handle === undefined ? null : await takePasskeyChallenge(deps.db, deps.clock, 'register', handle);
   if (challenge === null || challenge.customerId !== customer.id) return fail('credential_refused');
+  const { verifyRegistrationResponse } = await webauthn();
   let verification;
   try {
     verification = await verifyRegistrationResponse({
