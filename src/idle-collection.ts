@@ -19,9 +19,10 @@ import type { FastifyBaseLogger } from 'fastify';
  * The wait is what lets V8 shrink the young generation: a full collection does so when the
  * service allocated under 1 MB/s over the 5 s before it, counted from V8's previous collection,
  * and the young one marks where those 5 s begin (without it, the young generation shrank after
- * two bursts in six). A busy service is never paused by it, and it runs at most once per quiet
- * spell, so an idle service is left alone. 16 MB, not more: 12 s of session checks at 3,000 a
- * second grew the heap by 30 MB, most of it garbage.
+ * two bursts in six). A busy service is never paused by it, and it runs once per burst (again in
+ * the same quiet spell only if the heap grows by another 16 MB), so an idle service is left
+ * alone. 16 MB, not more: 12 s of session checks at 3,000 a second grew the heap by 30 MB, most of
+ * it garbage.
  *
  * The collection is full ones, repeated until one hands no memory back: at least two, at most
  * five. The first frees the garbage but leaves the old generation's pages as the burst filled
@@ -122,7 +123,7 @@ export class IdleCollector {
   private smallest = Infinity;
   /** Quiet checks since the young-generation collection of this quiet spell, if it ran. */
   private quietSinceYoung: number | undefined;
-  /** Whether this quiet spell has collected already. */
+  /** Whether this quiet spell has collected already: a young generation V8 kept is not reason again. */
   private collected = false;
 
   constructor(
@@ -149,10 +150,10 @@ export class IdleCollector {
       this.collected = false;
       return false;
     }
-    if (this.collected) return false;
     if (this.quietSinceYoung === undefined) {
       const wanted =
-        used - this.smallest >= this.settings.growthBytes || this.heap.youngCommitted() > this.settings.youngBytes;
+        used - this.smallest >= this.settings.growthBytes ||
+        (!this.collected && this.heap.youngCommitted() > this.settings.youngBytes);
       if (wanted) {
         this.heap.collectYoung();
         this.quietSinceYoung = 0;

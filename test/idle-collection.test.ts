@@ -81,6 +81,21 @@ describe('the collection after a burst', () => {
     assert.equal(heap.youngCollections, 2);
   });
 
+  test('a heap that grows again in the same quiet spell is collected again', () => {
+    const { heap, control } = scriptedHeap(40 * mb);
+    const target = collector(control);
+    heap.busy = 0.5;
+    target.check();
+    heap.busy = 0.01; // light traffic, under the quiet share
+    heap.used = 40 * mb + growthBytes + mb;
+    assert.equal(checks(target, quietChecks + 1), 1);
+    heap.used = 40 * mb + growthBytes - mb; // grown since, but not by the threshold
+    assert.equal(checks(target, 3 * quietChecks), 0);
+    heap.used = 40 * mb + 2 * growthBytes + mb;
+    assert.equal(checks(target, quietChecks + 1), 1);
+    assert.equal(heap.collections, 2);
+  });
+
   test('leaves a quiet heap alone that has not grown enough and whose young generation is small', () => {
     const { heap, control } = scriptedHeap(40 * mb);
     const target = collector(control);
