@@ -23,9 +23,10 @@ export interface DeviceHistory {
 }
 
 /**
- * Records a sign-in from `device` and says what was known before it. One statement reads the
- * history and one upsert writes it, so two sign-ins racing from the same new device may both
- * find it unseen: at worst two notices, never none.
+ * Records a sign-in from `device` and says what was known before it, in one statement (one round
+ * trip): its read and its upsert share one snapshot, so the read sees the history as it was
+ * before this sign-in. Two sign-ins racing from the same new device may both find it unseen: at
+ * worst two notices, never none.
  */
 export async function recordSignIn(
   db: Queryable,
@@ -36,14 +37,12 @@ export async function recordSignIn(
   const now = clock.now();
   const cutoff = knownDeviceCutoff(now);
   const [history] = await db.query<{ seen: boolean; any_seen: boolean }>(
-    `SELECT coalesce(bool_or(family = $2 AND masked_address = $3), false) AS seen, count(*) > 0 AS any_seen
+    `WITH recorded AS (
+       INSERT INTO known_devices (customer_id, family, masked_address, last_seen_at) VALUES ($1, $2, $3, $5)
+       ON CONFLICT (customer_id, family, masked_address) DO UPDATE SET last_seen_at = excluded.last_seen_at)
+     SELECT coalesce(bool_or(family = $2 AND masked_address = $3), false) AS seen, count(*) > 0 AS any_seen
        FROM known_devices WHERE customer_id = $1 AND last_seen_at > $4`,
-    [customerId, device.family, device.maskedAddress, cutoff],
-  );
-  await db.query(
-    `INSERT INTO known_devices (customer_id, family, masked_address, last_seen_at) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (customer_id, family, masked_address) DO UPDATE SET last_seen_at = excluded.last_seen_at`,
-    [customerId, device.family, device.maskedAddress, now],
+    [customerId, device.family, device.maskedAddress, cutoff, now],
   );
   return { seen: history?.seen ?? false, anySeen: history?.any_seen ?? false };
 }

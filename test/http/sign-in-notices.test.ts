@@ -5,6 +5,7 @@ import type { OutgoingMessage } from '../../src/delivery/message.js';
 import { prune } from '../../src/janitor.js';
 import { defaultRetention } from '../../src/config.js';
 import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
+import { recording, type Recorded } from '../helpers/recording-db.js';
 import { auth, useHarness, registeredCustomer, testSecret, type TestApp } from '../helpers/harness.js';
 
 const folders = tempFolders('sfa-sign-in-notices-');
@@ -104,6 +105,27 @@ describe('the new sign-in notice', () => {
     assert.match(notices[0]!.content.text, /Chrome on macOS/);
     assert.deepEqual(await noticesAfterLogin(t, ada, laptop), [], 'the device is known from then on');
     assert.equal(await noticeCounter(t, 'sent'), 1);
+  });
+
+  test('a sign-in from a new device reads and records its history in one statement', async () => {
+    const log: Recorded[] = [];
+    const t = await harness.start({ overrides: { db: recording(harness.db, log) } });
+    const ada = await registeredCustomer(t);
+    await noticesAfterLogin(t, ada, home);
+    log.length = 0;
+    assert.equal(await login(t, ada, { userAgent: chromeOnMac, address: home.address }), 200);
+    const opened = log.findIndex((entry) => entry.sql.includes('INSERT INTO sessions'));
+    assert.ok(opened >= 0, 'the login opened a session');
+    // After the statement that opens the session (and refreshes a known device): the notice's
+    // transaction, whose device history is a single round trip.
+    const notice = log.slice(opened + 1);
+    assert.equal(notice[0]?.sql, 'BEGIN');
+    assert.equal(
+      notice.filter((entry) => entry.sql.includes('known_devices')).length,
+      1,
+      notice.map((e) => e.sql).join('\n---\n'),
+    );
+    assert.equal((await t.deliver()).filter((message) => message.purpose === 'new_sign_in').length, 1);
   });
 
   test('the same family from another /24 sends one notice', async () => {
