@@ -159,8 +159,8 @@ export async function recordRss(
 ): Promise<RssSample> {
   const loadEndedMs = performance.now();
   // Settled means quiet for 10 s: longer than the service waits before its collection after a burst
-  // (src/idle-collection.ts, about 7 s of a quiet event loop), which then breaks the quiet, so the
-  // reading comes after the collection has handed its pages back.
+  // (src/idle-collection.ts, about 7 s of a quiet event loop, and 6 s more for a round it repeats),
+  // which then breaks the quiet, so the reading comes after the collection has handed its pages back.
   const { settled } = await waitUntilSettled(service.pid, { quietWindows: 40, maxMs: 60_000 });
   const sample: RssSample = { figure, when, peak, settledAt: service.memory(), settled };
   if (idle) {
