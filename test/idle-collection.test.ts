@@ -53,6 +53,21 @@ function collector(control: HeapControl) {
   return new IdleCollector(control, capturingLogger().logger);
 }
 
+/**
+ * A collector just after a burst that grew the young generation, on a heap where every collection
+ * leaves it as it was: V8 decides by its own count of the quiet.
+ */
+function burstWithYoungKept() {
+  const { heap, control } = scriptedHeap(40 * mb);
+  const target = collector(control);
+  heap.busy = 0.5;
+  target.check();
+  heap.busy = 0;
+  heap.young = 32 * mb;
+  heap.youngAfterCollection = 32 * mb;
+  return { heap, target };
+}
+
 /** Runs `count` checks and returns how many of them collected. */
 function checks(target: IdleCollector, count: number): number {
   let collected = 0;
@@ -99,13 +114,7 @@ describe('the collection after a burst', () => {
   });
 
   test('a young generation V8 kept is collected again after as many quiet checks more, a bounded number of times', () => {
-    const { heap, control } = scriptedHeap(40 * mb);
-    const target = collector(control);
-    heap.busy = 0.5;
-    target.check();
-    heap.busy = 0;
-    heap.young = 32 * mb;
-    heap.youngAfterCollection = 32 * mb; // V8 decides by its own count of the quiet
+    const { heap, target } = burstWithYoungKept();
     assert.equal(checks(target, quietChecks + 1), 1);
     assert.equal(checks(target, quietChecks - 1), 0, 'not before the quiet has lasted again');
     assert.equal(target.check(), true);
@@ -115,26 +124,14 @@ describe('the collection after a burst', () => {
   });
 
   test("its own collections' pauses do not end the quiet spell they were run for", () => {
-    const { heap, control } = scriptedHeap(40 * mb);
-    const target = collector(control);
-    heap.busy = 0.5;
-    target.check();
-    heap.busy = 0;
+    const { heap, target } = burstWithYoungKept();
     heap.pause = 0.1; // each collection: 100 ms of the next second
-    heap.young = 32 * mb;
-    heap.youngAfterCollection = 32 * mb;
     assert.equal(checks(target, 20 * quietChecks), settleRounds);
     assert.equal(heap.youngCollections, 1, 'the quiet spell never started over');
   });
 
   test('a later round stops once V8 has given the young generation back', () => {
-    const { heap, control } = scriptedHeap(40 * mb);
-    const target = collector(control);
-    heap.busy = 0.5;
-    target.check();
-    heap.busy = 0;
-    heap.young = 32 * mb;
-    heap.youngAfterCollection = 32 * mb;
+    const { heap, target } = burstWithYoungKept();
     assert.equal(checks(target, quietChecks + 1), 1);
     heap.youngAfterCollection = mb;
     assert.equal(checks(target, 10 * quietChecks), 1);
