@@ -21,8 +21,8 @@ import type { FastifyBaseLogger } from 'fastify';
  * and the young one marks where those 5 s begin (without it, the young generation shrank after
  * two bursts in six). V8's count does not always come out that low (what the young collection
  * promoted seems to count as allocated), so a round sometimes leaves the young generation as it
- * was: after one burst in eight, measured with 100,000 of the burst's objects still live, and in
- * one CI run. A round that does starts another count of six quiet checks, three rounds at most.
+ * was: after one burst in eight, measured with 100,000 of the burst's objects still live. A round
+ * that does starts another count of six quiet checks, three rounds at most.
  * Its own pauses (up to 120 ms) do not count as the loop being busy, or each would end the quiet
  * spell it ran in and the next quiet check would start the spell over. A busy service is never
  * paused by it, and it runs once per burst (again in the same quiet spell only if the heap grows
