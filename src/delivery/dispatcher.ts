@@ -66,6 +66,8 @@ export class Dispatcher {
   private readonly options: DispatcherOptions;
   private readonly loop: PeriodicTask;
   private lastBudgetWarningMs = -Infinity;
+  /** Set by a pass that found the hourly budget spent, cleared by one that found it not. */
+  private budgetSpent = false;
 
   constructor(
     private readonly deps: DispatcherDeps,
@@ -88,9 +90,19 @@ export class Dispatcher {
     return this.loop.stop();
   }
 
-  /** Look now: a message was just committed. */
+  /** Resolves when the pass in progress, or else the next one, has ended. For tests. */
+  nextPass(): Promise<void> {
+    return this.loop.nextPass();
+  }
+
+  /**
+   * Look now: a message was just committed. Not while the hourly budget is spent: the pass would
+   * only count the outbox again and send nothing, once for every message queued (during SMS
+   * pumping, once for every request the attacker sends). The regular pass, every
+   * `pollIntervalMs`, counts again and sends what the budget allows.
+   */
   nudge(): void {
-    this.loop.wake();
+    if (!this.budgetSpent) this.loop.wake();
   }
 
   /**
@@ -112,6 +124,7 @@ export class Dispatcher {
   private async remainingBudget(now: Date): Promise<number> {
     const hourAgo = secondsBefore(now, 60 * 60);
     const remaining = this.options.budgetPerHour - (await countSentSince(this.deps.db, hourAgo));
+    this.budgetSpent = remaining <= 0;
     if (remaining <= 0 && performance.now() - this.lastBudgetWarningMs > 60_000) {
       this.lastBudgetWarningMs = performance.now();
       this.deps.logger.error(

@@ -16,6 +16,7 @@ import { onlyOutboxRow, outboxRows } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
 import { resetWithCode } from '../helpers/customers.js';
 import { forceNestedLoopRescans } from '../helpers/query-plans.js';
+import { recording, type Recorded } from '../helpers/recording-db.js';
 
 const notice: NewMessage = {
   channel: 'email',
@@ -248,6 +249,44 @@ describe('the outbox dispatcher', () => {
     });
     assert.equal(claimed.length, 1);
     assert.equal((await t.db.query('SELECT id FROM outbox WHERE locked_until IS NOT NULL')).length, 1);
+  });
+
+  test('while the hourly budget is spent a queued message sets off no pass, and the regular pass sends once it frees', async () => {
+    const t = await harness.start();
+    const statements: Recorded[] = [];
+    const recorder = new RecordingTransport();
+    const dispatcher = new Dispatcher(
+      {
+        db: recording(t.db, statements),
+        clock: t.clock,
+        keys: t.services.keys,
+        transports: { email: recorder, sms: recorder },
+        logger: t.services.logger,
+      },
+      { budgetPerHour: 1, pollIntervalMs: 60 * 60 * 1000 },
+    );
+    const counts = () => statements.filter((statement) => statement.sql.includes('count(*)')).length;
+    for (const to of ['one@example.com', 'two@example.com']) await enqueue(t, { ...notice, to });
+    dispatcher.start();
+    await dispatcher.nextPass();
+    assert.equal(recorder.sent.length, 1, 'one message fits the budget');
+    const countsWhenSpent = counts();
+
+    for (const to of ['three@example.com', 'four@example.com', 'five@example.com']) {
+      await enqueue(t, { ...notice, to });
+      dispatcher.nudge();
+    }
+    // A nudge starts its pass from a 0 ms timer, which fires before this one.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await dispatcher.stop();
+    assert.equal(counts(), countsWhenSpent, 'no pass counted the outbox again');
+    assert.equal(recorder.sent.length, 1);
+
+    t.clock.advance(60 * 60 + 1);
+    dispatcher.start();
+    await dispatcher.nextPass();
+    await dispatcher.stop();
+    assert.equal(recorder.sent.length, 2, 'the regular pass sends what the freed budget allows');
   });
 
   test('stop ends a running dispatch after the batch in flight and leaves the rest in the outbox', async () => {
