@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Dispatcher } from '../../src/delivery/dispatcher.js';
+import { Dispatcher, type DispatcherOptions } from '../../src/delivery/dispatcher.js';
 import type { Transports } from '../../src/delivery/message.js';
 import {
   claimDueMessages,
@@ -16,6 +16,7 @@ import { onlyOutboxRow, outboxRows } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
 import { resetWithCode } from '../helpers/customers.js';
 import { forceNestedLoopRescans } from '../helpers/query-plans.js';
+import type { Database } from '../../src/storage/database.js';
 import { recording, type Recorded } from '../helpers/recording-db.js';
 
 const notice: NewMessage = {
@@ -29,6 +30,17 @@ const notice: NewMessage = {
 
 function enqueue(t: TestApp, message: NewMessage = notice): Promise<string> {
   return enqueueMessage(t.db, { clock: t.clock, keys: t.services.keys }, message);
+}
+
+/** A dispatcher of its own on the test's service parts, sending both channels through `transport`. */
+function dispatcherFor(
+  t: TestApp,
+  transport: Transports['email'],
+  options: Partial<DispatcherOptions> = {},
+  db: Database = t.db,
+): Dispatcher {
+  const transports: Transports = { email: transport, sms: transport };
+  return new Dispatcher({ db, clock: t.clock, keys: t.services.keys, transports, logger: t.services.logger }, options);
 }
 
 /** A queued message that every attempt fails to send, tried until it is given up or 20 rounds pass. */
@@ -171,13 +183,7 @@ describe('the outbox dispatcher', () => {
     const t = await harness.start();
     const code = await registeredWithQueuedCode(t);
     const logTransport = createLogTransport(t.services.logger);
-    const dispatcher = new Dispatcher({
-      db: t.db,
-      clock: t.clock,
-      keys: t.services.keys,
-      transports: { email: logTransport, sms: logTransport },
-      logger: t.services.logger,
-    });
+    const dispatcher = dispatcherFor(t, logTransport);
     assert.equal(await dispatcher.drain(), 1);
 
     const lines = t.logs.filter((line) => codePattern(code).test(JSON.stringify(line)));
@@ -215,10 +221,7 @@ describe('the outbox dispatcher', () => {
       ids.add(await enqueue(t, { ...notice, to: `customer${i}@example.com` }));
     }
     const recorders = [new RecordingTransport(), new RecordingTransport()];
-    const dispatchers = recorders.map((recorder) => {
-      const transports: Transports = { email: recorder, sms: recorder };
-      return new Dispatcher({ db: t.db, clock: t.clock, keys: t.services.keys, transports, logger: t.services.logger });
-    });
+    const dispatchers = recorders.map((recorder) => dispatcherFor(t, recorder));
 
     const handled = await Promise.all(dispatchers.map((dispatcher) => dispatcher.drain()));
     assert.equal(handled[0]! + handled[1]!, 200);
@@ -255,15 +258,11 @@ describe('the outbox dispatcher', () => {
     const t = await harness.start();
     const statements: Recorded[] = [];
     const recorder = new RecordingTransport();
-    const dispatcher = new Dispatcher(
-      {
-        db: recording(t.db, statements),
-        clock: t.clock,
-        keys: t.services.keys,
-        transports: { email: recorder, sms: recorder },
-        logger: t.services.logger,
-      },
+    const dispatcher = dispatcherFor(
+      t,
+      recorder,
       { budgetPerHour: 1, pollIntervalMs: 60 * 60 * 1000 },
+      recording(t.db, statements),
     );
     const counts = () => statements.filter((statement) => statement.sql.includes('count(*)')).length;
     for (const to of ['one@example.com', 'two@example.com']) await enqueue(t, { ...notice, to });
@@ -305,16 +304,7 @@ describe('the outbox dispatcher', () => {
         sent.push(message.to);
       },
     };
-    const dispatcher = new Dispatcher(
-      {
-        db: t.db,
-        clock: t.clock,
-        keys: t.services.keys,
-        transports: { email: gated, sms: gated },
-        logger: t.services.logger,
-      },
-      { batchSize: 1 },
-    );
+    const dispatcher = dispatcherFor(t, gated, { batchSize: 1 });
     dispatcher.start();
     await sending;
     const stopped = dispatcher.stop();
