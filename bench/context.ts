@@ -62,9 +62,11 @@ export interface RssSample {
 }
 
 /**
- * How long after its last request the service counts as idle: past the database pool's 30 s idle
- * timeout (src/storage/postgres.ts) and the hashing threads' (src/auth/hash-pool.ts), after which
- * unused connections (in embedded mode, their server processes) and threads are gone.
+ * How long after its last request the service counts as idle: past its own collection after a
+ * burst (src/idle-collection.ts). The database pool's connections (in embedded mode, their server
+ * processes) and the hashing threads are still open then: they end after 5 minutes unused
+ * (src/storage/postgres.ts, src/auth/hash-pool.ts), so the reading counts them, the most an idle
+ * service holds.
  */
 export const idleSeconds = 40;
 

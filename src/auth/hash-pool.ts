@@ -28,11 +28,19 @@ const hashThreadNice = 10;
 const hashThreadName = 'sfa-hash';
 /**
  * A thread that has hashed nothing for this long ends, as the database pool's idle connections
- * do; the next hash starts it again. Each thread is a V8 isolate of its own: ending both gives a
- * quiet shop about 15 MB back, and the first login after the quiet waits about 35 ms longer for
- * the thread to start (measured: 38–45 ms for a hash on a new thread, 9 ms on a running one).
+ * do (src/storage/postgres.ts, the same five minutes); the next hash starts it again. Each thread
+ * is a V8 isolate of its own: ending both gives a quiet shop about 15 MB back, and the first login
+ * after the quiet waits about 35 ms longer for the thread to start (measured: 38–45 ms for a hash
+ * on a new thread, 9 ms on a running one).
+ *
+ * Five minutes, not 30 s: a burst that finds the threads and connections gone starts both threads
+ * (each bootstraps Node at nice 0 before it lowers its priority) and opens the pool's connections
+ * (a server process forked for each) all at once, on the cores the event loop needs. Measured on a
+ * 2-core host, logins starting after 30 s of quiet: every one of the slowest 1% of liveness probes
+ * in the loaded phase came in its first 60 ms, 44–221 ms late; kept warm, the slowest were spread
+ * over the phase and the loaded p99 stayed at 9–12 ms round after round (BENCHMARKS.md, figure 5).
  */
-const hashThreadIdleMs = 30_000;
+const hashThreadIdleMs = 5 * 60_000;
 /** The hashing thread's whole program, plain JavaScript so it runs the same from the sources and from the built package. */
 const workerSource = `
 const fs = require('node:fs');

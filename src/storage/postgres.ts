@@ -77,7 +77,9 @@ export function openPostgres(
       max,
       // Short enough that a customer call answers 503 within two seconds while the server is away.
       connectionTimeoutMillis: 1_500,
-      idleTimeoutMillis: 30_000,
+      // Kept for five minutes without use, as the hashing threads are (src/auth/hash-pool.ts): a
+      // burst after a shorter lull finds them open instead of forking a server process for each.
+      idleTimeoutMillis: 5 * 60_000,
       // Bound any single statement, so a stuck lock or a silent server cannot hold a request forever.
       ...(startupStatementTimeout ? { statement_timeout: statementTimeout } : {}),
       query_timeout: queryTimeoutMs,

@@ -122,6 +122,36 @@ describe('HashPool', () => {
     },
   );
 
+  test(
+    'by default a thread outlasts a lull of four minutes, so a burst after it starts none, and ends after five',
+    { skip: process.platform !== 'linux' },
+    async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const before = threadTable();
+      const pool = new HashPool(1);
+      try {
+        const hash = await pool.hash('kept warm 1', options);
+        const [first] = newHashThreads(before);
+        assert.ok(first !== undefined, 'a hashing thread ran the hash');
+        t.mock.timers.tick(4 * 60_000);
+        assert.equal(await pool.verify(hash, 'kept warm 1'), true);
+        assert.deepEqual(
+          newHashThreads(before).map(([tid]) => tid),
+          [first[0]],
+          'the thread that hashed four minutes ago ran the check',
+        );
+        t.mock.timers.tick(5 * 60_000);
+        assert.equal(await pool.verify(hash, 'kept warm 1'), true);
+        assert.ok(
+          newHashThreads(before).some(([tid]) => tid !== first[0]),
+          'after five quiet minutes the check needed a new thread',
+        );
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
   test('a thread is ended only between jobs: a queue of work outlasting the idle time is all answered', async () => {
     const pool = new HashPool(1, { idleMs: 1 });
     try {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DatabaseUnavailableError, deleteInBatch, type Database } from '../../src/storage/database.js';
 import { openPostgres } from '../../src/storage/postgres.js';
-import { openTestDatabase, testBackends, type TestDatabase } from '../helpers/database.js';
+import { openTestDatabase, testBackends, testDirectUrlVariable, type TestDatabase } from '../helpers/database.js';
 import { forceNestedLoopRescans } from '../helpers/query-plans.js';
 
 /** What the domain relies on from any Database: run on the embedded server, and on PostgreSQL with DATABASE_URL. */
@@ -152,6 +152,35 @@ describe(`the database layer (${testBackends.database})`, () => {
     }
     assert.ok((await db.query('SELECT 1 FROM things')).length > 0);
   });
+});
+
+describe(`the PostgreSQL pool's idle connections (${testBackends.database})`, () => {
+  let test_db: TestDatabase;
+  before(async () => {
+    test_db = await openTestDatabase();
+  });
+  after(async () => test_db.drop());
+
+  // Behind PgBouncer a client connection is served by whichever server process is free, so the
+  // server's process id says nothing about the pool's own connection.
+  test(
+    'outlast a lull of four minutes, so a burst after it opens none, and close after five',
+    { skip: process.env[testDirectUrlVariable] !== undefined && 'behind a pooler' },
+    async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const db = openPostgres(test_db.url, { max: 1 });
+      const serverProcess = async () => (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))[0]!.pid;
+      try {
+        const first = await serverProcess();
+        t.mock.timers.tick(4 * 60_000);
+        assert.equal(await serverProcess(), first, 'the connection of four minutes ago answered');
+        t.mock.timers.tick(5 * 60_000);
+        assert.notEqual(await serverProcess(), first, 'after five quiet minutes a new connection answered');
+      } finally {
+        await db.close();
+      }
+    },
+  );
 });
 
 describe('the PostgreSQL driver when the server is not there', () => {
