@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import type { ConnectionOptions } from 'node:tls';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type AbstractConnector, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { MemoryCounterStore, type CounterStore, type WindowCount } from './counters.js';
 import { isRedisClusterUrl, parseRedisClusterUrl, type RedisClusterAddress } from './redis-address.js';
 
@@ -39,9 +40,37 @@ function verifiedTls(ca: string | undefined): ConnectionOptions {
   return { rejectUnauthorized: true, ...(ca === undefined ? {} : { ca }) };
 }
 
+type Connector = AbstractConnector & { connect(...args: unknown[]): ReturnType<AbstractConnector['connect']> };
+const { default: StandaloneConnector } = createRequire(import.meta.url)(
+  'ioredis/built/connectors/StandaloneConnector',
+) as {
+  default: new (options: unknown) => Connector;
+};
+
+/**
+ * ioredis's own connector (what `new Redis` uses; its index does not export it), with a lasting
+ * error listener on each connection. ioredis listens for a
+ * connection's errors with `once` (its connector and its client, one each), so a socket that errs
+ * twice throws the second error as an uncaught exception, which ends the process. A TLS socket
+ * does that when it refuses the server's certificate and the server's alert is read before the
+ * socket is gone. The first error still reaches ioredis, which reports it and reconnects.
+ */
+class SteadyConnector extends StandaloneConnector {
+  override async connect(...args: unknown[]) {
+    const stream = await super.connect(...args);
+    stream.on('error', () => {});
+    return stream;
+  }
+}
+
 // Fail fast instead of queueing or retrying for long: the caller falls back to memory, and a
 // request should not wait on Redis longer than half a second.
-const failFast = { connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequest: 1 } as const;
+const failFast = {
+  connectTimeout: 1_000,
+  commandTimeout: 500,
+  maxRetriesPerRequest: 1,
+  Connector: SteadyConnector,
+} as const;
 const reconnectDelay = (attempt: number) => Math.min(attempt * 200, 2_000);
 
 /** The options of the client for one server (`redis://`, `rediss://`). */

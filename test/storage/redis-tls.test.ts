@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import type { Redis } from 'ioredis';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { configuredCounterStore } from '../../src/services.js';
@@ -81,6 +83,24 @@ describe('Redis over TLS: verified certificates', () => {
       [],
       'no warning about Redis',
     );
+  });
+
+  test("a connection that errs twice (a refused certificate, then the server's alert) ends no process, and counting goes on", async () => {
+    const config = loadConfig({ REDIS_URL: `rediss://127.0.0.1:${redis.port}`, REDIS_CA_FILE: certificates.caFile });
+    const counters = new RedisCounterStore(config.redisUrl!, { keyPrefix: prefix(), ca: config.redisCa });
+    opened.push(counters);
+    const client = counters.client as Redis;
+    assert.equal(await counters.connected(5_000), true, 'the TLS connection is up');
+    // ioredis's own listeners are `once`: without one that lasts, the second emit throws.
+    client.stream.emit('error', new Error('certificate verification failed'));
+    client.stream.emit('error', new Error('tlsv1 alert decode error'));
+    const closed = once(client, 'close');
+    client.stream.destroy();
+    await closed;
+    assert.equal(await counters.connected(5_000), true, 'reconnected');
+    const nowMs = Date.now();
+    assert.equal((await counters.increment('tls-twice', 60, nowMs)).count, 1);
+    assert.equal(client.status, 'ready', 'counted in Redis, not in memory');
   });
 
   for (const [name, env, reason] of [
