@@ -49,11 +49,11 @@ const { default: StandaloneConnector } = createRequire(import.meta.url)(
 
 /**
  * ioredis's own connector (what `new Redis` uses; its index does not export it), with a lasting
- * error listener on each connection. ioredis listens for a
- * connection's errors with `once` (its connector and its client, one each), so a socket that errs
- * twice throws the second error as an uncaught exception, which ends the process. A TLS socket
- * does that when it refuses the server's certificate and the server's alert is read before the
- * socket is gone. The first error still reaches ioredis, which reports it and reconnects.
+ * error listener on each connection. ioredis listens for a connection's errors with `once` (its
+ * connector and its client, one each), so a socket that errs twice throws the second error as an
+ * uncaught exception, which ends the process. A TLS socket does that when it refuses the server's
+ * certificate and the server's alert is read before the socket is gone. The first error still
+ * reaches ioredis, which reports it and reconnects.
  */
 class SteadyConnector extends StandaloneConnector {
   override async connect(...args: unknown[]) {
