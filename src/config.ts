@@ -204,18 +204,25 @@ function readCaFile(env: Env, name: string): string | undefined {
   return certificates.join('\n');
 }
 
+/**
+ * A number setting within its bounds. The maximum is required: a value that passes this check must
+ * work everywhere it is used (a cutoff PostgreSQL can store, a timer Node keeps), so a typo stops
+ * the start, naming the variable, instead of failing later at every use.
+ */
 function readNumber(
   env: Env,
   name: string,
   fallback: number,
-  { min, max = Number.MAX_SAFE_INTEGER, integer = false }: { min: number; max?: number; integer?: boolean },
+  { min, max, integer = false }: { min: number; max: number; integer?: boolean },
 ): number {
   const text = read(env, name);
   if (text === undefined) return fallback;
   const value = Number(text);
   if (!Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
-    throw new ConfigError(name, `expected ${integer ? 'a whole number' : 'a number'} ${range}, got "${text}"`);
+    throw new ConfigError(
+      name,
+      `expected ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}, got "${text}"`,
+    );
   }
   return value;
 }
@@ -251,6 +258,19 @@ function readPreviousSecrets(env: Env, name: string, current: string | undefined
 
 // Node fires a timer of more than 2^31 - 1 ms at once, so settings that become timers stay well below.
 const maxTimerSeconds = 24 * 60 * 60;
+
+// A century. Each retention becomes a cutoff of now minus that many days, and one far past this
+// (3,000,000 days) falls before PostgreSQL's earliest timestamp: every janitor pass would fail.
+const maxRetentionDays = 36_500;
+
+// The dispatcher waits at most 10 minutes between retries (maxRetryDelaySeconds in
+// delivery/dispatcher.ts), so a longer first delay would mean nothing.
+const maxRetryBaseSeconds = 10 * 60;
+// A week: a code in a message is useless after minutes, and a notice weeks late only confuses.
+const maxDeliveryWindowSeconds = 7 * 24 * 60 * 60;
+// The budget is a brake on SMS pumping and mail bombing; past this many an hour it brakes nothing.
+const maxDeliveryBudgetPerHour = 1_000_000;
+const maxPort = 65_535;
 
 /** The pool size the service has always used. */
 export const defaultDatabasePoolSize = 10;
@@ -406,7 +426,7 @@ export function deliveryProblem(
 export function loadConfig(env: Env = process.env): Config {
   const portText = read(env, 'PORT') ?? '3000';
   const port = Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  if (!Number.isInteger(port) || port < 0 || port > maxPort) {
     throw new ConfigError('PORT', `expected a port number, got "${portText}"`);
   }
 
@@ -484,7 +504,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const shutdownTimeoutSeconds = readNumber(env, 'SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, max: maxTimerSeconds });
-  const shutdownDelaySeconds = readNumber(env, 'SHUTDOWN_DELAY_SECONDS', 5, { min: 0 });
+  const shutdownDelaySeconds = readNumber(env, 'SHUTDOWN_DELAY_SECONDS', 5, { min: 0, max: maxTimerSeconds });
   if (shutdownDelaySeconds >= shutdownTimeoutSeconds) {
     // The delay is part of the bounded wait; the requests still in flight after it need time too.
     throw new ConfigError('SHUTDOWN_DELAY_SECONDS', 'must be less than SHUTDOWN_TIMEOUT_SECONDS');
@@ -535,24 +555,37 @@ export function loadConfig(env: Env = process.env): Config {
     delivery: {
       retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', deliveryDefaults.retryBaseSeconds, {
         min: 0.001,
+        max: maxRetryBaseSeconds,
       }),
-      windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', deliveryDefaults.windowSeconds, { min: 1 }),
+      windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', deliveryDefaults.windowSeconds, {
+        min: 1,
+        max: maxDeliveryWindowSeconds,
+      }),
       budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', deliveryDefaults.budgetPerHour, {
         min: 1,
+        max: maxDeliveryBudgetPerHour,
         integer: true,
       }),
     },
     retention: {
-      sessionDays: readNumber(env, 'SESSION_RETENTION_DAYS', defaultRetention.sessionDays, { min: 0 }),
-      codeDays: readNumber(env, 'CODE_RETENTION_DAYS', defaultRetention.codeDays, { min: 0 }),
+      sessionDays: readNumber(env, 'SESSION_RETENTION_DAYS', defaultRetention.sessionDays, {
+        min: 0,
+        max: maxRetentionDays,
+      }),
+      codeDays: readNumber(env, 'CODE_RETENTION_DAYS', defaultRetention.codeDays, { min: 0, max: maxRetentionDays }),
       messageDays: readNumber(env, 'MESSAGE_RETENTION_DAYS', defaultRetention.messageDays, {
         // The hourly delivery budget counts the last hour's sent messages in the outbox.
         min: 1 / 24,
+        max: maxRetentionDays,
       }),
       failedMessageDays: readNumber(env, 'FAILED_MESSAGE_RETENTION_DAYS', defaultRetention.failedMessageDays, {
         min: 0,
+        max: maxRetentionDays,
       }),
-      auditDays: readNumber(env, 'AUDIT_RETENTION_DAYS', defaultRetention.auditDays, { min: 0 }),
+      auditDays: readNumber(env, 'AUDIT_RETENTION_DAYS', defaultRetention.auditDays, {
+        min: 0,
+        max: maxRetentionDays,
+      }),
     },
     janitorIntervalSeconds: readNumber(env, 'JANITOR_INTERVAL_SECONDS', 300, {
       min: 0,
@@ -570,7 +603,7 @@ export function loadConfig(env: Env = process.env): Config {
       read(env, 'METRICS_PORT') === undefined
         ? undefined
         : {
-            port: readNumber(env, 'METRICS_PORT', 0, { min: 0, integer: true }),
+            port: readNumber(env, 'METRICS_PORT', 0, { min: 0, max: maxPort, integer: true }),
             host: read(env, 'METRICS_HOST') ?? '127.0.0.1',
           },
     trustProxy: readBoolean(env, 'TRUST_PROXY', false),

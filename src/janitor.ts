@@ -40,12 +40,33 @@ export interface PruneDeps {
 
 const secondsPerDay = 24 * 60 * 60;
 
+/** A pass in which some tables could not be pruned: each with its cause, and what the others gave up. */
+export class PruneError extends AggregateError {
+  constructor(
+    readonly failures: Array<{ table: JanitorTable; error: unknown }>,
+    readonly removed: RemovedRows,
+  ) {
+    const causes = failures.map(
+      ({ table, error }) => `${table} (${error instanceof Error ? error.message : String(error)})`,
+    );
+    super(
+      failures.map(({ error }) => error),
+      `could not prune ${causes.join(', ')}`,
+    );
+    this.name = 'PruneError';
+  }
+}
+
 /**
  * One pass over every table: deletes what has outlived its retention, batch after batch, until a
  * table is clean, the per-pass bound is hit or `stopping()` says to give up. Each batch is one
  * statement of its own that skips rows locked by another janitor, so instances never wait for
  * each other or delete a row twice, and nothing here needs a session-level lock (PgBouncer in
  * transaction mode is fine).
+ *
+ * Tables are pruned independently: one whose delete fails (a lock, a bad cutoff, a lost
+ * connection) does not keep the others growing. The pass goes on to the end, then throws a
+ * PruneError naming each failed table.
  */
 export async function prune(
   deps: PruneDeps,
@@ -74,6 +95,7 @@ export async function prune(
     passkey_challenges: (limit) => deleteExpiredPasskeyChallenges(db, clock, limit),
   };
   const removed = Object.fromEntries(janitorTables.map((table) => [table, 0])) as RemovedRows;
+  const failures: PruneError['failures'] = [];
   // Outbox rows go before codes: a failed message past its retention frees the code it held.
   for (const table of [
     'sessions',
@@ -83,13 +105,18 @@ export async function prune(
     'known_devices',
     'passkey_challenges',
   ] as const) {
-    for (let batch = 0; batch < limits.maxBatchesPerTable && !stopping(); batch += 1) {
-      const rows = await deleters[table](limits.batchSize);
-      removed[table] += rows;
-      if (rows > 0) deps.removed?.(table, rows);
-      if (rows < limits.batchSize) break;
+    try {
+      for (let batch = 0; batch < limits.maxBatchesPerTable && !stopping(); batch += 1) {
+        const rows = await deleters[table](limits.batchSize);
+        removed[table] += rows;
+        if (rows > 0) deps.removed?.(table, rows);
+        if (rows < limits.batchSize) break;
+      }
+    } catch (error) {
+      failures.push({ table, error });
     }
   }
+  if (failures.length > 0) throw new PruneError(failures, removed);
   return removed;
 }
 
@@ -108,11 +135,19 @@ export class Janitor {
     private readonly intervalSeconds: number,
     limits: PruneLimits = defaultPruneLimits,
   ) {
+    const logRemoved = (removed: RemovedRows) => {
+      if (Object.values(removed).some((rows) => rows > 0))
+        deps.logger.info({ removed }, 'janitor removed expired rows');
+    };
     this.loop = new PeriodicTask(
       async (stopping) => {
-        const removed = await prune(deps, limits, stopping);
-        if (Object.values(removed).some((rows) => rows > 0))
-          deps.logger.info({ removed }, 'janitor removed expired rows');
+        try {
+          logRemoved(await prune(deps, limits, stopping));
+        } catch (error) {
+          // What the other tables gave up is still logged; the loop logs and counts the failure.
+          if (error instanceof PruneError) logRemoved(error.removed);
+          throw error;
+        }
       },
       {
         intervalMs: intervalSeconds * 1000,

@@ -181,6 +181,40 @@ describe('configuration', () => {
     }
   });
 
+  test('every number setting has a maximum: one past it stops the start naming the variable', () => {
+    // Retentions of a century at most: far past that, a cutoff falls outside PostgreSQL's timestamps
+    // and every janitor pass would fail.
+    const maxima: Array<[variable: string, max: number, alongside?: Record<string, string>]> = [
+      ['SESSION_RETENTION_DAYS', 36_500],
+      ['CODE_RETENTION_DAYS', 36_500],
+      ['MESSAGE_RETENTION_DAYS', 36_500],
+      ['FAILED_MESSAGE_RETENTION_DAYS', 36_500],
+      ['AUDIT_RETENTION_DAYS', 36_500],
+      ['JANITOR_INTERVAL_SECONDS', 86_400],
+      ['SHUTDOWN_TIMEOUT_SECONDS', 86_400],
+      ['SHUTDOWN_DELAY_SECONDS', 86_399, { SHUTDOWN_TIMEOUT_SECONDS: '86400' }],
+      ['DELIVERY_RETRY_BASE_SECONDS', 600],
+      ['DELIVERY_WINDOW_SECONDS', 604_800],
+      ['DELIVERY_BUDGET_PER_HOUR', 1_000_000],
+      ['DATABASE_POOL_SIZE', 200],
+      ['HASH_THREADS', 64],
+      ['METRICS_PORT', 65_535],
+      ['PORT', 65_535],
+    ];
+    for (const [variable, max, alongside = {}] of maxima) {
+      assert.doesNotThrow(() => loadConfig({ ...alongside, [variable]: String(max) }), variable);
+      for (const value of [String(max + 1), '3000000', '100000000', '1e300']) {
+        const error = refusal({ ...alongside, [variable]: value });
+        assert.equal(error.variable, variable, `${variable}=${value}`);
+        assert.ok(error.message.startsWith(`${variable}: `), error.message);
+      }
+    }
+    assert.equal(
+      refusal({ AUDIT_RETENTION_DAYS: '3000000' }).message,
+      'AUDIT_RETENTION_DAYS: expected a number from 0 to 36500, got "3000000"',
+    );
+  });
+
   test('MESSAGE_RETENTION_DAYS keeps sent messages at least the hour the delivery budget counts', () => {
     assert.equal(refusal({ MESSAGE_RETENTION_DAYS: '0.01' }).variable, 'MESSAGE_RETENTION_DAYS');
     assert.equal(loadConfig({ MESSAGE_RETENTION_DAYS: String(1 / 24) }).retention.messageDays, 1 / 24);

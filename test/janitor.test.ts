@@ -136,7 +136,6 @@ describe('the janitor', () => {
       purpose: 'password_changed',
       customerId: null,
       storeName: 'S',
-      customerName: 'Ada',
     } as const;
     const enqueue = async (status: string, withBody: boolean) => {
       const id = await enqueueMessage(db, { clock, keys }, { ...message, to: `${status}@example.com` });
@@ -182,7 +181,6 @@ describe('the janitor', () => {
         to: 'ada@example.com',
         customerId: ada,
         storeName: 'S',
-        customerName: 'Ada',
         code: { value: issued.code, expiresAt: issued.expiresAt },
         challengeId: issued.challengeId,
       },
@@ -234,6 +232,59 @@ describe('the janitor', () => {
     assert.deepEqual(await prune(deps, limits), { ...nothing, audit_events: 6 });
     assert.deepEqual(await prune(deps, limits), { ...nothing, audit_events: 1 });
     assert.deepEqual(batches, [3, 3, 1]);
+  });
+
+  /** One dead row in each of sessions, outbox, audit_events and known_devices, long past any default retention. */
+  async function deadRowsInFourTables(clock: FakeClock) {
+    const old = new Date(clock.now().getTime() - 500 * day * 1000);
+    const customerId = await insertCustomer(old);
+    await db.query(
+      `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at) VALUES ('dead', $1, $2, $2, $2)`,
+      [customerId, old],
+    );
+    const message = await enqueueMessage(
+      db,
+      { clock, keys },
+      {
+        channel: 'email',
+        purpose: 'password_changed',
+        to: 'ada@example.com',
+        customerId,
+        storeName: 'S',
+      },
+    );
+    await db.query(`UPDATE outbox SET status = 'sent', sealed_body = NULL, updated_at = $2 WHERE id = $1`, [
+      message,
+      old,
+    ]);
+    await db.query(`INSERT INTO audit_events (occurred_at, event, client_address) VALUES ($1, 'logout', '::1')`, [old]);
+    await db.query(
+      `INSERT INTO known_devices (customer_id, family, masked_address, last_seen_at) VALUES ($1, 'Firefox', '::/48', $2)`,
+      [customerId, old],
+    );
+  }
+
+  async function rowsLeft(): Promise<Record<string, number>> {
+    const [row] = await db.query<Record<string, number>>(
+      `SELECT (SELECT count(*)::int FROM sessions) AS sessions, (SELECT count(*)::int FROM outbox) AS outbox,
+              (SELECT count(*)::int FROM audit_events) AS audit_events,
+              (SELECT count(*)::int FROM known_devices) AS known_devices`,
+    );
+    return row!;
+  }
+
+  test('a table whose delete fails is named in the error, and every other table is still pruned', async () => {
+    const { clock } = timeline();
+    await deadRowsInFourTables(clock);
+    // A retention the configuration refuses can still be built in code: its cutoff is before
+    // PostgreSQL's earliest timestamp, so the audit_events delete fails in the database itself.
+    const retention = { ...defaultRetention, auditDays: 3_000_000 };
+    await assert.rejects(prune({ db, clock, retention }), (error: Error & { removed?: RemovedRows }) => {
+      assert.match(error.message, /^could not prune audit_events \(timestamp out of range[^)]*\)$/);
+      assert.deepEqual(error.removed, { ...nothing, sessions: 1, outbox: 1, known_devices: 1 });
+      return true;
+    });
+    assert.deepEqual(await rowsLeft(), { sessions: 0, outbox: 0, audit_events: 1, known_devices: 0 });
   });
 
   test('two janitors at once delete every dead row exactly once, without an error', async () => {
@@ -352,7 +403,13 @@ describe('the janitor', () => {
       const text = await services.metrics.registry.metrics();
       assert.match(text, /^storefront_background_pass_failures_total\{loop="janitor"\} 1$/m);
       const warning = lines.find((line) => line['msg'] === 'janitor pass failed; will try again');
-      assert.equal((warning?.['err'] as { message?: string } | undefined)?.message, 'connection lost');
+      // Each table was tried on its own, and each is named with its cause.
+      assert.equal(
+        (warning?.['err'] as { message?: string } | undefined)?.message,
+        `could not prune ${['sessions', 'outbox', 'challenges', 'audit_events', 'known_devices', 'passkey_challenges']
+          .map((table) => `${table} (connection lost)`)
+          .join(', ')}`,
+      );
     } finally {
       await services.close();
     }
@@ -381,6 +438,32 @@ describe('the janitor', () => {
     const code = await new Promise((resolve) => child.once('close', resolve));
     assert.equal(code, 0);
     assert.deepEqual(JSON.parse(stdout), { removed: { ...nothing, audit_events: 1 } });
+  });
+
+  // A real failure in the database the command uses: the table is not there under its name.
+  test('storefront-auth prune names the table it could not prune, exits 1, and still prunes the others', async () => {
+    const { clock } = timeline();
+    await deadRowsInFourTables(clock);
+    await db.query('ALTER TABLE audit_events RENAME TO audit_events_away');
+    try {
+      const child = runCli(['prune'], { DATABASE_URL: database.url, APP_SECRET: secret });
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise((resolve) => child.once('close', resolve));
+      assert.equal(code, 1, stderr);
+      assert.equal(stdout, '');
+      assert.equal(
+        stderr,
+        `storefront-auth: could not prune audit_events (relation "audit_events" does not exist); removed ${JSON.stringify(
+          { ...nothing, sessions: 1, outbox: 1, known_devices: 1 },
+        )}\n`,
+      );
+    } finally {
+      await db.query('ALTER TABLE audit_events_away RENAME TO audit_events');
+    }
+    assert.deepEqual(await rowsLeft(), { sessions: 0, outbox: 0, audit_events: 1, known_devices: 0 });
   });
 });
 

@@ -1,4 +1,4 @@
-import { listCustomerAudit, scrubAuditIdentity } from '../audit.js';
+import { listCustomerAudit, scrubAuditIdentity, type AuditRecord } from '../audit.js';
 import { eraseCustomerMessages, enqueueMessage } from '../delivery/outbox.js';
 import { deleteCustomerChallenges } from './codes.js';
 import {
@@ -12,16 +12,35 @@ import {
 import { wrongCurrentPassword } from './account.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
 import { fail, failFields, ok, type Result } from './result.js';
-import { deleteCustomerSessions, listCustomerSessions, type SessionView } from './sessions.js';
+import { deleteCustomerSessions, listCustomerSessions, maskAddress, type SessionView } from './sessions.js';
 import { listKnownDevices } from './known-devices.js';
 import { listPasskeys, type PasskeyView } from './passkeys.js';
 
-/** An audit event as the customer sees it in their export: the customer id is theirs, so it is left out. */
+/**
+ * An audit event as the customer sees it in their export: the customer id is theirs, so it is left
+ * out, and its addresses are masked to their network (see exportedEvent).
+ */
 export interface ExportedAuditEvent {
   occurred_at: string;
   event: string;
   client_address: string | null;
   details: Record<string, string>;
+}
+
+/**
+ * An account's events include what strangers did to it (a failed login against it), and their full
+ * address would tell the customer who someone else is. So every address goes out masked as the
+ * session list masks it: the client address (null if it does not parse, never as stored), and any
+ * detail whose value is an address. The trail itself keeps full addresses for the operator.
+ */
+function exportedEvent(event: AuditRecord): ExportedAuditEvent {
+  const details = Object.entries(event.details).map(([key, value]) => [key, maskAddress(value) ?? value]);
+  return {
+    occurred_at: event.occurred_at,
+    event: event.event,
+    client_address: event.client_address === null ? null : maskAddress(event.client_address),
+    details: Object.fromEntries(details),
+  };
 }
 
 /** The customer's own data, and nothing about anyone else. */
@@ -61,12 +80,7 @@ export async function exportAccount(
     sessions,
     known_devices: devices,
     passkeys,
-    audit_events: events.map((event) => ({
-      occurred_at: event.occurred_at,
-      event: event.event,
-      client_address: event.client_address,
-      details: event.details,
-    })),
+    audit_events: events.map(exportedEvent),
   });
 }
 
@@ -135,7 +149,6 @@ export async function eraseAccount(
       // The customer row is gone: this message is about no one the database still knows.
       customerId: null,
       storeName,
-      customerName: customer.name,
     });
     return ok(undefined);
   });

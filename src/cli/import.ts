@@ -2,7 +2,7 @@ import { countCustomers, lockCustomers } from '../auth/customers.js';
 import { attributeUnownedMessages } from '../delivery/outbox.js';
 import type { Database } from '../storage/database.js';
 import { migrations } from '../storage/migrations.js';
-import { LegacyFolderError, openLegacyFolder } from '../storage/pglite-folder.js';
+import { LegacyFolderError, openLegacyFolder, type OpenOptions } from '../storage/pglite-folder.js';
 import { copyTables, type CopyProgress } from '../storage/table-copy.js';
 
 /**
@@ -50,12 +50,14 @@ async function sourceMigrations(source: Awaited<ReturnType<typeof openLegacyFold
   return versions;
 }
 
+/** Reads `folder` through a copy in `options.scratch` (see openLegacyFolder): the folder is never written. */
 export async function importLegacyFolder(
   db: Database,
   folder: string,
   report: (line: string) => void = () => {},
+  options: OpenOptions = {},
 ): Promise<ImportSummary> {
-  const source = await openLegacyFolder(folder);
+  const source = await openLegacyFolder(folder, options);
   try {
     const versions = await sourceMigrations(source, folder);
     let nextMark = progressEvery;

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import type { Queryable } from './database.js';
 
@@ -91,21 +92,62 @@ function earlierServiceHolding(folder: string): number | undefined {
   }
 }
 
-/** Opens a PGlite folder of an earlier version for reading; the caller only runs SELECTs on it. */
-export async function openLegacyFolder(folder: string): Promise<LegacyFolder> {
+export interface OpenOptions {
+  /** Where the working copy is made: os.tmpdir() (TMPDIR) unless given. */
+  scratch?: string;
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A copy of `folder` as `pgdata` in a new folder under `scratch`, which it returns; none is left if copying fails. */
+async function copyAside(folder: string, scratch: string): Promise<string> {
+  let parent: string | undefined;
+  try {
+    parent = await fs.promises.mkdtemp(path.join(scratch, 'storefront-auth-import-'));
+    await fs.promises.cp(folder, path.join(parent, 'pgdata'), { recursive: true });
+    return parent;
+  } catch (error) {
+    if (parent !== undefined) await fs.promises.rm(parent, { recursive: true, force: true });
+    throw new LegacyFolderError(
+      `could not copy ${folder} into ${scratch} to read it (${reasonOf(error)}); TMPDIR chooses where the copy goes`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Opens a PGlite folder of an earlier version for reading; the caller only runs SELECTs on it.
+ * PGlite writes to any folder it opens, even to answer only SELECTs (its control file, its WAL, its
+ * catalog caches), so it opens a copy made in `scratch`: the earlier version's folder stays exactly
+ * as it was, to go back to. Closing removes the copy; so does a failure to open it.
+ */
+export async function openLegacyFolder(
+  folder: string,
+  { scratch = os.tmpdir() }: OpenOptions = {},
+): Promise<LegacyFolder> {
   checkLegacyFolder(folder);
   const { PGlite } = await loadPglite();
+  const copyParent = await copyAside(folder, scratch);
+  const removeCopy = () => fs.promises.rm(copyParent, { recursive: true, force: true });
   let pg: Awaited<ReturnType<PgliteModule['PGlite']['create']>>;
   try {
-    pg = await PGlite.create({ dataDir: folder });
+    pg = await PGlite.create({ dataDir: path.join(copyParent, 'pgdata') });
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new LegacyFolderError(`PGlite could not open ${folder} (${reason})`, { cause: error });
+    await removeCopy();
+    throw new LegacyFolderError(`PGlite could not open ${folder} (${reasonOf(error)})`, { cause: error });
   }
   return {
     async query<Row>(sql: string, params: readonly unknown[] = []) {
       return (await pg.query<Row>(sql, [...params])).rows;
     },
-    close: () => pg.close(),
+    async close() {
+      try {
+        await pg.close();
+      } finally {
+        await removeCopy();
+      }
+    },
   };
 }

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ImportRefusedError, importLegacyFolder } from '../../src/cli/import.js';
+import { LegacyFolderError } from '../../src/storage/pglite-folder.js';
 import { loadStore } from '../../src/store/store.js';
 import { cliEnv, runCommand, tempFolders, type Finished } from '../helpers/cli.js';
 import { testBackends } from '../helpers/database.js';
@@ -32,6 +34,21 @@ async function rowCounts(t: Pick<TestApp, 'db'>): Promise<Record<string, number>
     counts[table] = row!.n;
   }
   return counts;
+}
+
+/**
+ * Every entry under `folder` by its path inside it: a file as the SHA-256 of its content, a folder
+ * as "folder". Equal before and after means nothing was written, added or removed.
+ */
+function contentsOf(folder: string): Record<string, string> {
+  const entries: Record<string, string> = {};
+  for (const name of (fs.readdirSync(folder, { recursive: true }) as string[]).sort()) {
+    const file = path.join(folder, name);
+    entries[name] = fs.statSync(file).isDirectory()
+      ? 'folder'
+      : createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+  }
+  return entries;
 }
 
 /** The stderr of a command that failed: exactly one line, returned. */
@@ -120,6 +137,56 @@ describe('storefront-auth import', () => {
     const counts = await rowCounts(t);
     assert.equal(counts['customers'], 3);
     assert.ok(counts['audit_events']! > 3);
+  });
+
+  test('reads the folder through a copy: not a byte of it changes, and the copy is removed', slow, async () => {
+    const t = await harness.start();
+    const folder = seededCopy();
+    const before = contentsOf(folder);
+    assert.ok(Object.keys(before).length > 100, 'a whole PGlite folder');
+    const scratch = folders.fresh();
+    // The copy exists while the rows are read, so the check that it is gone below means something.
+    const copiesWhileReading: number[] = [];
+    const report = () => void copiesWhileReading.push(fs.readdirSync(scratch).length);
+    const summary = await importLegacyFolder(t.db, folder, report, { scratch });
+    assert.deepEqual(summary.rows, seededRows);
+    assert.deepEqual(contentsOf(folder), before, 'the folder is as it was');
+    assert.ok(copiesWhileReading.length > 0 && copiesWhileReading.every((n) => n === 1), String(copiesWhileReading));
+    assert.deepEqual(fs.readdirSync(scratch), [], 'the copy is removed');
+  });
+
+  test('a failed import also leaves the folder as it was and removes its copy', slow, async () => {
+    const t = await harness.start();
+    const scratch = folders.fresh();
+    // Refused once the copy is open: a PGlite folder without the tables, then a store with a customer.
+    const empty = path.join(folders.fresh(), 'pgdata');
+    fs.cpSync(legacy.empty, empty, { recursive: true });
+    const emptyBefore = contentsOf(empty);
+    await assert.rejects(
+      importLegacyFolder(t.db, empty, () => {}, { scratch }),
+      /holds no storefront-auth tables/,
+    );
+    assert.deepEqual(contentsOf(empty), emptyBefore);
+    assert.deepEqual(fs.readdirSync(scratch), []);
+
+    // A copy that fails part-way (at a named pipe, which cannot be copied) leaves none of itself.
+    const piped = seededCopy();
+    execFileSync('mkfifo', [path.join(piped, 'pipe')]);
+    await assert.rejects(
+      importLegacyFolder(t.db, piped, () => {}, { scratch }),
+      (error: unknown) => error instanceof LegacyFolderError && /^could not copy .* to read it/.test(error.message),
+    );
+    assert.deepEqual(fs.readdirSync(scratch), []);
+
+    await registeredCustomer(t);
+    const seeded = seededCopy();
+    const seededBefore = contentsOf(seeded);
+    await assert.rejects(
+      importLegacyFolder(t.db, seeded, () => {}, { scratch }),
+      ImportRefusedError,
+    );
+    assert.deepEqual(contentsOf(seeded), seededBefore);
+    assert.deepEqual(fs.readdirSync(scratch), []);
   });
 
   test('refuses a store that already has a customer, and writes nothing', slow, async () => {
@@ -221,7 +288,10 @@ describe('storefront-auth import', () => {
         testBackends.database === 'embedded' ? {} : { DATABASE_URL: harness.databaseUrl, APP_SECRET: appSecret };
       // Against the server, this file's database is emptied first (the earlier tests left customers).
       if (testBackends.database !== 'embedded') await (await harness.start()).close();
+      // The working copy goes to TMPDIR, as os.tmpdir() says.
+      const scratch = folders.fresh();
       const env = cliEnv(dataDir, extra);
+      const importEnv = { ...env, TMPDIR: scratch };
 
       // Before the import, the service names the command.
       if (testBackends.database === 'embedded') {
@@ -232,7 +302,8 @@ describe('storefront-auth import', () => {
         );
       }
 
-      const imported = await runCommand(['import', folder], env);
+      const before = contentsOf(folder);
+      const imported = await runCommand(['import', folder], importEnv);
       assert.equal(imported.code, 0, imported.stderr);
       const summary = JSON.parse(imported.stdout) as { status: string; rows: Record<string, number> };
       assert.equal(summary.status, 'imported');
@@ -242,8 +313,12 @@ describe('storefront-auth import', () => {
       assert.ok(fs.existsSync(path.join(folder, 'PG_VERSION')), 'the folder is left where it was');
 
       // A second run finds the customers already there.
-      const again = oneLineError(await runCommand(['import', folder], env));
+      const again = oneLineError(await runCommand(['import', folder], importEnv));
       assert.match(again, /the store already holds 2 customers/);
+      assert.deepEqual(contentsOf(folder), before, 'and as it was');
+      // tsx keeps its cache in TMPDIR too: only the import's own copies count.
+      const copies = fs.readdirSync(scratch).filter((name) => name.startsWith('storefront-auth-import-'));
+      assert.deepEqual(copies, [], 'no copy is left behind');
 
       fs.renameSync(folder, path.join(folders.fresh(), 'pgdata-imported'));
       const shown = await runCommand(['customer', 'show', legacyCustomers.ada.email], env);

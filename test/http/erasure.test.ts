@@ -4,7 +4,7 @@ import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
-import { count, listedSessionFields, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
+import { count, listedSessionFields, loginFrom, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
 import { auditRows as auditEvents } from '../helpers/audit.js';
 
 /**
@@ -129,6 +129,57 @@ describe('export my data and delete my account', () => {
       // Grace's own export is hers alone.
       const hers = await exportData(t, (await signedIn(t, { email: 'grace2@example.com' })).session);
       assert.equal(JSON.stringify(hers.body).includes(ada.id), false);
+    });
+
+    test("shows a stranger's failed logins against the account by network only: /24 for IPv4, /48 for IPv6", async () => {
+      const t = await harness.start();
+      const ada = await signedIn(t);
+      // Someone else guesses Ada's password, from an IPv4 address and then an IPv6 one.
+      for (const address of ['198.51.100.77', '2001:db8:abcd:12::77']) {
+        assert.equal((await loginFrom(t, address, ada.identity, 'not her password 1')).status, 401);
+      }
+      await t.services.background.drain();
+
+      const reply = await exportData(t, ada.session);
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      const events: Array<{ event: string; client_address: string | null }> = reply.body.audit_events;
+      assert.deepEqual(
+        events.filter((e) => e.event === 'login.failed').map((e) => e.client_address),
+        ['2001:db8:abcd::/48', '198.51.100.0/24'],
+        'newest first',
+      );
+      // Ada's own events too: no address in the export is a full one.
+      for (const { event, client_address: address } of events) assert.match(String(address), /\/(24|48)$/, event);
+      const text = JSON.stringify(reply.body);
+      for (const full of ['198.51.100.77', '2001:db8:abcd:12']) assert.equal(text.includes(full), false, full);
+      // The trail itself keeps the full address, for the operator's eyes only.
+      const failed = await auditEvents(t, 'login.failed');
+      assert.deepEqual(
+        failed.map((e) => e.client_address),
+        ['198.51.100.77', '2001:db8:abcd:12::77'],
+      );
+    });
+
+    test('masks an address held in the details of an exported event as it masks the client address', async () => {
+      const t = await harness.start();
+      const ada = await signedIn(t);
+      await t.services.background.drain();
+      // No event records an address in its details today; one that did must not leak it either.
+      await t.db.query(
+        `INSERT INTO audit_events (occurred_at, event, customer_id, client_address, details)
+         VALUES (now(), 'session.revoked', $1, NULL,
+                 '{"from": "203.0.113.9", "via": "::ffff:192.0.2.44", "v6": "2001:db8:1:2::3", "by": "customer"}')`,
+        [ada.id],
+      );
+      const reply = await exportData(t, ada.session);
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      const revoked = reply.body.audit_events.find((e: { event: string }) => e.event === 'session.revoked');
+      assert.deepEqual(revoked, {
+        occurred_at: revoked.occurred_at,
+        event: 'session.revoked',
+        client_address: null,
+        details: { from: '203.0.113.0/24', via: '192.0.2.0/24', v6: '2001:db8:1::/48', by: 'customer' },
+      });
     });
 
     test('answers 401 unauthenticated without a live session', async () => {
