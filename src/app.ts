@@ -12,6 +12,7 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { HasherBusyError } from './auth/password.js';
+import { BackgroundBusyError } from './background.js';
 import { csrfHeaderName } from './http/csrf.js';
 import { acceptedKeys } from './keys.js';
 import { clientKey } from './http/client-address.js';
@@ -86,7 +87,11 @@ function handleError(error: FastifyError | Error, request: FastifyRequest, reply
   if (fastifyError.validation !== undefined) {
     return sendProblem(request, reply, 'validation_failed', { errors: validationErrors(fastifyError.validation) });
   }
-  if (error instanceof DatabaseUnavailableError || error instanceof HasherBusyError) {
+  if (
+    error instanceof DatabaseUnavailableError ||
+    error instanceof HasherBusyError ||
+    error instanceof BackgroundBusyError
+  ) {
     request.log.warn({ err: error }, 'answered 503: a dependency is unavailable or saturated');
     return sendProblem(request, reply, 'service_unavailable', {}, { 'retry-after': 2 });
   }

@@ -5,8 +5,19 @@ const backgroundDelayMs = 10;
 export interface BackgroundLimits {
   /** Tasks running at once: each may hold a database connection, and requests need the rest. */
   concurrency: number;
-  /** Tasks admitted (running, waiting or about to start); past it new work is dropped and logged. */
+  /** Tasks admitted (running, waiting or about to start); past it new work is refused. */
   maxPending: number;
+}
+
+/**
+ * Thrown instead of admitting work the queue has no room for; the edge answers
+ * `503 service_unavailable` with Retry-After, as for a saturated hashing queue.
+ */
+export class BackgroundBusyError extends Error {
+  constructor(readonly task: string) {
+    super(`background work refused: too much already waiting (${task})`);
+    this.name = 'BackgroundBusyError';
+  }
 }
 
 const defaultLimits: BackgroundLimits = { concurrency: 4, maxPending: 10_000 };
@@ -14,7 +25,9 @@ const defaultLimits: BackgroundLimits = { concurrency: 4, maxPending: 10_000 };
 /**
  * Work that runs after the answer has gone out (resend, forgot, the audit trail). Bounded, so a
  * burst queues here instead of exhausting the database pool; tracked, so shutdown and tests can
- * wait for it instead of guessing with sleeps.
+ * wait for it instead of guessing with sleeps. Work an answer promises (a 202) is taken with
+ * `admit`, which refuses before the answer when full; `run` drops and logs, for work nobody was
+ * promised (the audit trail's flush).
  */
 export class BackgroundWork {
   private readonly pending = new Set<Promise<void>>();
@@ -34,15 +47,46 @@ export class BackgroundWork {
     return this.pending.size;
   }
 
+  /** Whether new work would be refused now: the same for every request, whoever it is about. */
+  get full(): boolean {
+    return this.pending.size >= this.limits.maxPending;
+  }
+
+  /**
+   * Throws BackgroundBusyError when full. Called before a request spends anything (its limits, a
+   * password check), so a refusal leaves the client's allowance as it was for the retry.
+   */
+  assertRoom(label: string): void {
+    if (this.full) throw new BackgroundBusyError(label);
+  }
+
+  /**
+   * Admits `work` or throws BackgroundBusyError, before the caller answers: a 202 is then never
+   * given for work that is dropped. Nothing of the refused work is kept.
+   */
+  admit(label: string, work: () => Promise<void>): void {
+    this.assertRoom(label);
+    this.start(label, work);
+  }
+
   /** Admits `work`; false when it was dropped, so a caller keeping state for it can undo that. */
   run(label: string, work: () => Promise<void>): boolean {
-    if (this.pending.size >= this.limits.maxPending) {
+    if (this.full) {
       this.logger.error(
         { task: label, pending: this.pending.size },
         'background work dropped: too much already waiting',
       );
       return false;
     }
+    this.start(label, work);
+    return true;
+  }
+
+  async drain(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  private start(label: string, work: () => Promise<void>): void {
     const task = (async () => {
       // Started a moment after the answer, never while it is still being written or while the
       // client's next request is arriving: the work some answers leave behind must not show in time.
@@ -57,11 +101,6 @@ export class BackgroundWork {
       }
     })().finally(() => this.pending.delete(task));
     this.pending.add(task);
-    return true;
-  }
-
-  async drain(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
   private async acquire(): Promise<void> {

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { AuditTrail, type AuditEntry } from './audit.js';
-import { BackgroundWork } from './background.js';
+import { BackgroundWork, type BackgroundLimits } from './background.js';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, deliveryProblem, type Config } from './config.js';
 import { sharedHashPool } from './auth/hash-pool.js';
@@ -19,7 +19,7 @@ import type { Database } from './storage/database.js';
 import { MemoryCounterStore, type CounterStore } from './storage/counters.js';
 import { migrate } from './storage/migrations.js';
 import { defaultServerSettings, startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
-import { openPostgres } from './storage/postgres.js';
+import { maintenanceDeadline, openPostgres } from './storage/postgres.js';
 import { ensureStore, loadStore, StoreCache } from './store/store.js';
 import { certificateFailure } from './tls.js';
 
@@ -56,6 +56,8 @@ export interface ServiceOverrides {
   manualDispatch?: boolean;
   /** Leave the janitor stopped; the caller prunes. */
   manualJanitor?: boolean;
+  /** Bounds of the work behind the answers (a test fills the queue). */
+  background?: Partial<BackgroundLimits>;
 }
 
 export function configuredTransports(config: Config, logger: FastifyBaseLogger): Transports {
@@ -117,7 +119,13 @@ export async function configuredCounterStore(config: Config, logger: FastifyBase
 }
 
 export interface OpenedDatabase {
+  /** The request path's: statements bounded near two seconds (requestDeadline). */
   db: Database;
+  /**
+   * The same pool under the long limits (maintenanceDeadline), for migrations, the janitor and the
+   * command line: no connection more than DATABASE_POOL_SIZE.
+   */
+  maintenance: Database;
   secret: string;
   release(): Promise<void>;
 }
@@ -153,7 +161,8 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
   const pool = { max, ...(log === undefined ? {} : { notice: (message: string) => log.info({}, message) }) };
   if (database.mode === 'server') {
     const db = openPostgres(database.url, { ...pool, ca: database.ca });
-    return { db, secret: database.appSecret, release: () => db.close() };
+    const maintenance = db.withDeadline(maintenanceDeadline);
+    return { db, maintenance, secret: database.appSecret, release: () => db.close() };
   }
   const server = await startEmbeddedPostgres(database.dataDir, {
     ...(log === undefined ? {} : { log }),
@@ -171,6 +180,7 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
   const db = openPostgres(server.url, pool);
   return {
     db,
+    maintenance: db.withDeadline(maintenanceDeadline),
     secret,
     async release() {
       await db.close();
@@ -189,16 +199,17 @@ export async function openServices(
       ? await openDatabase(config, { log: logger })
       : {
           db: overrides.db,
+          maintenance: overrides.db,
           secret: overrides.secret ?? config.database.appSecret ?? 'x'.repeat(32),
           release: async () => {},
         };
-  const { db } = opened;
+  const { db, maintenance } = opened;
   const clock = overrides.clock ?? systemClock;
   try {
-    await migrate(db);
-    await ensureStore(db, clock, config.initialStore);
+    await migrate(maintenance);
+    await ensureStore(maintenance, clock, config.initialStore);
     // The store row, not STORE_IDENTITY_MODE, decides the channel: it may have been switched since.
-    const store = await loadStore(db);
+    const store = await loadStore(maintenance);
     const problem = store === null ? undefined : deliveryProblem(config, store.identityMode);
     if (problem !== undefined) throw new ConfigError(problem.variable, problem.reason);
   } catch (error) {
@@ -229,7 +240,7 @@ export async function openServices(
   if (overrides.manualDispatch !== true) dispatcher.start();
   const janitor = new Janitor(
     {
-      db,
+      db: maintenance,
       clock,
       logger,
       retention: config.retention,
@@ -239,7 +250,7 @@ export async function openServices(
     config.janitorIntervalSeconds,
   );
   if (overrides.manualJanitor !== true) janitor.start();
-  const background = new BackgroundWork(logger);
+  const background = new BackgroundWork(logger, overrides.background);
   let lastAuditWarningMs = -Infinity;
   const auditTrail = new AuditTrail(db, clock, (write) => background.run('audit', write), {
     dropped: (count, reason) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BackgroundWork } from '../src/background.js';
+import { BackgroundBusyError, BackgroundWork } from '../src/background.js';
 import { capturingLogger } from './helpers/logs.js';
 
 describe('background work', () => {
@@ -39,6 +39,31 @@ describe('background work', () => {
     const dropped = lines.filter((line) => String(line['msg']).startsWith('background work dropped'));
     assert.equal(dropped.length, 3);
     assert.equal(dropped[0]!['task'], 'resend-verification');
+  });
+
+  test('refuses work it was asked to admit once full, keeping none of it, and admits again after draining', async () => {
+    const { logger, lines } = capturingLogger();
+    const background = new BackgroundWork(logger, { concurrency: 1, maxPending: 2 });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let done = 0;
+    const work = async () => {
+      await held;
+      done += 1;
+    };
+    background.admit('forgot-password', work);
+    background.admit('forgot-password', work);
+    assert.equal(background.full, true);
+    assert.throws(() => background.assertRoom('forgot-password'), BackgroundBusyError);
+    assert.throws(() => background.admit('forgot-password', work), BackgroundBusyError);
+    assert.equal(background.size, 2);
+    release();
+    await background.drain();
+    assert.equal(done, 2, 'the refused work never ran');
+    background.admit('forgot-password', work);
+    await background.drain();
+    assert.equal(done, 3);
+    assert.ok(!lines.some((line) => String(line['msg']).startsWith('background work dropped')), 'nothing dropped');
   });
 
   test('a failing task is logged and does not stop the others', async () => {

@@ -194,10 +194,12 @@ async function withStore<T>(
     max: 2,
     log: pino({ level: 'warn', base: { service: 'storefront-auth' } }, pino.destination(2)),
   });
+  // Everything here is maintenance (migrations, imports, table copies): the long statement limits.
+  const db = opened.maintenance;
   try {
-    await migrate(opened.db);
-    await ensureStore(opened.db, systemClock, config.initialStore);
-    return await work(opened.db, opened.secret);
+    await migrate(db);
+    await ensureStore(db, systemClock, config.initialStore);
+    return await work(db, opened.secret);
   } finally {
     await opened.release();
   }

@@ -23,7 +23,7 @@ export interface Edge extends Services {
 }
 
 export function edgeOf(services: Services): Edge {
-  const { config, db, counters, clock, metrics } = services;
+  const { config, db, counters, clock, metrics, keys } = services;
   // Every refusal, by either limiter, is counted and recorded where it happens: once per request.
   const refused = ({ rule, requestId, clientAddress }: Refusal) => {
     metrics.rateLimited.inc({ limit: rule.name });
@@ -40,8 +40,8 @@ export function edgeOf(services: Services): Edge {
         for (const [dependency, up] of Object.entries(checks)) metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
       },
     }),
-    limiter: new RateLimiter(counters, clock, refused),
-    probeLimiter: new RateLimiter(new MemoryCounterStore(probeCounterEntries), clock, refused),
+    limiter: new RateLimiter(counters, clock, keys.counters, refused),
+    probeLimiter: new RateLimiter(new MemoryCounterStore(probeCounterEntries), clock, keys.counters, refused),
   };
   return Object.assign(Object.create(services) as Services, parts);
 }

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import { keyName, type CounterStore } from '../storage/counters.js';
@@ -51,6 +52,8 @@ export class RateLimiter {
   constructor(
     private readonly counters: CounterStore,
     private readonly clock: Clock,
+    /** Keys the counters' names (Keys.counters): see counterKey. */
+    private readonly key: Buffer,
     /** Told of every refusal, once, with the limit that refused. */
     private readonly refused: (refusal: Refusal) => void = () => {},
   ) {}
@@ -63,7 +66,9 @@ export class RateLimiter {
   async consume(caller: Caller, hits: LimitHit[]): Promise<void> {
     const nowMs = this.clock.now().getTime();
     const counts = await Promise.all(
-      hits.map(([rule, subject]) => this.counters.increment(keyOf(rule, subject), rule.windowSeconds, nowMs)),
+      hits.map(([rule, subject]) =>
+        this.counters.increment(counterKey(this.key, rule, subject), rule.windowSeconds, nowMs),
+      ),
     );
     let worst: { rule: LimitRule; resetAtMs: number } | undefined;
     hits.forEach(([rule], index) => {
@@ -95,16 +100,24 @@ export class RateLimiter {
    */
   forget(rule: LimitRule, subject: string, log: Pick<FastifyBaseLogger, 'warn'>): void {
     this.counters
-      .delete(keyOf(rule, subject))
+      .delete(counterKey(this.key, rule, subject))
       .catch((error: unknown) =>
         log.warn({ err: error, limit: rule.name }, 'a rate-limit counter could not be cleared'),
       );
   }
 }
 
-/** `rl:<rule name>:<subject>`; each counter is a key of its own, hashed whole on a Redis Cluster. */
-function keyOf(rule: LimitRule, subject: string): string {
-  return keyName('rl', rule.name, subject);
+/**
+ * `rl:<rule name>:<MAC of the subject>`, never the subject itself. Subjects are email addresses,
+ * phone numbers, client addresses and customer ids: in the name, a key listing, a Redis dump or a
+ * heap snapshot would show who was counted for as long as the window lasts, erased customers too.
+ * The MAC is keyed by the deployment secret, so the names cannot be matched against guessed
+ * addresses either; 128 bits of it keep two subjects from ever sharing a counter. Each counter is
+ * a key of its own, hashed whole on a Redis Cluster.
+ */
+export function counterKey(key: Buffer, rule: LimitRule, subject: string): string {
+  const mac = createHmac('sha256', key).update(subject).digest().subarray(0, 16).toString('base64url');
+  return keyName('rl', rule.name, mac);
 }
 
 function limitedError(rule: LimitRule, resetAtMs: number, nowMs: number): ProblemError {

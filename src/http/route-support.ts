@@ -65,7 +65,10 @@ export function auditor(services: Pick<Edge, 'audit'>) {
 
 /**
  * Answers 202 before any lookup and leaves the work behind the answer, so the time to answer
- * cannot tell who has an account.
+ * cannot tell who has an account. When this instance has too much work waiting, the work is not
+ * taken and the request answers 503 service_unavailable with Retry-After instead (a
+ * BackgroundBusyError): decided by the queue alone, before any lookup, so every identity gets the
+ * same answer, and never a 202 for work that is then dropped.
  */
 export function acceptMessageRequest(
   services: Pick<Edge, 'background'>,
@@ -73,7 +76,7 @@ export function acceptMessageRequest(
   operation: string,
   work: () => Promise<void>,
 ) {
-  services.background.run(operation, work);
+  services.background.admit(operation, work);
   reply.code(202);
   return { status: 'accepted' as const };
 }
@@ -97,6 +100,10 @@ export function refuseInvalidBody(
   });
 }
 
+/** How resend and forgot are described in the OpenAPI document. */
+const messageRequestDescription =
+  'Answers 202 whether or not an eligible account exists, so identities cannot be probed. While this instance has too much work waiting, answers 503 service_unavailable with Retry-After instead, alike for every identity, and takes nothing on.';
+
 /**
  * A request for a message about an identity (a new verification code, a reset code): counted per
  * identity and per address, then answered 202 whether or not an eligible account exists, so
@@ -119,17 +126,15 @@ export function messageRequestRoute(
       route.path,
       {
         schema: {
-          ...describe(
-            route.operationId,
-            route.summary,
-            'Answers 202 whether or not an eligible account exists, so identities cannot be probed.',
-          ),
+          ...describe(route.operationId, route.summary, messageRequestDescription),
           body: IdentityBody,
           response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody) },
         },
       },
       async (request, reply) => {
         const identity = identityOf(request);
+        // A full queue refuses before the limits count, so the retry it asks for is not a 429.
+        services.background.assertRoom(route.operation);
         const subject = `${route.operation}:${identity.key}`;
         await services.limiter.consume(request, [
           [limits.messagesPerIdentityMinute, subject],

@@ -4,18 +4,24 @@ import { DatabaseUnavailableError, type Database, type Queryable } from './datab
 import { isDatabaseUnavailable, translateDriverError as translate } from './postgres-errors.js';
 import { postgresTls } from './postgres-tls.js';
 
-function wrap(client: pg.Pool | pg.PoolClient): Queryable {
+/** How often a transaction the server undid for a deadlock or serialization failure is tried. */
+const transactionAttempts = 3;
+
+/** Statements on `client`; with `queryTimeoutMs`, each waits that long for its answer instead of the pool's time. */
+function wrap(client: pg.Pool | pg.PoolClient, queryTimeoutMs?: number): Queryable {
+  const timeout = queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs };
   return {
     async query<Row>(text: string, params: readonly unknown[] = []) {
       try {
-        return (await client.query(text, params as unknown[])).rows as Row[];
+        return (await client.query({ text, values: params as unknown[], ...timeout })).rows as Row[];
       } catch (error) {
         throw translate(error);
       }
     },
     async exec(text: string) {
       try {
-        await client.query(text); // no parameters: the simple protocol, which runs several statements
+        // No parameters: the simple protocol, which runs several statements.
+        await client.query({ text, ...timeout });
       } catch (error) {
         throw translate(error);
       }
@@ -23,13 +29,41 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   };
 }
 
-export interface PostgresOptions {
+/** How long one statement of a pool may take. */
+export interface Deadline {
+  /** The server cancels a statement after this long (a stuck lock, an overloaded server). */
+  statementTimeoutMs: number;
+  /**
+   * The client gives up on an answer after this long (a server or network that stopped answering
+   * on an open connection) and the connection is discarded, never handed out again.
+   */
+  queryTimeoutMs: number;
+}
+
+/**
+ * The request path's: a customer-facing statement takes milliseconds, so a database that goes
+ * silent mid-query is a 503 within about two seconds, as a refused connection is (1.5 s). The
+ * server's limit fires first, so a merely slow statement is cancelled cleanly, and its backend
+ * freed, before the client gives up on the connection.
+ */
+export const requestDeadline: Deadline = { statementTimeoutMs: 1_500, queryTimeoutMs: 2_000 };
+
+/** Migrations, the janitor's batches, the command line, imports and table copies: nobody waits on them. */
+export const maintenanceDeadline: Deadline = { statementTimeoutMs: 10_000, queryTimeoutMs: 12_000 };
+
+/** A PostgreSQL pool under its own deadline, which can be used under another one. */
+export interface PostgresDatabase extends Database {
+  /**
+   * The same pool and connections under `deadline` (maintenanceDeadline: migrations, the janitor,
+   * the command line). Each of its statements runs in a transaction, where SET LOCAL gives it the
+   * deadline's limit in place of the connection's own. Closing it closes the pool.
+   */
+  withDeadline(deadline: Deadline): Database;
+}
+
+export interface PostgresOptions extends Partial<Deadline> {
   /** Connections in the pool. */
   max?: number;
-  /** The server cancels a statement after this long (a stuck lock). */
-  statementTimeoutMs?: number;
-  /** The client gives up on an answer after this long (a server that stopped answering). */
-  queryTimeoutMs?: number;
   /** PEM CA bundle that verifies the server's certificate (DATABASE_CA_FILE), in place of the public roots. */
   ca?: string | undefined;
   /** Told once when the server refused the statement limit as a connection parameter (a pooler). */
@@ -56,18 +90,21 @@ export function isRefusedStatementTimeout(error: unknown): boolean {
  * same behind PgBouncer in transaction mode: no session state outlives a transaction (no session
  * SET, advisory lock, LISTEN, temporary table or named prepared statement), and the statement limit
  * is also set inside every transaction, where a pooler cannot lose it. TLS follows the URL's
- * sslmode as `postgresTls` reads it.
+ * sslmode as `postgresTls` reads it. Its limits are the request path's unless given (Deadline); a
+ * connection whose answer did not come in time is destroyed, not returned: its late answer would
+ * otherwise be read as the next statement's. pg-pool's `query` releases a client with its error,
+ * which removes it, and `transaction` releases it as broken.
  */
 export function openPostgres(
   url: string,
   {
     max = defaultDatabasePoolSize,
-    statementTimeoutMs = 10_000,
-    queryTimeoutMs = 12_000,
+    statementTimeoutMs = requestDeadline.statementTimeoutMs,
+    queryTimeoutMs = requestDeadline.queryTimeoutMs,
     ca,
     notice,
   }: PostgresOptions = {},
-): Database {
+): PostgresDatabase {
   const { connectionString, ssl } = postgresTls(url, ca);
   const statementTimeout = Math.max(1, Math.round(statementTimeoutMs));
   const createPool = (startupStatementTimeout: boolean) => {
@@ -114,39 +151,66 @@ export function openPostgres(
     }
   }
 
+  const close = () => pool.end();
   return {
     query: (text, params) => onPool((current) => wrap(current).query(text, params)),
     exec: (text) => onPool((current) => wrap(current).exec(text)),
-    async transaction(work) {
-      let client: pg.PoolClient;
-      try {
-        client = await onPool((current) => current.connect());
-      } catch (error) {
-        throw translate(error);
-      }
-      let broken: Error | undefined;
-      try {
-        // One round trip, as a plain BEGIN. SET LOCAL ends with the transaction, so behind a
-        // transaction-mode pooler it never reaches another client's transaction.
-        await client.query(`BEGIN; SET LOCAL statement_timeout = ${statementTimeout}`);
-        const result = await work(wrap(client));
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        if (isDatabaseUnavailable(error)) {
-          // A ROLLBACK on a connection that stopped answering would only wait out another
-          // timeout; dropping the connection ends the transaction on the server just the same.
-          broken = error as Error;
-        } else {
-          await client.query('ROLLBACK').catch((rollbackError: Error) => {
-            broken = rollbackError; // the connection is unusable; the pool must not hand it out again
-          });
-        }
-        throw translate(error);
-      } finally {
-        client.release(broken);
-      }
-    },
-    close: () => pool.end(),
+    transaction: (work) => transaction(work),
+    close,
+    withDeadline: (deadline) => ({
+      query: (text, params) => transaction((tx) => tx.query(text, params), deadline),
+      exec: (text) => transaction((tx) => tx.exec(text), deadline),
+      transaction: (work) => transaction(work, deadline),
+      close,
+    }),
   };
+
+  /** `work` in one transaction, under `deadline` when given, else the pool's own. */
+  async function transaction<T>(work: (tx: Queryable) => Promise<T>, deadline?: Deadline): Promise<T> {
+    // A deadlock or a serialization failure is the server undoing one transaction of two so the
+    // other can go on: nothing of it was kept, so it runs again. Past the attempts it is a
+    // contention to wait out (503), never a bug (500).
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await runTransaction(work, deadline);
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (code !== '40P01' && code !== '40001') throw error;
+        if (attempt === transactionAttempts) throw new DatabaseUnavailableError(error);
+      }
+    }
+  }
+
+  async function runTransaction<T>(work: (tx: Queryable) => Promise<T>, deadline?: Deadline): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await onPool((current) => current.connect());
+    } catch (error) {
+      throw translate(error);
+    }
+    let broken: Error | undefined;
+    const limit = deadline === undefined ? statementTimeout : Math.max(1, Math.round(deadline.statementTimeoutMs));
+    const tx = wrap(client, deadline?.queryTimeoutMs);
+    try {
+      // One round trip, as a plain BEGIN. SET LOCAL ends with the transaction, so behind a
+      // transaction-mode pooler it never reaches another client's transaction.
+      await tx.exec(`BEGIN; SET LOCAL statement_timeout = ${limit}`);
+      const result = await work(tx);
+      await tx.exec('COMMIT');
+      return result;
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) {
+        // A ROLLBACK on a connection that stopped answering would only wait out another
+        // timeout; dropping the connection ends the transaction on the server just the same.
+        broken = error as Error;
+      } else {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError; // the connection is unusable; the pool must not hand it out again
+        });
+      }
+      throw translate(error);
+    } finally {
+      client.release(broken);
+    }
+  }
 }

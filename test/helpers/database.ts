@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { Database } from '../../src/storage/database.js';
 import { MemoryCounterStore, type CounterStore } from '../../src/storage/counters.js';
 import { migrate } from '../../src/storage/migrations.js';
-import { openPostgres } from '../../src/storage/postgres.js';
+import { maintenanceDeadline, openPostgres } from '../../src/storage/postgres.js';
 import { RedisCounterStore } from '../../src/storage/redis.js';
 import { perDescribe } from './per-describe.js';
 import { startTestServer, testServerUrlVariable, type TestServer } from './embedded-server.js';
@@ -90,7 +90,10 @@ export function withDatabase(url: string, name: string): string {
  */
 export async function openTestDatabase(): Promise<TestDatabase> {
   const scratch = await createScratchDatabase('sfa_test');
-  const db = openPostgres(scratch.url, { max: 5 });
+  // The long limits, not the request path's 2 s: tests seed thousands of rows in one statement and
+  // hold locks while other work waits on them, on a shared machine. The request path's own limits
+  // are tested where they matter (test/production/faults.test.ts, test/storage/deadlines.test.ts).
+  const db = openPostgres(scratch.url, { max: 5, ...maintenanceDeadline });
   return {
     db,
     url: scratch.url,

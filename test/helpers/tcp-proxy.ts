@@ -52,6 +52,18 @@ export class TcpProxy {
     }
   }
 
+  /**
+   * Ends a freeze as a healed partition does: the open connections carry on, and whatever was
+   * sent during the freeze arrives late, answers included. New connections pass again.
+   */
+  thaw(): void {
+    this.mode = 'pass';
+    for (const [client, upstream] of this.pairs) {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    }
+  }
+
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

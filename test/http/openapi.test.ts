@@ -61,6 +61,16 @@ describe('the OpenAPI document', () => {
     for (const { key, operation } of operations) assert.ok(operation.operationId, `${key} has an operationId`);
   });
 
+  test('documents 503 service_unavailable for every request answered 202 with work behind it', () => {
+    for (const path of ['verification/resend', 'password/forgot', 'code/request', 'identity/change']) {
+      const operation = document.paths[`/api/v1/customer/auth/${path}`].post;
+      assert.ok(operation.responses['202'], `${path} documents 202`);
+      const codes = operation.responses['503'].content['application/problem+json'].schema.properties.code.enum;
+      assert.ok(codes.includes('service_unavailable'), `${path} documents 503 service_unavailable`);
+      assert.match(operation.description, /503 service_unavailable with Retry-After/, path);
+    }
+  });
+
   test('lists the problem codes each operation can answer with, under their statuses', () => {
     const register = document.paths['/api/v1/customer/auth/register'].post.responses;
     const codes = register['422'].content['application/problem+json'].schema.properties.code.enum;

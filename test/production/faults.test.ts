@@ -145,8 +145,55 @@ describe('dependency faults in production mode', () => {
     await waitFor(async () => (await ready()).statusCode === 200, 10_000);
   });
 
+  test('with PostgreSQL silent on an open pooled connection, a login answers 503 within about 2 s, and that connection is never handed out again', async (t) => {
+    // A service of its own with a one-connection pool: the login gets the pool's only connection,
+    // and once the network heals the next statement shows whether that connection came back.
+    const config = loadConfig({ DATABASE_URL: throughProxy(), DATABASE_POOL_SIZE: '1', APP_SECRET: 'f'.repeat(40) });
+    const own = await openServices(config, pino({ level: 'silent' }), {
+      counters: new MemoryCounterStore(),
+      hasher: createArgon2Hasher(testArgon2),
+      manualDispatch: true,
+      manualJanitor: true,
+    });
+    const ownApp = await buildApp(own);
+    const ownLogin = () =>
+      ownApp.inject({
+        method: 'POST',
+        url: '/api/v1/customer/auth/login',
+        payload: { identity: 'nobody@example.com', password: 'whatever1' },
+      });
+    const backend = async () => (await own.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))[0]!.pid;
+    try {
+      await ownApp.ready();
+      assert.equal((await ownLogin()).statusCode, 401);
+      await own.background.drain(); // the audit entry's write, so nothing else holds the connection
+      const established = await backend();
+
+      pgProxy.set('freeze');
+      const started = performance.now();
+      const stalled = await ownLogin();
+      const elapsed = performance.now() - started;
+      assert.equal(stalled.statusCode, 503);
+      assert.equal(stalled.json().code, 'service_unavailable');
+      assert.ok(Number(stalled.headers['retry-after']) > 0);
+      // The request path's 2 s query timeout, with slack for a busy host; 12 s before it had one.
+      assert.ok(elapsed < 4_000, `answered in ${elapsed.toFixed(0)} ms`);
+      t.diagnostic(`503 after ${elapsed.toFixed(0)} ms on a silent pooled connection`);
+
+      // The stalled statement's answer now arrives late: on a reused connection it would be read
+      // as the answer to whatever ran there next.
+      pgProxy.thaw();
+      assert.equal((await ownLogin()).statusCode, 401);
+      assert.notEqual(await backend(), established, 'a new connection, the timed-out one discarded');
+    } finally {
+      pgProxy.set('pass');
+      await ownApp.close();
+      await own.close();
+    }
+  });
+
   test('with PostgreSQL silent on open connections, every customer call answers 503 service_unavailable with Retry-After, not 500', async () => {
-    // Short client timeouts so the test waits about a second per call, not the service's twelve.
+    // Shorter client timeouts than the service's two seconds, so the test waits under a second per call.
     const pgUrl = throughProxy();
     const db = openPostgres(pgUrl, { max: 10, statementTimeoutMs: 500, queryTimeoutMs: 800 });
     const config = loadConfig({ DATABASE_URL: pgUrl, APP_SECRET: 'f'.repeat(40) });

@@ -5,6 +5,10 @@ import { Cluster } from 'ioredis';
 import { createScratchDatabase } from '../helpers/database.js';
 import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { counterKey, limits } from '../../src/http/rate-limit.js';
+import { deriveKeys } from '../../src/keys.js';
+
+const appSecret = 'r'.repeat(40);
 
 const auth = '/api/v1/customer/auth';
 
@@ -57,7 +61,7 @@ describe('production mode on a Redis Cluster', () => {
       DATABASE_URL: scratch.url,
       REDIS_URL: cluster.url,
       REDIS_KEY_PREFIX: prefix,
-      APP_SECRET: 'r'.repeat(40),
+      APP_SECRET: appSecret,
       NODE_ENV: 'production',
       DELIVERY_LOG_IN_PRODUCTION: 'true',
     });
@@ -71,7 +75,10 @@ describe('production mode on a Redis Cluster', () => {
     await scratch?.drop();
   });
 
-  const forgotKey = (identity: string) => `${prefix}rl:message-identity-m:forgot-password:${identity}`;
+  // Counter names carry a MAC of the subject under the deployment secret's counters key.
+  const counters = deriveKeys(appSecret).counters;
+  const forgotKey = (identity: string) =>
+    `${prefix}${counterKey(counters, limits.messagesPerIdentityMinute, `forgot-password:${identity}`)}`;
 
   /** A made-up identity whose per-minute forgot counter lives on node `index`. */
   async function identityOn(index: number, label: string): Promise<string> {

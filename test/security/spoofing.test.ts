@@ -6,6 +6,7 @@ import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
 import { auditRows } from '../helpers/audit.js';
+import { counterKey, limits } from '../../src/http/rate-limit.js';
 
 /**
  * Spoofing and step skipping: a client that lies about its address, rotates addresses inside
@@ -61,7 +62,8 @@ function assertProblem(answer: Answer, status: number, code: string, where = '')
 
 /** How far the register limit has counted for a client key (white-box: the limiter's key layout). */
 async function registerCount(t: TestApp, clientKey: string): Promise<number> {
-  return (await t.services.counters.peek(`rl:register:${clientKey}`, t.clock.now().getTime())).count;
+  const key = counterKey(t.services.keys.counters, limits.registrations, clientKey);
+  return (await t.services.counters.peek(key, t.clock.now().getTime())).count;
 }
 
 /** The client addresses the audit events of one kind recorded, oldest first. */

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { DatabaseUnavailableError, deleteInBatch, type Database } from '../../src/storage/database.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { openTestDatabase, testBackends, testDirectUrlVariable, type TestDatabase } from '../helpers/database.js';
 import { forceNestedLoopRescans } from '../helpers/query-plans.js';
+import { until } from '../helpers/races.js';
 
 /** What the domain relies on from any Database: run on the embedded server, and on PostgreSQL with DATABASE_URL. */
 describe(`the database layer (${testBackends.database})`, () => {
@@ -89,6 +91,50 @@ describe(`the database layer (${testBackends.database})`, () => {
       ),
     );
     assert.equal(results.filter((rows) => rows.length === 1).length, 1);
+  });
+
+  test('a transaction the server undoes to break a deadlock runs again and commits', async () => {
+    await db.query("INSERT INTO counters (name, n) VALUES ('deadlock-a', 0), ('deadlock-b', 0)");
+    // The other side waits long before looking for a deadlock, so the server undoes ours.
+    const other = new pg.Client({ connectionString: test_db.url });
+    await other.connect();
+    const watcher = new pg.Client({ connectionString: test_db.url });
+    await watcher.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query("SET LOCAL deadlock_timeout = '60s'");
+      await other.query("UPDATE counters SET n = n + 1 WHERE name = 'deadlock-b'");
+      let attempts = 0;
+      const ours = db.transaction(async (tx) => {
+        attempts += 1;
+        await tx.query("UPDATE counters SET n = n + 1 WHERE name = 'deadlock-a'");
+        await tx.query("UPDATE counters SET n = n + 1 WHERE name = 'deadlock-b'");
+      });
+      await until(async () => {
+        const { rows } = await watcher.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return rows[0]!.n === 1;
+      }, 'our transaction waits on the other');
+      // Each now waits on the other; ours is undone, the other takes its row and commits.
+      await other.query("UPDATE counters SET n = n + 1 WHERE name = 'deadlock-a'");
+      await other.query('COMMIT');
+      await ours;
+      assert.equal(attempts, 2);
+      const rows = await db.query<{ name: string; n: number }>(
+        "SELECT name, n FROM counters WHERE name LIKE 'deadlock-%' ORDER BY name",
+      );
+      assert.deepEqual(
+        rows.map((row) => [row.name, row.n]),
+        [
+          ['deadlock-a', 2],
+          ['deadlock-b', 2],
+        ],
+      );
+    } finally {
+      await other.end();
+      await watcher.end();
+    }
   });
 
   test('deleteInBatch deletes at most its limit of matching rows, by a composite key too, and counts them', async () => {

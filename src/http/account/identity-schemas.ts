@@ -10,7 +10,7 @@ export const identityChangeSchema = {
   ...describe(
     'changeIdentity',
     'Ask to change the email address or phone number',
-    'Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), then answers 202 whether or not the new identity is free. A free one is sent a code for POST /identity/confirm; one that already has an account is told so instead. Send `email` on an email store and `phone` on a phone store.',
+    'Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), then answers 202 whether or not the new identity is free (503 service_unavailable with Retry-After instead while this instance has too much work waiting, before the password is checked). A free one is sent a code for POST /identity/confirm; one that already has an account is told so instead. Send `email` on an email store and `phone` on a phone store.',
   ),
   body: IdentityChangeBody,
   response: {

@@ -10,7 +10,7 @@ import {
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { authDeps, type AuthDepsSource, refuseInvalidBody, signedIn } from '../route-support.js';
+import { acceptMessageRequest, authDeps, type AuthDepsSource, refuseInvalidBody, signedIn } from '../route-support.js';
 import { identityChangeSchema, identityConfirmSchema } from './identity-schemas.js';
 
 /** The parts of the edge these routes use. */
@@ -36,6 +36,8 @@ export function identityRoutes(services: Deps): FastifyPluginAsyncTypebox {
         const { customer } = await signedIn(services, request);
         const store = request.store;
         refuseInvalidBody(request, (fields) => identityChangeErrors(store, fields, deps.allowedCallingCodes));
+        // A full queue refuses before the password is checked or anything counted.
+        services.background.assertRoom('identity-change');
         const count = (outcome: string) => metrics.identityChanges.inc({ step: 'request', outcome });
         // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
         await limiter
@@ -70,15 +72,14 @@ export function identityRoutes(services: Deps): FastifyPluginAsyncTypebox {
             count('throttled');
             throw error;
           });
-        count('accepted');
-        audit(request, 'identity.change_requested', customer.id);
         // Answered before the new identity is looked up, so the time to answer cannot tell whether
         // it has an account (as forgot-password does).
-        services.background.run('identity-change', () =>
+        const accepted = acceptMessageRequest(services, reply, 'identity-change', () =>
           requestIdentityChange(deps, store, customer.id, newIdentityValue),
         );
-        reply.code(202);
-        return { status: 'accepted' as const };
+        count('accepted');
+        audit(request, 'identity.change_requested', customer.id);
+        return accepted;
       },
     );
 
