@@ -63,7 +63,11 @@ export function passkeysArea(page, account) {
   // The store may stop offering passkeys while the page is open: the calls then answer 404.
   const off = { not_found: () => `${storeName} does not offer passkeys right now.` };
 
-  document.getElementById('passkey-add').addEventListener('click', () => {
+  const addForm = document.getElementById('passkey-add-form');
+  addForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    // Asked of an account that has a password, so a session alone cannot add a way in.
+    const password = addForm.elements.current_password.value;
     void run(
       section,
       async () => {
@@ -75,11 +79,21 @@ export function passkeysArea(page, account) {
           setStatus(ceremonyMessage(error, true), 'error');
           return;
         }
-        const passkey = await call('POST', `${auth}/passkeys/register`, { credential });
+        const body = password === '' ? { credential } : { credential, current_password: password };
+        const passkey = await call('POST', `${auth}/passkeys/register`, body);
+        addForm.reset();
         await refresh();
         setStatus(`Passkey added: ${passkey.name}. Next time, sign in with it instead of your password.`, 'success');
       },
-      { ...off, validation_failed: () => 'The passkey could not be checked. Try adding it again.' },
+      {
+        ...off,
+        identity_unverified: () =>
+          'Confirm your email address or phone number first: use the code we sent you, or reset your password.',
+        validation_failed: (error) =>
+          error.errors?.current_password
+            ? 'That is not your current password.'
+            : 'The passkey could not be checked. Try adding it again.',
+      },
     );
   });
 

@@ -10,6 +10,7 @@ import {
 } from './customers.js';
 import { addFieldError, channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import { validateName, validateNewPassword } from './registration.js';
+import { credentialsChanged } from './ownership.js';
 import { fail, failFields, ok, type Result } from './result.js';
 import {
   createSession,
@@ -71,6 +72,8 @@ export async function changePassword(
     const now = deps.clock.now();
     const version = await replacePassword(tx, customer.id, passwordHash, now);
     await deleteCustomerSessions(tx, customer.id);
+    // A pending identity change or reset asked for under the old password must not outlive it.
+    await credentialsChanged(tx, deps.clock, customer.id);
     // A new session id for the caller: whoever learnt the old cookie value loses it with the password.
     const session = await createSession(tx, deps.clock, customer.id, version, client);
     if (session === null) throw new Error('the session of a password change could not be opened');
@@ -80,7 +83,6 @@ export async function changePassword(
       to: locked.identity_value,
       customerId: locked.id,
       storeName: store.name,
-      customerName: locked.name,
       signedOut: 'other_devices',
     });
     return ok(session);

@@ -1,9 +1,10 @@
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
-import { findCustomerByIdentity, markVerified } from './customers.js';
+import { findCustomerByIdentity } from './customers.js';
 import type { MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
 import { completeSignIn, type LoginResult } from './login.js';
+import { proveControl } from './ownership.js';
 import { queueCodeIfWanted } from './queue-code.js';
 import { fail, ok } from './result.js';
 import { createSession, deleteSession, type SessionClient } from './sessions.js';
@@ -45,9 +46,10 @@ export async function loginWithCode(
       value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'sign_in', code);
     if (!accepted || customer === null) return fail('refused', { customerId: customer?.id ?? null });
-    // Receiving the code proves the identity, so the account counts as verified from now on, and
-    // a store that requires verification lets it in.
-    const verified = customer.verified_at === null ? await markVerified(tx, customer.id, deps.clock.now()) : customer;
+    // Receiving the code proves the identity, so a store that requires verification lets it in. On
+    // an unproven account it is the first proof: what the claimant set up before it ends, and
+    // the password too, since this proof set none.
+    const verified = await proveControl(tx, deps.clock, customer, { retiresPassword: true });
     const session = await createSession(tx, deps.clock, customer.id, verified.credential_version, client);
     if (session === null) return fail('refused', { customerId: customer.id });
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);

@@ -40,11 +40,7 @@ export async function issueChallenge(
   newIdentityValue: string | null = null,
 ): Promise<IssuedChallenge> {
   const now = deps.clock.now();
-  await tx.query(
-    `UPDATE challenges SET voided_at = $3
-      WHERE customer_id = $1 AND purpose = $2 AND consumed_at IS NULL AND voided_at IS NULL`,
-    [customerId, purpose, now],
-  );
+  await voidLiveChallenges(tx, deps.clock, customerId, purpose);
   const challengeId = randomUUID();
   const code = generateCode();
   const expiresAt = new Date(now.getTime() + codeLifetimeSeconds * 1000);
@@ -54,6 +50,23 @@ export async function issueChallenge(
     [challengeId, customerId, purpose, codeMac(deps.keys.codes, challengeId, code), now, expiresAt, newIdentityValue],
   );
   return { challengeId, code, expiresAt };
+}
+
+/**
+ * Voids the customer's live codes: of one purpose (a new code replaces the old), or of every
+ * purpose (a credential or the identity changed, so no code sent before it may act after it).
+ */
+export async function voidLiveChallenges(
+  tx: Queryable,
+  clock: Clock,
+  customerId: string,
+  purpose: ChallengePurpose | null = null,
+): Promise<void> {
+  await tx.query(
+    `UPDATE challenges SET voided_at = $3
+      WHERE customer_id = $1 AND ($2::text IS NULL OR purpose = $2) AND consumed_at IS NULL AND voided_at IS NULL`,
+    [customerId, purpose, clock.now()],
+  );
 }
 
 /**

@@ -6,7 +6,8 @@ export interface CustomerRow {
   name: string;
   identity_type: IdentityMode;
   identity_value: string;
-  password_hash: string;
+  /** Null once retired: a proof of control that set no password ended the one set before it. */
+  password_hash: string | null;
   verified_at: Date | null;
   /** Raised by every change of password; sessions are only opened against the current one. */
   credential_version: number;
@@ -133,11 +134,24 @@ export async function deleteCustomer(tx: Queryable, id: string): Promise<boolean
   return rows.length === 1;
 }
 
-/** Sets verified_at when it is still null (a code sent to the identity proves it) and returns the row. */
-export async function markVerified(tx: Queryable, id: string, now: Date): Promise<CustomerRow> {
+/**
+ * Records the first proof of control of the identity (verified_at, while it is still null) and
+ * returns the row. With `retirePassword` the password set before the proof ends with it: no hash,
+ * and a new credential version, so no login that checked the old one opens a session.
+ */
+export async function markProven(
+  tx: Queryable,
+  id: string,
+  now: Date,
+  { retirePassword }: { retirePassword: boolean },
+): Promise<CustomerRow> {
   const [row] = await tx.query<CustomerRow>(
-    `UPDATE customers SET verified_at = $2, updated_at = $2 WHERE id = $1 AND verified_at IS NULL RETURNING ${customerColumns}`,
-    [id, now],
+    `UPDATE customers
+        SET verified_at = $2, updated_at = $2,
+            password_hash = CASE WHEN $3 THEN NULL ELSE password_hash END,
+            credential_version = credential_version + CASE WHEN $3 THEN 1 ELSE 0 END
+      WHERE id = $1 AND verified_at IS NULL RETURNING ${customerColumns}`,
+    [id, now, retirePassword],
   );
   return row ?? (await findCustomerById(tx, id))!;
 }
@@ -150,22 +164,13 @@ export async function lockCustomerById(tx: Queryable, id: string): Promise<Custo
 
 /**
  * Replaces the password and raises the credential version, so no session can be opened against
- * the old one any more (see createSession). Returns the new version. With `markVerified` the
- * identity counts as verified too (a reset code sent to it proves control of it).
+ * the old one any more (see createSession). Returns the new version.
  */
-export async function replacePassword(
-  tx: Queryable,
-  id: string,
-  passwordHash: string,
-  now: Date,
-  { markVerified = false } = {},
-): Promise<number> {
+export async function replacePassword(tx: Queryable, id: string, passwordHash: string, now: Date): Promise<number> {
   const [row] = await tx.query<{ credential_version: number }>(
-    `UPDATE customers
-        SET password_hash = $2, credential_version = credential_version + 1, updated_at = $3,
-            verified_at = CASE WHEN $4 THEN COALESCE(verified_at, $3) ELSE verified_at END
+    `UPDATE customers SET password_hash = $2, credential_version = credential_version + 1, updated_at = $3
       WHERE id = $1 RETURNING credential_version`,
-    [id, passwordHash, now, markVerified],
+    [id, passwordHash, now],
   );
   return row!.credential_version;
 }

@@ -1,6 +1,6 @@
 import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
-import { consumeChallengeOf, issueChallenge } from './codes.js';
+import { consumeChallengeOf, issueChallenge, voidLiveChallenges } from './codes.js';
 import {
   findCustomerByIdentity,
   lockCustomerById,
@@ -13,6 +13,7 @@ import { wrongCurrentPassword } from './account.js';
 import { addFieldError, channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from './deps.js';
 import { maskIdentity } from './identity.js';
 import { validateIdentity } from './registration.js';
+import { credentialsChanged } from './ownership.js';
 import { fail, failFields, ok, type Result } from './result.js';
 import { revokeCustomerSessions } from './sessions.js';
 
@@ -71,6 +72,9 @@ export async function requestIdentityChange(
     const customer = await lockCustomerById(tx, customerId);
     if (customer === null) return false;
     const channel = channelFor(store.identityMode);
+    // Voided whether or not the new identity is free: were a taken one to leave the earlier code
+    // alive, confirming that code afterwards would tell the caller which identities have accounts.
+    await voidLiveChallenges(tx, deps.clock, customer.id, 'identity_change');
     const owner = await findCustomerByIdentity(tx, store.identityMode, newIdentityValue);
     if (owner !== null) {
       await enqueueMessage(tx, deps, {
@@ -80,7 +84,6 @@ export async function requestIdentityChange(
         // About the account that holds the address, not the one asking: it goes with the owner's.
         customerId: owner.id,
         storeName: store.name,
-        customerName: owner.name,
       });
       return true;
     }
@@ -91,7 +94,6 @@ export async function requestIdentityChange(
       to: newIdentityValue,
       customerId: customer.id,
       storeName: store.name,
-      customerName: customer.name,
       code: { value: challenge.code, expiresAt: challenge.expiresAt },
       challengeId: challenge.challengeId,
     });
@@ -107,10 +109,10 @@ export type ConfirmIdentityChangeResult = Result<
 
 /**
  * Switches the identity with a live change code, in one transaction with the customer row locked:
- * the code spent, the new identity set and verified now, every other session ended, and a notice
- * to the old identity naming the new one masked. The unique index on identities decides between
- * two customers confirming the same new identity (or a registration of it): one switch wins, and
- * the other answer is identity_unavailable with its code spent.
+ * the code spent, the new identity set and verified now, every other session ended, every other
+ * live code voided, and a notice to the old identity naming the new one masked. The unique index
+ * on identities decides between two customers confirming the same new identity (or a registration
+ * of it): one switch wins, and the other answer is identity_unavailable with its code spent.
  */
 export async function confirmIdentityChange(
   deps: MessagingDeps,
@@ -128,13 +130,14 @@ export async function confirmIdentityChange(
     const switched = await switchIdentity(tx, locked.id, store.identityMode, consumed.newIdentityValue, now);
     if (switched === null) return fail('identity_unavailable');
     await revokeCustomerSessions(tx, deps.clock, locked.id, sessionId);
+    // Codes sent to the old identity (a reset, a sign-in code) must not act on the new one.
+    await credentialsChanged(tx, deps.clock, locked.id);
     await enqueueMessage(tx, deps, {
       channel: channelFor(locked.identity_type),
       purpose: 'identity_changed',
       to: locked.identity_value,
       customerId: locked.id,
       storeName: store.name,
-      customerName: locked.name,
       maskedIdentity: maskIdentity(store.identityMode, consumed.newIdentityValue),
     });
     return ok(toCustomer(switched));

@@ -48,10 +48,11 @@ export async function login(
     return fail('refused', { customerId: customer.id });
   }
 
-  if (deps.hasher.needsRehash(customer.password_hash)) {
+  const passwordHash = customer.password_hash;
+  if (passwordHash !== null && deps.hasher.needsRehash(passwordHash)) {
     // The same password under new parameters: the credential version stays, and so do sessions.
     const upgraded = await deps.hasher.hash(password);
-    await upgradePasswordHash(deps.db, customer.id, customer.password_hash, upgraded);
+    await upgradePasswordHash(deps.db, customer.id, passwordHash, upgraded);
   }
   // One statement opens the session, ends the one the request carried (never reused: session
   // fixation) and refreshes a known device; no transaction is needed around it.

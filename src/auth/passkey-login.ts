@@ -1,6 +1,6 @@
 import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import type { StoreContext } from '../store/store.js';
-import { findCustomerById, markVerified } from './customers.js';
+import { lockCustomerById } from './customers.js';
 import type { AuthDeps, MessagingDeps } from './deps.js';
 import { completeSignIn, type SignedIn } from './login.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
@@ -30,7 +30,7 @@ export async function startPasskeyLogin(
 }
 
 /** Why a passkey sign-in was refused: for the audit trail only, the answer is the same for all. */
-export type PasskeyLoginFailure = 'challenge' | 'unknown_passkey' | 'verification' | 'counter_regressed';
+export type PasskeyLoginFailure = 'challenge' | 'unknown_passkey' | 'verification' | 'counter_regressed' | 'unverified';
 
 /** The facts of a refusal are for the audit trail; the answer is the same for all. */
 export type PasskeyLoginResult = Result<
@@ -44,8 +44,10 @@ export type PasskeyLoginResult = Result<
  * one conditional DELETE, so an assertion (which signs that challenge) opens at most one session
  * however many requests carry it. Then the passkey is found by its credential id and the signature,
  * origin, RP ID and challenge are verified. A signature counter that does not advance is refused:
- * the credential may have been cloned. On success, as a login: the account counts as verified,
- * a session is opened (replacing the request's own) and the new sign-in notice is considered.
+ * the credential may have been cloned. On success, as a login: a session is opened (replacing the
+ * request's own) and the new sign-in notice is considered. A passkey proves the authenticator, not
+ * the identity: it never sets verified_at, and a store that requires verification refuses an
+ * unproven account here as its password login does.
  */
 export async function loginWithPasskey(
   deps: MessagingDeps,
@@ -93,14 +95,15 @@ export async function loginWithPasskey(
   if (!counterAdvances(passkey.counter, newCounter)) return refused('counter_regressed');
 
   const opened = await deps.db.transaction(async (tx) => {
+    // The customer first, then the passkey: the order every change of an account takes (its
+    // deletion locks the customer, then cascades to the passkeys), so the two cannot deadlock.
+    const row = await lockCustomerById(tx, passkey.customerId);
+    if (row === null) return 'unknown_passkey' as const;
+    if (store.verificationRequired && row.verified_at === null) return 'unverified' as const;
     // The counter is written only if it still advances: a parallel use of the same passkey with
     // another challenge that got there first leaves this one refused, never both recorded.
     if (!(await recordPasskeyUse(tx, deps.clock, passkey.publicId, newCounter))) return 'counter_regressed' as const;
-    const customer = await findCustomerById(tx, passkey.customerId, { forUpdate: true });
-    if (customer === null) return 'unknown_passkey' as const;
-    // The passkey was made in a session of this account and proves it again: the identity counts as verified.
-    const row = customer.verified_at === null ? await markVerified(tx, customer.id, deps.clock.now()) : customer;
-    const session = await createSession(tx, deps.clock, customer.id, row.credential_version, client);
+    const session = await createSession(tx, deps.clock, row.id, row.credential_version, client);
     if (session === null) return 'unknown_passkey' as const;
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
     return { row, session };

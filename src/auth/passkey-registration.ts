@@ -1,25 +1,29 @@
 import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { enqueueMessage } from '../delivery/outbox.js';
 import type { StoreContext } from '../store/store.js';
-import type { CustomerRow } from './customers.js';
+import { lockCustomerById, type CustomerRow } from './customers.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from './deps.js';
+import { wrongCurrentPassword } from './account.js';
+import { isProven } from './ownership.js';
 import { deviceFamily } from './device-family.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from './passkey-challenges.js';
 import { insertPasskey, listCredentialDescriptors, type PasskeyView } from './passkeys.js';
 import { passkeyAlgorithms, passkeyCeremonyTimeoutMilliseconds, webauthn, type RelyingParty } from './relying-party.js';
-import { fail, ok, type Result } from './result.js';
+import { fail, failFields, ok, type Result } from './result.js';
 
 /**
  * Options for adding a passkey to the signed-in customer's account, and the handle of the
  * challenge they carry (for the browser's cookie). A resident (discoverable) key is required, so
  * the passkey can later sign in without the customer typing who they are; the customer's own
- * passkeys are excluded, so one authenticator is not registered twice.
+ * passkeys are excluded, so one authenticator is not registered twice. An account whose identity
+ * is unproven gets none: whoever registered it may not own the address (see ownership.ts).
  */
 export async function startPasskeyRegistration(
   deps: Pick<AuthDeps, 'db' | 'clock'>,
   rp: RelyingParty,
-  customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
-): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; handle: string }> {
+  customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value' | 'verified_at'>,
+): Promise<Result<{ options: PublicKeyCredentialCreationOptionsJSON; handle: string }, 'identity_unverified'>> {
+  if (!isProven(customer)) return fail('identity_unverified');
   const { generateRegistrationOptions } = await webauthn();
   const options = await generateRegistrationOptions({
     rpName: rp.name,
@@ -35,10 +39,24 @@ export async function startPasskeyRegistration(
     supportedAlgorithmIDs: passkeyAlgorithms,
   });
   const handle = await storePasskeyChallenge(deps.db, deps.clock, 'register', options.challenge, customer.id);
-  return { options, handle };
+  return ok({ options, handle });
 }
 
-export type PasskeyRegistrationResult = Result<PasskeyView, 'credential_refused'>;
+/** The browser's answer to the registration options, and what the customer gave with it. */
+export interface PasskeyRegistration {
+  /** The handle in this browser's challenge cookie. */
+  handle: string | undefined;
+  response: RegistrationResponseJSON;
+  name: string | undefined;
+  /** Asked of an account that has a password, so a stolen session alone plants no lasting way in. */
+  currentPassword: string | undefined;
+  userAgent: string | undefined;
+}
+
+export type PasskeyRegistrationResult = Result<
+  PasskeyView,
+  'credential_refused' | 'identity_unverified' | 'wrong_password'
+>;
 
 /**
  * Verifies the authenticator's answer against the challenge of this browser's handle (spent here,
@@ -46,22 +64,24 @@ export type PasskeyRegistrationResult = Result<PasskeyView, 'credential_refused'
  * used or another customer's, when the origin or RP ID is not this relying party's, when the
  * attestation does not verify, or when the credential is already registered.
  *
- * A passkey signs in without the password and outlives a password reset, so whoever holds a stolen
- * session could keep a way in by adding one. The identity is told at once (`passkey_added`, queued
- * in the passkey's own transaction), as it is told of a password change, so the customer can
- * remove it from the account area and reset the password.
+ * A passkey signs in without the password and outlives a password reset, so only a proven account
+ * may add one, the current password is asked when the account has one, and the identity is told at
+ * once (`passkey_added`, queued in the passkey's own transaction). The customer row is locked
+ * there, and a password change since the password was checked refuses the passkey.
  */
 export async function finishPasskeyRegistration(
-  deps: MessagingDeps,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   rp: RelyingParty,
   store: Pick<StoreContext, 'name' | 'identityMode'>,
-  customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
-  handle: string | undefined,
-  response: RegistrationResponseJSON,
-  name: string | undefined,
-  userAgent: string | undefined,
+  customer: CustomerRow,
+  registration: PasskeyRegistration,
 ): Promise<PasskeyRegistrationResult> {
+  const { handle, response, name, currentPassword, userAgent } = registration;
   const challenge = handle === undefined ? null : await takePasskeyChallenge(deps.db, deps.clock, 'register', handle);
+  if (!isProven(customer)) return fail('identity_unverified');
+  if (customer.password_hash !== null && !(await deps.hasher.verify(customer.password_hash, currentPassword ?? ''))) {
+    return failFields('wrong_password', { current_password: [wrongCurrentPassword] });
+  }
   if (challenge === null || challenge.customerId !== customer.id) return fail('credential_refused');
   const { verifyRegistrationResponse } = await webauthn();
   let verification;
@@ -81,7 +101,12 @@ export async function finishPasskeyRegistration(
   }
   if (!verification.verified) return fail('credential_refused');
   const { credential } = verification.registrationInfo;
+  // The id kept is the attested one: it must be the one the browser reported, which the schema caps
+  // at WebAuthn's 1,023 bytes, or a longer one behind a short one would reach the unique index.
+  if (credential.id !== response.id) return fail('credential_refused');
   const passkey = await deps.db.transaction(async (tx) => {
+    const locked = await lockCustomerById(tx, customer.id);
+    if (locked === null || locked.credential_version !== customer.credential_version || !isProven(locked)) return null;
     const added = await insertPasskey(tx, deps.clock, {
       customerId: customer.id,
       credentialId: credential.id,
@@ -95,11 +120,9 @@ export async function finishPasskeyRegistration(
     await enqueueMessage(tx, deps, {
       channel: channelFor(store.identityMode),
       purpose: 'passkey_added',
-      to: customer.identity_value,
+      to: locked.identity_value,
       customerId: customer.id,
       storeName: store.name,
-      customerName: customer.name,
-      passkeyName: added.name,
     });
     return added;
   });

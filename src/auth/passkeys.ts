@@ -152,3 +152,9 @@ export async function removePasskey(db: Queryable, customerId: string, publicId:
   ]);
   return rows.length === 1;
 }
+
+/** Deletes every passkey of the customer (the first proof of control ends those added before it). */
+export async function deleteCustomerPasskeys(tx: Queryable, customerId: string): Promise<number> {
+  const rows = await tx.query('DELETE FROM passkeys WHERE customer_id = $1 RETURNING 1', [customerId]);
+  return rows.length;
+}

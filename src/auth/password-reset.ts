@@ -8,6 +8,7 @@ import type { ParsedIdentity } from './identity.js';
 import { validateNewPassword } from './registration.js';
 import { fail, failFields, ok, type Result } from './result.js';
 import { deleteCustomerSessions } from './sessions.js';
+import { credentialsChanged, proveControl } from './ownership.js';
 
 /** Sends a reset code when the account exists. The caller answers 202 before this runs. */
 export async function requestPasswordReset(
@@ -51,18 +52,20 @@ export async function resetPassword(
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'password_reset', input.code);
     if (!accepted || customer === null) return fail('invalid_challenge');
     const now = deps.clock.now();
-    // Proving control of the identity is what verification asks for, so it counts as verified.
-    // The new credential version stops logins that checked the old password from opening a
-    // session (see createSession); the row lock taken above makes them wait for this commit.
-    await replacePassword(tx, customer.id, passwordHash, now, { markVerified: true });
+    // The code proves control of the identity: on an unproven account that is the first proof,
+    // and the passkeys set up before it end with it. The new credential version stops logins that
+    // checked the old password from opening a session (see createSession); the row lock taken
+    // above makes them wait for this commit. No code sent before the change acts after it.
+    await proveControl(tx, deps.clock, customer, { retiresPassword: false });
+    await replacePassword(tx, customer.id, passwordHash, now);
     await deleteCustomerSessions(tx, customer.id);
+    await credentialsChanged(tx, deps.clock, customer.id);
     await enqueueMessage(tx, deps, {
       channel: channelFor(store.identityMode),
       purpose: 'password_changed',
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
-      customerName: customer.name,
     });
     return ok({ customerId: customer.id });
   });

@@ -8,7 +8,8 @@ export const maxPasswordLength = 255;
 
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
-  verify(passwordHash: string, password: string): Promise<boolean>;
+  /** False for an account with no password (null), after the same work as a real verification. */
+  verify(passwordHash: string | null, password: string): Promise<boolean>;
   /** The work of one verification against no account, so "no such account" takes as long as "wrong password". */
   verifyDummy(password: string): Promise<void>;
   /** True when the hash was made with other parameters than the current ones. */
@@ -103,7 +104,11 @@ export function createArgon2Hasher(
   const dummyHash = dummyPasswordHash(parameters);
   return {
     hash: hashPassword,
-    verify: verifyPassword,
+    // A retired password costs what a wrong one costs, so neither tells the other apart.
+    verify: async (passwordHash, password) =>
+      passwordHash === null
+        ? verifyPassword(dummyHash, password).then(() => false)
+        : verifyPassword(passwordHash, password),
     async verifyDummy(password) {
       await verifyPassword(dummyHash, password);
     },

@@ -12,7 +12,7 @@ export async function queueCode(
   tx: Parameters<typeof issueChallenge>[0],
   deps: Pick<AuthDeps, 'clock' | 'keys'>,
   store: StoreContext,
-  customer: Pick<CustomerRow, 'id' | 'name' | 'identity_value'>,
+  customer: Pick<CustomerRow, 'id' | 'identity_value'>,
   purpose: ChallengePurpose,
 ): Promise<void> {
   const challenge = await issueChallenge(tx, deps, customer.id, purpose);
@@ -22,7 +22,6 @@ export async function queueCode(
     to: customer.identity_value,
     customerId: customer.id,
     storeName: store.name,
-    customerName: customer.name,
     code: { value: challenge.code, expiresAt: challenge.expiresAt },
     challengeId: challenge.challengeId,
   });

@@ -54,7 +54,6 @@ export async function noteSignIn(
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
-      customerName: customer.name,
       signIn: { at: deps.clock.now(), device: family, address: maskedAddress },
     });
     return 'sent';

@@ -1,14 +1,17 @@
 import { queueCodeIfWanted } from './queue-code.js';
 import type { StoreContext } from '../store/store.js';
 import { consumeChallenge } from './codes.js';
-import { findCustomerByIdentity, markVerified, toCustomer, type Customer } from './customers.js';
+import { findCustomerByIdentity, toCustomer, type Customer } from './customers.js';
 import type { AuthDeps, MessagingDeps } from './deps.js';
 import type { ParsedIdentity } from './identity.js';
+import { proveControl } from './ownership.js';
 import { fail, ok, type Result } from './result.js';
 
 /**
- * Marks the identity verified when `code` is its live verification code. An unknown identity fails
- * as a wrong code does: invalid_challenge.
+ * Marks the identity verified when `code` is its live verification code: the first proof of
+ * control, which ends the sessions and passkeys from before it and keeps the password (see
+ * proveControl). It opens no session. An unknown identity fails as a wrong code does:
+ * invalid_challenge.
  */
 export async function verifyIdentity(
   deps: Pick<AuthDeps, 'db' | 'clock' | 'keys'>,
@@ -18,10 +21,11 @@ export async function verifyIdentity(
 ): Promise<Result<Customer, 'invalid_challenge'>> {
   const { value } = identity;
   return deps.db.transaction(async (tx) => {
-    const customer = value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value);
+    const customer =
+      value === null ? null : await findCustomerByIdentity(tx, store.identityMode, value, { forUpdate: true });
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'verification', code);
     if (!accepted || customer === null) return fail('invalid_challenge');
-    return ok(toCustomer(await markVerified(tx, customer.id, deps.clock.now())));
+    return ok(toCustomer(await proveControl(tx, deps.clock, customer, { retiresPassword: false })));
   });
 }
 

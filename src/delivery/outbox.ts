@@ -24,24 +24,27 @@ export interface NewMessage {
    */
   customerId: string | null;
   storeName: string;
-  customerName: string;
   /** A code and when it expires, which the message states as its lifetime. */
   code?: { value: string; expiresAt: Date };
   signedOut?: 'every_device' | 'other_devices';
   signIn?: SignInDetails;
   /** For `identity_changed`: the new identity, masked (maskIdentity). */
   maskedIdentity?: string;
-  /** For `passkey_added`: the passkey's name. */
-  passkeyName?: string;
   challengeId?: string;
 }
 
 /** Writes a message in the caller's transaction, so it exists exactly when its code does. */
 export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: NewMessage): Promise<string> {
   const now = deps.clock.now();
-  const { code, ...rest } = message;
+  const { code } = message;
+  // Only what a template may say is handed over, by name: nothing else the caller sent gets in.
   const content = renderMessage({
-    ...rest,
+    channel: message.channel,
+    purpose: message.purpose,
+    storeName: message.storeName,
+    signedOut: message.signedOut,
+    signIn: message.signIn,
+    maskedIdentity: message.maskedIdentity,
     ...(code === undefined
       ? {}
       : {

@@ -1,10 +1,16 @@
 import type { Channel, MessageContent, MessagePurpose } from './message.js';
 
+/**
+ * What a message may say. Nothing here is text a customer or anyone else chose (a customer's name,
+ * a passkey's name): a message goes to the address's owner, who may not be whoever typed it (a
+ * squatter who registered their address, a thief who took the session), and such text in a
+ * notice can pose as the store's own words ("This was you. To undo it visit …").
+ */
 export interface TemplateInput {
   channel: Channel;
   purpose: MessagePurpose;
+  /** The operator's, from the store settings. */
   storeName: string;
-  customerName: string;
   /** A code and how long it lives, in whole minutes (the message says so). */
   code?: { value: string; lifetimeMinutes: number };
   /** For `password_changed`: a reset ends every session, a change keeps the device that made it. */
@@ -13,13 +19,13 @@ export interface TemplateInput {
   maskedIdentity?: string;
   /** For `new_sign_in`: when, the device's family in a few words and the masked address. */
   signIn?: SignInDetails;
-  /** For `passkey_added`: the passkey's name, as the account area lists it. */
-  passkeyName?: string;
 }
 
 export interface SignInDetails {
   at: Date;
+  /** A device family from a fixed list (deviceFamily), never the raw user-agent. */
   device: string;
+  /** The network only, a /24 or /48 (maskAddress). */
   address: string;
 }
 
@@ -34,7 +40,7 @@ function escapeHtml(text: string): string {
 
 /** The words of every message. No links: nothing here is built from a request's Host header. */
 export function renderMessage(input: TemplateInput): MessageContent {
-  const { storeName, customerName } = input;
+  const { storeName } = input;
   const code = input.code?.value ?? '';
   const lifetimeMinutes = input.code?.lifetimeMinutes ?? 0;
   let subject: string;
@@ -109,7 +115,7 @@ export function renderMessage(input: TemplateInput): MessageContent {
     case 'passkey_added':
       subject = `A passkey was added to your ${storeName} account`;
       lines = [
-        `A passkey named "${input.passkeyName ?? 'passkey'}" was just added to your ${storeName} account; it signs in without your password.`,
+        `A passkey was just added to your ${storeName} account; it signs in without your password.`,
         'If this was not you, remove it in your account area and reset your password right away.',
       ];
       break;
@@ -124,7 +130,8 @@ export function renderMessage(input: TemplateInput): MessageContent {
   if (input.channel === 'sms') {
     return { subject, text: `${storeName}: ${lines.slice(0, 2).join(' ')}`, html: '' };
   }
-  const greeting = `Hello ${customerName},`;
+  // No name: see TemplateInput.
+  const greeting = 'Hello,';
   return {
     subject,
     text: [greeting, '', ...lines, '', `— ${storeName}`].join('\n'),

@@ -1,13 +1,19 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { maxPasswordLength } from '../auth/password.js';
 import { maxRawNameLength } from './schemas.js';
 
 // The WebAuthn JSON shapes, as @simplewebauthn/browser sends and reads them. Objects stay open
 // (additionalProperties), so fields newer browsers add pass through rather than being cut.
 const open = { additionalProperties: true };
 const base64url = Type.String({ maxLength: 4096, description: 'base64url' });
+// WebAuthn caps a credential id at 1,023 bytes and a user handle at 64: 1,364 and 86 base64url
+// characters. A longer one is no credential, so the schema refuses it like any malformed body,
+// before it reaches the unique index on passkeys.credential_id (rows over ~2.7 KB fail there).
+const credentialId = Type.String({ maxLength: 1364, description: 'base64url, at most 1,023 bytes' });
+const userHandle = Type.String({ maxLength: 86, description: 'base64url, at most 64 bytes' });
 
 const descriptor = Type.Object(
-  { id: base64url, type: Type.String(), transports: Type.Optional(Type.Array(Type.String())) },
+  { id: credentialId, type: Type.String(), transports: Type.Optional(Type.Array(Type.String())) },
   open,
 );
 
@@ -15,7 +21,7 @@ export const PasskeyCreationOptions = Type.Object(
   {
     challenge: base64url,
     rp: Type.Object({ name: Type.String(), id: Type.Optional(Type.String()) }, open),
-    user: Type.Object({ id: base64url, name: Type.String(), displayName: Type.String() }, open),
+    user: Type.Object({ id: userHandle, name: Type.String(), displayName: Type.String() }, open),
     pubKeyCredParams: Type.Array(Type.Object({ type: Type.String(), alg: Type.Integer() }, open)),
     timeout: Type.Optional(Type.Integer()),
     excludeCredentials: Type.Optional(Type.Array(descriptor)),
@@ -50,8 +56,8 @@ export const PasskeyRequestOptions = Type.Object(
 );
 
 const credentialBase = {
-  id: base64url,
-  rawId: base64url,
+  id: credentialId,
+  rawId: credentialId,
   type: Type.Literal('public-key'),
   clientExtensionResults: Type.Optional(Type.Object({}, open)),
   authenticatorAttachment: Type.Optional(Type.String()),
@@ -79,6 +85,13 @@ export const PasskeyRegisterBody = Type.Object({
         'What to call the passkey: up to 120 characters once trimmed. Default: the device, e.g. "Chrome on macOS".',
     }),
   ),
+  current_password: Type.Optional(
+    Type.String({
+      maxLength: maxPasswordLength,
+      description:
+        'The password the account has now; required when it has one, so a stolen session alone cannot add a lasting way in.',
+    }),
+  ),
 });
 export type PasskeyRegisterBody = Static<typeof PasskeyRegisterBody>;
 
@@ -91,7 +104,7 @@ export const PasskeyLoginBody = Type.Object({
           clientDataJSON: base64url,
           authenticatorData: base64url,
           signature: base64url,
-          userHandle: Type.Optional(base64url),
+          userHandle: Type.Optional(userHandle),
         },
         open,
       ),

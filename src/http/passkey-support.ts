@@ -6,7 +6,6 @@ import { acceptedKeys } from '../keys.js';
 import type { Edge } from './edge.js';
 import { ownOrigin } from './csrf.js';
 import { setPasskeyCookie } from './passkey-cookie.js';
-import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
 
 /**
@@ -28,12 +27,6 @@ export function describePasskeyRoute(operationId: string, summary: string, descr
 export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'limiter' | 'audit'>) {
   const { keys, limiter } = services;
   const secure = services.config.cookieSecure;
-
-  // Behind the store gate, no-store; with the store setting off every path answers 404 before
-  // the session or the body is looked at, as if it did not exist.
-  async function requireSetting(request: FastifyRequest) {
-    if (!request.store.passkeys) throw new ProblemError('not_found');
-  }
 
   function audit(
     request: FastifyRequest,
@@ -57,8 +50,12 @@ export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'li
   }
 
   return {
-    /** Every passkey route's options: a customer route, and 404 while the store setting is off. */
-    gate: { preValidation: requireSetting },
+    /**
+     * Every passkey route's options: a customer route of the `auth.passkeys` setting. While it is
+     * off, the customer scope answers every path 404 before the session or the body is looked at,
+     * as if it did not exist (http/scopes.ts).
+     */
+    gate: { config: { feature: 'passkeys' } as const },
     audit,
     ceremonyOptions,
     /** Keys that may have signed a challenge cookie, the current one first. */

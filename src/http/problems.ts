@@ -16,6 +16,12 @@ export const problemCatalogue = {
     detail: 'The code is wrong, expired or already used.',
   },
   unauthenticated: { status: 401, title: 'Unauthenticated', detail: 'Sign in to continue.' },
+  identity_unverified: {
+    status: 403,
+    title: 'Identity unverified',
+    detail:
+      'Prove this account’s email address or phone number first: verify it, reset the password or sign in with a code.',
+  },
   untrusted_origin: { status: 403, title: 'Untrusted origin', detail: 'Requests from this origin are not accepted.' },
   not_found: { status: 404, title: 'Not found', detail: 'There is nothing at this path.' },
   method_not_allowed: { status: 405, title: 'Method not allowed', detail: 'This path does not accept this method.' },

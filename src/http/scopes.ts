@@ -14,11 +14,26 @@ import { limits } from './rate-limit.js';
  * - probes: counted by the instance's own in-memory limiter only; no CSRF check, and no CORS (their
  *   route config turns it off).
  * - public: platform metadata, the API documents, the sign-in page and every unknown path outside
- *   the customer's prefix: the any-call limit, then the CSRF check.
- * - customer: the store gate, then the any-call limit, then the CSRF check; every answer no-store.
+ *   the customer's prefix: the any-call limit, then the CSRF check, then the unknown path's answer.
+ * - customer: the store gate, then the any-call limit, then the CSRF check, then the unknown path's
+ *   answer, which is also a route's while the store setting it belongs to (`feature`) is off;
+ *   every answer no-store.
  */
 
 type Routes = FastifyPluginAsyncTypebox;
+
+/** A part of the API that a store setting turns on: the setting's field in the store context. */
+export type StoreFeature = 'signInWithCode' | 'passkeys';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The store setting this route belongs to. While it is off, the route answers as a path no
+     * route has (404 not_found), before its body is read: see `answerMissingPath`.
+     */
+    feature?: StoreFeature;
+  }
+}
 
 export interface ScopeDeps {
   services: Pick<Edge, 'store' | 'limiter' | 'probeLimiter'>;
@@ -27,9 +42,25 @@ export interface ScopeDeps {
   unknownPath: (request: FastifyRequest) => Promise<never>;
 }
 
+/** Whether the request's store has the feature on; a route of no feature is always there. */
+function featureOn(request: FastifyRequest, feature: StoreFeature | undefined): boolean {
+  // request.store is null outside the customer scope (its type says otherwise), where no
+  // feature's route lives.
+  return feature === undefined || request.store?.[feature] === true;
+}
+
 async function countAndCheckCsrf(deps: ScopeDeps, request: FastifyRequest): Promise<void> {
   await deps.services.limiter.consume(request, [[limits.anyCall, request.clientKey]]);
   checkCsrf(deps.csrf, request);
+}
+
+/**
+ * Answers, once the scope's checks have passed, a path no route has and a route of a feature the
+ * store has off, both with `unknownPath`. Here in onRequest, before the body is read: Fastify would
+ * otherwise parse it first, so a media type, a size or broken JSON could tell them apart.
+ */
+async function answerMissingPath(deps: ScopeDeps, request: FastifyRequest): Promise<void> {
+  if (request.is404 || !featureOn(request, request.routeOptions.config.feature)) await deps.unknownPath(request);
 }
 
 /** The health probes: see the list above. */
@@ -47,9 +78,12 @@ export function probeScope(deps: ScopeDeps, routes: Routes): Routes {
 /** What is neither a probe nor a customer call; answers the unknown paths outside the customer's prefix. */
 export function publicScope(deps: ScopeDeps, routes: Routes): Routes {
   return async (app) => {
-    app.addHook('onRequest', (request) => countAndCheckCsrf(deps, request));
+    app.addHook('onRequest', async (request) => {
+      await countAndCheckCsrf(deps, request);
+      await answerMissingPath(deps, request);
+    });
     // Registered without a prefix, this scope's handler (and hooks) serve every path no other
-    // scope's prefix claims.
+    // scope's prefix claims. The hook above answers them first; the handler is what makes them ours.
     app.setNotFoundHandler(deps.unknownPath);
     await app.register(routes);
   };
@@ -67,6 +101,7 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
       request.store = await deps.services.store.get();
       if (request.store.status !== 'active') throw new ProblemError('store_unavailable');
       await countAndCheckCsrf(deps, request);
+      await answerMissingPath(deps, request);
     });
     // Answers about a customer, successful or not, are never stored by a browser or a proxy.
     app.addHook('onSend', async (_request, reply) => {
@@ -80,17 +115,20 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
 /**
  * Remembers every route's methods (from the root, so it sees every scope's) and returns the answer
  * to a path no route has: 405 with Allow when the path exists under other methods, 404 otherwise.
+ * A method whose route belongs to a feature the store has off does not count: such a path is 404.
  */
 export function unknownPathAnswer(app: FastifyInstance): (request: FastifyRequest) => Promise<never> {
-  const routesByUrl = new Map<string, Set<string>>();
+  const routesByUrl = new Map<string, Map<string, StoreFeature | undefined>>();
   app.addHook('onRoute', (route) => {
-    const methods = routesByUrl.get(route.url) ?? new Set<string>();
-    for (const method of [route.method].flat()) methods.add(method);
+    const methods = routesByUrl.get(route.url) ?? new Map<string, StoreFeature | undefined>();
+    for (const method of [route.method].flat()) methods.set(method, route.config?.feature);
     routesByUrl.set(route.url, methods);
   });
   return async (request) => {
-    const methods = routesByUrl.get(request.url.split('?')[0]!);
-    if (methods === undefined) throw new ProblemError('not_found');
-    throw new ProblemError('method_not_allowed', {}, { allow: [...methods].sort().join(', ') });
+    const methods = [...(routesByUrl.get(request.url.split('?')[0]!) ?? [])]
+      .filter(([, feature]) => featureOn(request, feature))
+      .map(([method]) => method);
+    if (methods.length === 0) throw new ProblemError('not_found');
+    throw new ProblemError('method_not_allowed', {}, { allow: methods.sort().join(', ') });
   };
 }

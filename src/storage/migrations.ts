@@ -235,6 +235,18 @@ export const migrations: Migration[] = [
       CREATE INDEX passkey_challenges_expires ON passkey_challenges (expires_at);
     `,
   },
+  {
+    version: 12,
+    name: 'proof of control',
+    sql: `
+      -- An account whose identity is unproven is only a claim: whoever registered it may not own
+      -- the address, and a passkey they added would outlive the owner's reset. Such passkeys are
+      -- removed; the owner adds them again once the identity is proven (verify, reset, code).
+      DELETE FROM passkeys p USING customers c WHERE p.customer_id = c.id AND c.verified_at IS NULL;
+      -- A proof of control that sets no password (a sign-in code) retires the one set before it.
+      ALTER TABLE customers ALTER COLUMN password_hash DROP NOT NULL;
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

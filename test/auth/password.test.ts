@@ -197,6 +197,23 @@ describe('createArgon2Hasher', () => {
     assert.match(afterwards, /^\$argon2id\$/);
   });
 
+  test('verify of a retired password (no hash) does one full verification of a real-shaped hash, as verifyDummy does, and is false', async () => {
+    const given: string[] = [];
+    const pool = {
+      hash: sharedHashPool().hash.bind(sharedHashPool()),
+      verify: (hash: string, password: string) => {
+        given.push(hash);
+        return sharedHashPool().verify(hash, password);
+      },
+    };
+    const hasher = createArgon2Hasher(testArgon2, { pool });
+    assert.equal(await hasher.verify(null, 'analytical engine 1843'), false);
+    await hasher.verifyDummy('analytical engine 1843');
+    assert.equal(given.length, 2);
+    assert.match(given[0]!, /^\$argon2id\$v=19\$m=1024,t=1,p=1\$/);
+    assert.equal(given[0], given[1], 'the same dummy hash as an unknown identity');
+  });
+
   test('the dummy hash has the shape of a real one, parses, and matches no password', async () => {
     for (const parameters of [testArgon2, productionArgon2]) {
       const real = await createArgon2Hasher(parameters).hash('zq7vbnmk');

@@ -14,6 +14,7 @@ import { assertAccessible, launchChromium, logIn, openPage, register, statusOf }
 import { testBackends } from '../helpers/database.js';
 import { serviceBackend, type ServiceBackend } from '../helpers/service-backend.js';
 import { runCliOk, startService, type ServiceProcess } from '../helpers/service-process.js';
+import { waitForCode } from '../client/service-codes.js';
 
 let browser: Browser;
 let service: ServiceProcess;
@@ -90,6 +91,7 @@ describe('passkeys on the sign-in page', () => {
       const { cdp, authenticatorId } = await addVirtualAuthenticator(page);
       const credentials = async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
 
+      const mark = service.logs.length;
       await register(page, 'Ada Lovelace', 'ada@example.com', 'analytical engine 1843');
       await status('Account created. We sent a code to ada@example.com', 'success');
       await shot('registered');
@@ -100,6 +102,32 @@ describe('passkeys on the sign-in page', () => {
       await section.locator('#passkeys-empty').waitFor();
       await shot('account-without-passkeys');
 
+      // Until the address is proven the account is only a claim: no passkey yet.
+      await section.getByLabel('Current password').fill('analytical engine 1843');
+      await section.getByRole('button', { name: 'Add a passkey' }).click();
+      await status(/Confirm your email address or phone number first/, 'error');
+      assert.equal((await credentials()).length, 0, 'no ceremony ran');
+      await shot('passkey-refused-unverified');
+
+      // Verified from the page, the customer signs in again (verifying ended the earlier session).
+      const code = await waitForCode(service, 'ada@example.com', 'verification', { from: mark });
+      const verified = await fetch(`${onLocalhost.url}/api/v1/customer/auth/verify`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identity: 'ada@example.com', code }),
+      });
+      assert.equal(verified.status, 200);
+      await page.reload();
+      await page.locator('body:not([aria-busy])').waitFor();
+      await page.getByRole('navigation').getByRole('button', { name: 'Log in' }).click();
+      await logIn(page, 'ada@example.com', 'analytical engine 1843');
+      await status('You are signed in.', 'success');
+      await section.locator('#passkeys-empty').waitFor();
+
+      await section.getByLabel('Current password').fill('not the password 1');
+      await section.getByRole('button', { name: 'Add a passkey' }).click();
+      await status(/That is not your current password/, 'error');
+      await section.getByLabel('Current password').fill('analytical engine 1843');
       await section.getByRole('button', { name: 'Add a passkey' }).click();
       // Named after the device, as the server words it (headless Chromium's user agent reads as Safari).
       assert.match(await status('Passkey added', 'success'), /Passkey added: [A-Za-z ]+ on Linux\./);
@@ -153,7 +181,7 @@ describe('passkeys on the sign-in page', () => {
       await shot('removed-passkey-refused');
     });
 
-    assert.equal(taken.length, 6);
+    assert.equal(taken.length, 7);
     for (const file of taken) {
       const bytes = await fs.readFile(file);
       assert.ok(bytes.length > 1000, `${file} is not empty`);

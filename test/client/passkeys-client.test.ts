@@ -22,12 +22,15 @@ describe('the typed client: passkeys', () => {
     const client = createStorefrontAuthClient({ baseUrl, headers: { origin: baseUrl } });
     const authenticator = new SoftAuthenticator('localhost', baseUrl);
     const ada = await registeredCustomer(t);
+    // Only an account whose identity is proven may add a passkey.
+    await client.verify({ identity: ada.identity, code: await t.codeFor(ada.identity, 'verification') });
     await client.login({ identity: ada.identity, password: ada.password });
 
     const creation = await client.passkeyRegistrationOptions();
     const passkey = await client.registerPasskey({
       credential: authenticator.register(creation) as never,
       name: 'Phone',
+      current_password: ada.password,
     });
     assert.equal(passkey.name, 'Phone');
     assert.deepEqual(

@@ -25,7 +25,6 @@ const notice: NewMessage = {
   to: 'ada@example.com',
   customerId: null,
   storeName: 'My Store',
-  customerName: 'Ada Lovelace',
 };
 
 function enqueue(t: TestApp, message: NewMessage = notice): Promise<string> {

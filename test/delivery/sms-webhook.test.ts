@@ -187,7 +187,6 @@ describe('SMS delivery through the provider hook', () => {
         to: phone,
         customerId: null,
         storeName,
-        customerName: 'Ada Lovelace',
       },
     );
     await t.deliver();

@@ -25,9 +25,17 @@ export function cookies(values: Record<string, string | undefined>): Record<stri
   return header === '' ? {} : { cookie: header };
 }
 
-/** A registered customer signed in with the password: its session cookie value. */
+/** The identity proven with its verification code: only a proven account may add a passkey. */
+export async function verifyIdentity(t: TestApp, identity: string): Promise<void> {
+  const code = await t.codeFor(identity, 'verification');
+  const reply = await t.post(`${auth}/verify`, { identity, code });
+  assert.equal(reply.status, 200, JSON.stringify(reply.body));
+}
+
+/** A registered customer with a proven identity, signed in with the password: its session cookie value. */
 export async function signedInCustomer(t: TestApp, overrides: Record<string, unknown> = {}) {
   const customer = await registeredCustomer(t, overrides);
+  await verifyIdentity(t, customer.identity);
   const reply = await t.post(`${auth}/login`, { identity: customer.identity, password: customer.password });
   assert.equal(reply.status, 200, JSON.stringify(reply.body));
   const session = cookieOf(reply, sessionCookieName);
@@ -44,10 +52,16 @@ export async function registrationOptions(t: TestApp, session: string) {
   return { options: reply.body, challenge };
 }
 
+/** Who adds a passkey: a session, and the account's password, which is asked when it has one. */
+export interface PasskeyOwner {
+  session: string;
+  password?: string | undefined;
+}
+
 /** Adds a passkey made by `authenticator` to the session's account; the 201 answer. */
 export async function addPasskey(
   t: TestApp,
-  session: string,
+  { session, password }: PasskeyOwner,
   authenticator: SoftAuthenticator,
   overrides: CeremonyOverrides = {},
   name?: string,
@@ -56,7 +70,11 @@ export async function addPasskey(
   const credential = authenticator.register(options, overrides);
   return t.post(
     `${auth}/passkeys/register`,
-    { credential, ...(name === undefined ? {} : { name }) },
+    {
+      credential,
+      ...(password === undefined ? {} : { current_password: password }),
+      ...(name === undefined ? {} : { name }),
+    },
     cookies({ [sessionCookieName]: session, [challengeCookieName]: challenge }),
   );
 }

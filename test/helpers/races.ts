@@ -54,6 +54,17 @@ export async function until(condition: () => Promise<boolean>, what: string): Pr
   }
 }
 
+/**
+ * How many backends of the watcher's database wait on a lock. The watcher runs outside any
+ * transaction: inside one, pg_stat_activity lists the backends of its first read only.
+ */
+export async function waitingOnLocks(watcher: pg.Client): Promise<number> {
+  const { rows } = await watcher.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+  );
+  return rows[0]?.n ?? 0;
+}
+
 export interface OutboxLock {
   /** Takes the lock in a transaction: a write that queues a message waits there, uncommitted. */
   lock(): Promise<void>;
@@ -83,15 +94,7 @@ export async function outboxLock(databaseUrl: string): Promise<OutboxLock> {
     async commit() {
       await locker.query('COMMIT');
     },
-    async waitingOnLocks() {
-      const [row] = (
-        await watcher.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        )
-      ).rows;
-      return row?.n ?? 0;
-    },
+    waitingOnLocks: () => waitingOnLocks(watcher),
     async close() {
       await locker.query('ROLLBACK').catch(() => {});
       await locker.end();

@@ -17,6 +17,8 @@ export interface CeremonyOverrides {
   counter?: number;
   /** The challenge to sign, in place of the options' own. */
   challenge?: string;
+  /** The credential id the browser reports (`id` and `rawId`), in place of the authenticator's own. */
+  reportedId?: string;
 }
 
 const flagUserPresent = 0x01;
@@ -40,7 +42,7 @@ function uint32(value: number): Buffer {
  * key), attestation format "none", and real ECDSA signatures from node:crypto.
  */
 export class SoftAuthenticator {
-  readonly credentialId = randomBytes(16);
+  readonly credentialId: Buffer;
   private readonly privateKey: KeyObject;
   private readonly publicKey: KeyObject;
   counter = 0;
@@ -52,7 +54,10 @@ export class SoftAuthenticator {
     readonly origin = 'http://localhost',
     /** False: a synced passkey's authenticator, whose counter stays 0, so only the challenge stops a replay. */
     readonly keepsCounter = true,
+    /** How many random bytes its credential id has; WebAuthn allows up to 1,023. */
+    credentialIdBytes = 16,
   ) {
+    this.credentialId = randomBytes(credentialIdBytes);
     const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     this.privateKey = pair.privateKey;
     this.publicKey = pair.publicKey;
@@ -121,8 +126,8 @@ export class SoftAuthenticator {
       ]),
     );
     return {
-      id: this.id,
-      rawId: this.id,
+      id: overrides.reportedId ?? this.id,
+      rawId: overrides.reportedId ?? this.id,
       type: 'public-key',
       response: {
         clientDataJSON: b64url(this.clientData('webauthn.create', options.challenge, overrides)),
@@ -152,8 +157,8 @@ export class SoftAuthenticator {
     // ECDSA over SHA-256, DER-encoded, as WebAuthn has it for ES256.
     const signature = sign('sha256', signed, this.privateKey);
     return {
-      id: this.id,
-      rawId: this.id,
+      id: overrides.reportedId ?? this.id,
+      rawId: overrides.reportedId ?? this.id,
       type: 'public-key',
       response: {
         clientDataJSON: b64url(clientDataJSON),

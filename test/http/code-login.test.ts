@@ -15,7 +15,7 @@ import {
 } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
 import { count, sessionCookie, verifiedAt } from '../helpers/customers.js';
-import { until } from '../helpers/races.js';
+import { until, waitingOnLocks } from '../helpers/races.js';
 
 const tenMinutes = 10 * 60;
 
@@ -413,13 +413,7 @@ describe('signing in with a code', () => {
         ]);
         await changer.query('DELETE FROM sessions WHERE customer_id = $1', [customer.id]);
         const signingIn = codeLogin(t, customer.identity, customer.code);
-        await until(async () => {
-          const { rows } = await watcher.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-          );
-          return rows[0]!.n === 1;
-        }, 'the code login waits on the password change');
+        await until(async () => (await waitingOnLocks(watcher)) === 1, 'the code login waits on the password change');
         await changer.query('COMMIT');
         // Had it read the old version before waiting, its session would be refused after the
         // change and the spent code would answer 422.

@@ -26,7 +26,7 @@ async function customerWithPasskey(t: TestApp, overrides: Record<string, unknown
   await allowPasskeys(t);
   const customer = await signedInCustomer(t, overrides);
   const authenticator = new SoftAuthenticator();
-  const added = await addPasskey(t, customer.session, authenticator);
+  const added = await addPasskey(t, customer, authenticator);
   assert.equal(added.status, 201, JSON.stringify(added.body));
   return { ...customer, authenticator, passkeyId: added.body.id as string };
 }
@@ -81,21 +81,24 @@ describe('passkeys in the account', () => {
     }
   });
 
-  test('adding a passkey tells the identity at once, naming the passkey, with no link', async () => {
+  test('adding a passkey tells the identity at once, without the names the customer chose and with no link', async () => {
     const t = await harness.start();
     await allowPasskeys(t);
     const ada = await signedInCustomer(t);
     await t.deliver();
-    const added = await addPasskey(t, ada.session, new SoftAuthenticator(), {}, 'Work laptop');
+    const added = await addPasskey(t, ada, new SoftAuthenticator(), {}, 'Work laptop');
     assert.equal(added.status, 201, JSON.stringify(added.body));
     const notices = (await t.deliver()).filter((m) => m.purpose === 'passkey_added');
     assert.equal(notices.length, 1, 'one notice');
     const [notice] = notices;
     assert.equal(notice!.to, ada.identity);
-    assert.match(notice!.content.text, /"Work laptop" was just added/);
+    assert.match(notice!.content.text, /A passkey was just added to your My Store account/);
+    for (const part of [notice!.content.subject, notice!.content.text, notice!.content.html]) {
+      assert.doesNotMatch(part, /Work laptop|Ada|Lovelace/, 'neither the passkey nor the customer is named');
+    }
     assert.match(notice!.content.text, /remove it in your account area and reset your password/);
     assert.doesNotMatch(notice!.content.text + notice!.content.html, /https?:\/\//);
-    const refused = await addPasskey(t, ada.session, new SoftAuthenticator(), { origin: 'https://evil.example' });
+    const refused = await addPasskey(t, ada, new SoftAuthenticator(), { origin: 'https://evil.example' });
     assert.equal(refused.status, 422, 'a wrong origin is refused');
     assert.equal(
       (await t.deliver()).filter((m) => m.purpose === 'passkey_added').length,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { auth, createHarness, stableHeaders, withoutRequestId, type Reply, type TestApp } from '../helpers/harness.js';
 import {
   addPasskey,
@@ -16,6 +17,7 @@ import {
   signedInCustomer,
   signInWithPasskey,
 } from '../helpers/passkeys.js';
+import { until, waitingOnLocks } from '../helpers/races.js';
 import { SoftAuthenticator } from '../helpers/webauthn.js';
 
 /** The registration and sign-in ceremonies, with real WebAuthn answers from a software authenticator. */
@@ -38,7 +40,7 @@ async function customerWithPasskey(t: TestApp, { keepsCounter = true } = {}) {
   await allowPasskeys(t);
   const customer = await signedInCustomer(t);
   const authenticator = new SoftAuthenticator('localhost', 'http://localhost', keepsCounter);
-  const added = await addPasskey(t, customer.session, authenticator);
+  const added = await addPasskey(t, customer, authenticator);
   assert.equal(added.status, 201, JSON.stringify(added.body));
   return { ...customer, authenticator, passkeyId: added.body.id as string };
 }
@@ -76,7 +78,7 @@ describe('passkeys', () => {
     assert.equal(reply.headers['cache-control'], 'no-store');
   });
 
-  test('a passkey is added, listed, and signs the customer in like a login, marking the identity verified', async () => {
+  test('a passkey is added, listed, and signs the customer in like a login, leaving verified_at as it was', async () => {
     const t = await harness.start();
     const { authenticator, passkeyId, ...customer } = await customerWithPasskey(t);
     const listed = await t.get(`${auth}/passkeys`, cookies({ [sessionCookieName]: customer.session }));
@@ -88,7 +90,7 @@ describe('passkeys', () => {
     const [before] = await t.db.query<{ verified_at: Date | null }>('SELECT verified_at FROM customers WHERE id = $1', [
       customer.id,
     ]);
-    assert.equal(before?.verified_at, null);
+    assert.ok(before?.verified_at);
 
     // Signing in from the browser that still holds the password session replaces that session.
     const { options, challenge } = await loginOptions(t);
@@ -100,7 +102,7 @@ describe('passkeys', () => {
     assert.equal(reply.status, 200, JSON.stringify(reply.body));
     assert.equal(reply.body.auth_type, 'session');
     assert.equal(reply.body.customer.id, customer.id);
-    assert.notEqual(reply.body.customer.identity.verified_at, null);
+    assert.equal(reply.body.customer.identity.verified_at, before.verified_at.toISOString());
     const session = cookieOf(reply, sessionCookieName);
     assert.ok(session && session !== customer.session);
     assert.ok(cookieOf(reply, 'XSRF-TOKEN'));
@@ -124,10 +126,10 @@ describe('passkeys', () => {
     const t = await harness.start();
     await allowPasskeys(t);
     const customer = await signedInCustomer(t);
-    const named = await addPasskey(t, customer.session, new SoftAuthenticator(), {}, '  Work laptop ');
+    const named = await addPasskey(t, customer, new SoftAuthenticator(), {}, '  Work laptop ');
     assert.equal(named.status, 201);
     assert.equal(named.body.name, 'Work laptop');
-    const blank = await addPasskey(t, customer.session, new SoftAuthenticator(), {}, '   ');
+    const blank = await addPasskey(t, customer, new SoftAuthenticator(), {}, '   ');
     assert.equal(blank.status, 422);
     assert.deepEqual(Object.keys(blank.body.errors), ['name']);
   });
@@ -140,19 +142,18 @@ describe('passkeys', () => {
       assert.equal(reply.status, 422, JSON.stringify(reply.body));
       assert.deepEqual(Object.keys(reply.body.errors), ['credential']);
     };
-    await refusedWith(
-      await addPasskey(t, customer.session, new SoftAuthenticator(), { origin: 'https://evil.example' }),
-    );
-    await refusedWith(await addPasskey(t, customer.session, new SoftAuthenticator(), { rpId: 'evil.example' }));
+    await refusedWith(await addPasskey(t, customer, new SoftAuthenticator(), { origin: 'https://evil.example' }));
+    await refusedWith(await addPasskey(t, customer, new SoftAuthenticator(), { rpId: 'evil.example' }));
 
     const authenticator = new SoftAuthenticator();
     const { options, challenge } = await registrationOptions(t, customer.session);
     const credential = authenticator.register(options);
     const headers = cookies({ [sessionCookieName]: customer.session, [challengeCookieName]: challenge });
-    assert.equal((await t.post(`${auth}/passkeys/register`, { credential }, headers)).status, 201);
-    await refusedWith(await t.post(`${auth}/passkeys/register`, { credential }, headers));
+    const body = { credential, current_password: customer.password };
+    assert.equal((await t.post(`${auth}/passkeys/register`, body, headers)).status, 201);
+    await refusedWith(await t.post(`${auth}/passkeys/register`, body, headers));
     // The same authenticator again, with fresh options: already registered.
-    await refusedWith(await addPasskey(t, customer.session, authenticator));
+    await refusedWith(await addPasskey(t, customer, authenticator));
     assert.equal(await count(t, 'passkeys'), 1);
   });
 
@@ -165,7 +166,7 @@ describe('passkeys', () => {
     const credential = new SoftAuthenticator().register(options);
     const reply = await t.post(
       `${auth}/passkeys/register`,
-      { credential },
+      { credential, current_password: bob.password },
       cookies({ [sessionCookieName]: bob.session, [challengeCookieName]: challenge }),
     );
     assert.equal(reply.status, 422);
@@ -190,8 +191,8 @@ describe('passkeys', () => {
     await allowPasskeys(t);
     const customer = await signedInCustomer(t);
     const authenticator = new SoftAuthenticator('localhost', 'https://shop.localhost');
-    assert.equal((await addPasskey(t, customer.session, authenticator, { origin: 'http://localhost' })).status, 422);
-    assert.equal((await addPasskey(t, customer.session, authenticator)).status, 201);
+    assert.equal((await addPasskey(t, customer, authenticator, { origin: 'http://localhost' })).status, 422);
+    assert.equal((await addPasskey(t, customer, authenticator)).status, 201);
     assertRefused(await signInWithPasskey(t, authenticator, { origin: 'http://localhost' }));
     assert.equal((await signInWithPasskey(t, authenticator)).status, 200);
   });
@@ -309,5 +310,34 @@ describe('passkeys', () => {
       assert.deepEqual(replies.map((reply) => reply.status).sort(), [200, 401, 401, 401]);
     }
     assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), sessionsBefore + 5);
+  });
+
+  test('a sign-in meeting an account deletion locks the customer before the passkey, so the two cannot deadlock', async () => {
+    const t = await harness.start();
+    const { authenticator, id, passkeyId } = await customerWithPasskey(t);
+    const { options, challenge } = await loginOptions(t);
+    const assertion = authenticator.assert(options);
+    // A deletion as the account area makes it: the customer row locked first, then the cascade.
+    const deleter = new pg.Client({ connectionString: harness.databaseUrl });
+    await deleter.connect();
+    const watcher = new pg.Client({ connectionString: harness.databaseUrl });
+    await watcher.connect();
+    try {
+      await deleter.query('BEGIN');
+      await deleter.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [id]);
+      const signingIn = passkeyLogin(t, assertion, challenge);
+      await until(async () => (await waitingOnLocks(watcher)) === 1, 'the sign-in waits on the customer');
+      // The waiting sign-in holds nothing of the passkey: were it holding the row, the cascade
+      // below would wait on it while the sign-in waits on the customer.
+      await watcher.query('BEGIN');
+      await watcher.query('SELECT 1 FROM passkeys WHERE public_id = $1 FOR UPDATE NOWAIT', [passkeyId]);
+      await watcher.query('COMMIT');
+      await deleter.query('DELETE FROM customers WHERE id = $1', [id]);
+      await deleter.query('COMMIT');
+      assertRefused(await signingIn);
+    } finally {
+      await deleter.end();
+      await watcher.end();
+    }
   });
 });

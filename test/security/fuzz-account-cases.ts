@@ -74,7 +74,7 @@ export const accountEndpoints: Array<Endpoint & { endsSession?: boolean }> = [
     method: 'POST',
     path: `${auth}/passkeys/register`,
     success: [201],
-    fields: ['credential', 'name'],
+    fields: ['credential', 'name', 'current_password'],
     signedIn: true,
     ceremony: 'register',
   },

@@ -51,7 +51,7 @@ async function seedAccount(t: TestApp, store: StoreSetup, endpoint: Endpoint & {
   const otherSession = (listed.body.sessions as Array<{ id: string; current: boolean }>).find((s) => !s.current);
   assert.ok(otherSession);
   const authenticator = new SoftAuthenticator();
-  const passkey = await addPasskey(t, session, authenticator);
+  const passkey = await addPasskey(t, { session, password: seeded.pool.password }, authenticator);
   assert.equal(passkey.status, 201, JSON.stringify(passkey.body));
   const newIdentity = seeded.pool.identityField === 'email' ? 'ada.new@example.com' : '+14155550188';
   const change = await t.post(

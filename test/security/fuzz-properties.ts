@@ -120,7 +120,12 @@ function routeOf(url: string): string {
   return url.split('?')[0]!;
 }
 
-const reauthenticating = new Set([`${auth}/password/change`, `${auth}/identity/change`, `${auth}/account/delete`]);
+const reauthenticating = new Set([
+  `${auth}/password/change`,
+  `${auth}/identity/change`,
+  `${auth}/account/delete`,
+  `${auth}/passkeys/register`,
+]);
 const ceremonies = new Set([`${auth}/passkeys/register`, `${auth}/passkeys/login`]);
 
 /**

@@ -5,7 +5,7 @@ import { DatabaseUnavailableError, deleteInBatch, type Database } from '../../sr
 import { openPostgres } from '../../src/storage/postgres.js';
 import { openTestDatabase, testBackends, testDirectUrlVariable, type TestDatabase } from '../helpers/database.js';
 import { forceNestedLoopRescans } from '../helpers/query-plans.js';
-import { until } from '../helpers/races.js';
+import { until, waitingOnLocks } from '../helpers/races.js';
 
 /** What the domain relies on from any Database: run on the embedded server, and on PostgreSQL with DATABASE_URL. */
 describe(`the database layer (${testBackends.database})`, () => {
@@ -110,12 +110,7 @@ describe(`the database layer (${testBackends.database})`, () => {
         await tx.query("UPDATE counters SET n = n + 1 WHERE name = 'deadlock-a'");
         await tx.query("UPDATE counters SET n = n + 1 WHERE name = 'deadlock-b'");
       });
-      await until(async () => {
-        const { rows } = await watcher.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        );
-        return rows[0]!.n === 1;
-      }, 'our transaction waits on the other');
+      await until(async () => (await waitingOnLocks(watcher)) === 1, 'our transaction waits on the other');
       // Each now waits on the other; ours is undone, the other takes its row and commits.
       await other.query("UPDATE counters SET n = n + 1 WHERE name = 'deadlock-a'");
       await other.query('COMMIT');

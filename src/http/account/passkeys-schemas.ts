@@ -13,10 +13,13 @@ export const registrationOptionsSchema = {
   ...describePasskeyRoute(
     'passkeyRegistrationOptions',
     'Start adding a passkey',
-    'Options for `navigator.credentials.create` (resident key required, user verification preferred), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser.',
+    'Options for `navigator.credentials.create` (resident key required, user verification preferred), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser. An account whose email or phone is not yet proven (verified, reset or signed in with a code) cannot add a passkey: 403 identity_unverified.',
     true,
   ),
-  response: { 200: PasskeyCreationOptions, ...signedInProblems() },
+  response: {
+    200: PasskeyCreationOptions,
+    ...problemResponses(...customerProblems, 'unauthenticated', 'identity_unverified', 'not_found'),
+  },
 };
 
 /** The OpenAPI description and validation of `POST /passkeys/register`. */
@@ -24,14 +27,14 @@ export const registerPasskeySchema = {
   ...describePasskeyRoute(
     'registerPasskey',
     'Add a passkey',
-    "Verifies the browser's answer against this browser's challenge (spent whatever the outcome) and keeps the passkey. A wrong origin or RP ID, a used, expired or other browser's challenge, or a credential already registered is a 422 on `credential`.",
+    "Verifies the browser's answer against this browser's challenge (spent whatever the outcome) and keeps the passkey. A wrong origin or RP ID, a used, expired or other browser's challenge, or a credential already registered is a 422 on `credential`. An account that has a password must send it as `current_password` (checked as a login is, counted by the failed-login limit; a wrong one is a 422 on `current_password`). An unproven account gets 403 identity_unverified.",
     true,
   ),
   body: PasskeyRegisterBody,
   response: {
     201: Passkey,
-    ...bodyProblemResponses(PasskeyRegisterBody, ['unauthenticated', 'not_found'], {
-      fieldErrors: { credential: [credentialRefused] },
+    ...bodyProblemResponses(PasskeyRegisterBody, ['unauthenticated', 'identity_unverified', 'not_found'], {
+      fieldErrors: { credential: [credentialRefused], current_password: ['Is not correct.'] },
     }),
   },
 };

@@ -36,7 +36,11 @@ export function passkeyRoutes(services: Deps): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { customer } = await signedIn(services, request);
-        return ceremonyOptions(request, reply, (rp) => startPasskeyRegistration(deps, rp, customer));
+        return ceremonyOptions(request, reply, async (rp) => {
+          const started = await startPasskeyRegistration(deps, rp, customer);
+          if (!started.ok) throw new ProblemError('identity_unverified');
+          return started.value;
+        });
       },
     );
 
@@ -48,22 +52,31 @@ export function passkeyRoutes(services: Deps): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { customer } = await signedIn(services, request);
-        await limiter.consume(request, [[limits.passkeyChanges, customer.id]]);
+        // The current password is a guess like a login's: counted before the check, as one is.
+        await limiter.consume(request, [
+          [limits.passkeyChanges, customer.id],
+          [limits.failedLogins, customer.identity_value],
+        ]);
         const errors: FieldErrors = {};
         const name = request.body.name === undefined ? undefined : validateName(request.body.name, errors);
         if (Object.keys(errors).length > 0) throw new ProblemError('validation_failed', { errors });
-        const result = await finishPasskeyRegistration(
-          deps,
-          relyingParty(services, request),
-          request.store,
-          customer,
-          passkeyHandle(request, cookieKeys),
-          request.body.credential as unknown as RegistrationResponseJSON,
+        const result = await finishPasskeyRegistration(deps, relyingParty(services, request), request.store, customer, {
+          handle: passkeyHandle(request, cookieKeys),
+          response: request.body.credential as unknown as RegistrationResponseJSON,
           name,
-          request.headers['user-agent'],
-        );
+          currentPassword: request.body.current_password,
+          userAgent: request.headers['user-agent'],
+        });
         clearPasskeyCookie(reply, secure);
-        if (!result.ok) throw new ProblemError('validation_failed', { errors: { credential: [credentialRefused] } });
+        if (!result.ok) {
+          if (result.error === 'identity_unverified') throw new ProblemError('identity_unverified');
+          if (result.error === 'wrong_password') {
+            audit(request, 'reauthentication.failed', customer.id, { operation: 'passkey.add' });
+            throw new ProblemError('validation_failed', { errors: result.fields });
+          }
+          throw new ProblemError('validation_failed', { errors: { credential: [credentialRefused] } });
+        }
+        limiter.forget(limits.failedLogins, customer.identity_value, request.log);
         audit(request, 'passkey.added', customer.id, { passkey: result.value.id });
         reply.code(201);
         return result.value;

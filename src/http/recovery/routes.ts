@@ -43,7 +43,7 @@ export function recoveryRoutes(services: Deps): FastifyPluginAsyncTypebox {
           ...describe(
             'resetPassword',
             'Set a new password with a reset code',
-            'Signs the customer out of every session and sends a notice. Never signs anyone in.',
+            'Signs the customer out of every session, voids their other codes and sends a notice. On an account whose identity was not yet proven it is the first proof of control, and the passkeys added before it end too. Never signs anyone in.',
           ),
           body: ResetPasswordBody,
           response: {

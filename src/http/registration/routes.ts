@@ -72,7 +72,7 @@ export function registrationRoutes(services: Deps): FastifyPluginAsyncTypebox {
           ...describe(
             'verify',
             'Verify an identity with its code',
-            'Sets verified_at when the code is the live verification code. Never creates a session.',
+            'Sets verified_at when the code is the live verification code: the first proof of control, which ends every earlier session and passkey of the account and voids its other codes. Never creates a session.',
           ),
           body: VerifyBody,
           response: { 200: Customer, ...bodyProblemResponses(VerifyBody, ['invalid_identity_challenge']) },

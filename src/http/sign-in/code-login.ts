@@ -7,7 +7,7 @@ import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
 import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { authDeps, type AuthDepsSource, describe, identityOf } from '../route-support.js';
+import { acceptMessageRequest, authDeps, type AuthDepsSource, describe, identityOf } from '../route-support.js';
 
 /** The parts of the edge these routes use. */
 type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
@@ -31,21 +31,19 @@ export function codeLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
     });
   }
 
-  // The store gate has run by now (onRequest), so request.store is this request's store.
-  async function requireSetting(request: FastifyRequest) {
-    if (!request.store.signInWithCode) throw new ProblemError('not_found');
-  }
+  // The customer scope answers 404 while the setting is off, before the body is read (http/scopes.ts).
+  const config = { feature: 'signInWithCode' } as const;
 
   return async (app) => {
     app.post(
       '/code/request',
       {
-        preValidation: requireSetting,
+        config,
         schema: {
           ...describe(
             'requestSignInCode',
             'Send a sign-in code',
-            'Sends a six-digit code that signs the customer in with `POST /code/login`. Answers 202 whether or not an account exists, so identities cannot be probed. 404 not_found while the store does not allow signing in with a code.',
+            'Sends a six-digit code that signs the customer in with `POST /code/login`. Answers 202 whether or not an account exists, so identities cannot be probed; 503 service_unavailable with Retry-After, alike for every identity, while this instance has too much work waiting. 404 not_found while the store does not allow signing in with a code.',
           ),
           body: IdentityBody,
           response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody, ['not_found']) },
@@ -53,6 +51,7 @@ export function codeLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const identity = identityOf(request);
+        services.background.assertRoom('sign-in-code');
         const subject = `sign-in-code:${identity.key}`;
         await limiter.consume(request, [
           [limits.messagesPerIdentityMinute, subject],
@@ -60,22 +59,19 @@ export function codeLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
           [limits.messagesPerAddress, request.clientKey],
         ]);
         const store = request.store;
-        // Answered before any lookup, so the time to answer cannot tell who has an account.
-        services.background.run('sign-in-code', () => requestSignInCode(deps, store, identity));
-        reply.code(202);
-        return { status: 'accepted' as const };
+        return acceptMessageRequest(services, reply, 'sign-in-code', () => requestSignInCode(deps, store, identity));
       },
     );
 
     app.post(
       '/code/login',
       {
-        preValidation: requireSetting,
+        config,
         schema: {
           ...describe(
             'loginWithCode',
             'Log in with a sign-in code',
-            'Spends the sign-in code and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. Sets verified_at when it was null, and works on a store that requires verification. A wrong, expired or used code and an unknown identity are the same 422. 404 not_found while the store does not allow signing in with a code.',
+            'Spends the sign-in code and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. Sets verified_at when it was null, and works on a store that requires verification. On an account whose identity was not yet proven it is the first proof of control: every earlier session and passkey ends, and so does the password set at registration (set a new one with forgot/reset). A wrong, expired or used code and an unknown identity are the same 422. 404 not_found while the store does not allow signing in with a code.',
           ),
           body: VerifyBody,
           response: {

@@ -50,7 +50,7 @@ export function passkeyLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
           ...describePasskeyRoute(
             'loginWithPasskey',
             'Log in with a passkey',
-            "Verifies the assertion against this browser's challenge (spent whatever the outcome) and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does; sets verified_at when it was null. Counts against the login limit per address. An unknown passkey, a bad signature, a reused, expired or other browser's challenge, a wrong origin or RP ID and a signature counter that went backwards are one identical 401.",
+            "Verifies the assertion against this browser's challenge (spent whatever the outcome) and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. A passkey proves the authenticator, not the email or phone: it never sets verified_at, and on a store that requires verification an unproven account is refused like any other failure. Counts against the login limit per address. An unknown passkey, a bad signature, a reused, expired or other browser's challenge, a wrong origin or RP ID and a signature counter that went backwards are one identical 401.",
             false,
           ),
           body: PasskeyLoginBody,
