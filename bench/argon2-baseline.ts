@@ -1,8 +1,7 @@
 /**
- * The yardstick for figures 2 and 3: raw argon2id throughput with the service's production
- * parameters on the service's own hashing threads (2 at a time), nothing else.
- * Run as a child process: `node --import tsx bench/argon2-baseline.ts hash|verify <seconds> [concurrency]`.
- * Prints one JSON line: {"operation","operations","seconds","perSecond"}.
+ * Figures 2 and 3's information line: raw argon2id on the service's own hashing threads, no HTTP.
+ * Run as a child process: `node --import tsx bench/argon2-baseline.ts hash|verify <seconds> [concurrency]`;
+ * prints one JSON line: {"operation","operations","seconds","perSecond"}.
  */
 import { Algorithm } from '@node-rs/argon2';
 import { sharedHashPool } from '../src/auth/hash-pool.js';

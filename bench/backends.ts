@@ -5,9 +5,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { serverFolder } from '../src/storage/embedded-postgres-folder.js';
-import { withDatabase } from '../test/helpers/database.js';
-import { startPgBouncer } from '../test/helpers/pgbouncer.js';
-import { startRedisCluster } from '../test/helpers/redis-cluster.js';
+import { startPgBouncer, startRedisCluster } from './scaled-servers.js';
 
 /**
  * embedded: the default; production: PostgreSQL + Redis directly; scaled: the same PostgreSQL
@@ -71,6 +69,13 @@ async function pickEmptyRedisDb(redisUrl: string): Promise<number> {
   }
 }
 
+/** `url` naming another database, its other parts kept. */
+function withDatabase(url: string, name: string): string {
+  const changed = new URL(url);
+  changed.pathname = `/${name}`;
+  return changed.toString();
+}
+
 /** A database of the run's own on `databaseUrl`'s server; `drop` removes it and closes the connection. */
 async function benchDatabase(databaseUrl: string) {
   const name = `sfa_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -97,8 +102,6 @@ async function orUndo<T>(start: () => Promise<T>, undo: () => Promise<unknown>):
 export async function productionBackend(databaseUrl: string, redisUrl: string): Promise<Backend> {
   const { name, admin, drop } = await benchDatabase(databaseUrl);
   const redisDb = await orUndo(() => pickEmptyRedisDb(redisUrl), drop);
-  const dbUrl = new URL(databaseUrl);
-  dbUrl.pathname = `/${name}`;
   const cacheUrl = new URL(redisUrl);
   cacheUrl.pathname = `/${redisDb}`;
   const redis = new Redis(cacheUrl.toString(), { maxRetriesPerRequest: 1 });
@@ -109,7 +112,12 @@ export async function productionBackend(databaseUrl: string, redisUrl: string): 
   const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? '?';
   return {
     mode: 'production',
-    env: { DATABASE_URL: dbUrl.toString(), REDIS_URL: cacheUrl.toString(), APP_SECRET: benchSecret, DATA_DIR: dataDir },
+    env: {
+      DATABASE_URL: withDatabase(databaseUrl, name),
+      REDIS_URL: cacheUrl.toString(),
+      APP_SECRET: benchSecret,
+      DATA_DIR: dataDir,
+    },
     serverUrl: (database) => withDatabase(databaseUrl, database),
     serviceDatabase: name,
     redisUrl: cacheUrl.toString(),
@@ -132,9 +140,9 @@ export async function productionBackend(databaseUrl: string, redisUrl: string): 
  */
 export async function scaledBackend(databaseUrl: string): Promise<Backend> {
   const { name, admin, drop } = await benchDatabase(databaseUrl);
-  const bouncer = await orUndo(() => startPgBouncer({ upstream: databaseUrl }), drop);
+  const bouncer = await orUndo(() => startPgBouncer(databaseUrl), drop);
   const cluster = await orUndo(
-    () => startRedisCluster({ masters: 3 }),
+    () => startRedisCluster(3),
     () => Promise.allSettled([bouncer.stop(), drop()]),
   );
   const masters = cluster.nodes.map(({ host, port }) => new Redis({ host, port, maxRetriesPerRequest: 1 }));

@@ -1,9 +1,7 @@
 /**
- * The peer for figure 9: Better Auth's email-and-password sign-in and its session read, on the
- * benchmark's PostgreSQL (a database of its own, BETTER_AUTH_DATABASE_URL), with its password hash
- * and verify set to argon2id with the service's parameters (@node-rs/argon2), its rate limiter off,
- * and its cookie cache off or on (BETTER_AUTH_COOKIE_CACHE=on). It creates its tables with its own
- * migration API at start. Run as a child process: `node --import tsx bench/better-auth-peer.ts`.
+ * Figure 9's peer, a child process: Better Auth on BETTER_AUTH_DATABASE_URL, hashing with the
+ * service's argon2id parameters and its rate limiter off, so the two differ in their design only;
+ * its cookie cache on with BETTER_AUTH_COOKIE_CACHE=on.
  */
 import http from 'node:http';
 import { Algorithm, hash, verify } from '@node-rs/argon2';

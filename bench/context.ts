@@ -47,10 +47,9 @@ export function applyServiceErrors(rows: Row[], kinds: Record<string, number>): 
 }
 
 /**
- * Figure 6's readings after one round (or at a figure's end): `peak` right after the load, with
- * whatever it left queued still in memory; `settled` once the service and its database had gone
- * quiet (or the wait's bound ran out, `settled: false`); at a figure's end also `idle`, once the
- * service had had no request for `idleSeconds`.
+ * Figure 6's readings after a round: `peak` with the load's backlog still queued, `settledAt` once
+ * the service and its database went quiet (`settled: false` if they did not in time), and at a
+ * figure's end `idleAt`, `idleSeconds` after its last request.
  */
 export interface RssSample {
   figure: string;
@@ -62,11 +61,8 @@ export interface RssSample {
 }
 
 /**
- * How long after its last request the service counts as idle: past its own collection after a
- * burst (src/idle-collection.ts). The database pool's connections (in embedded mode, their server
- * processes) and the hashing threads are still open then: they end after 5 minutes unused
- * (src/storage/postgres.ts, src/auth/hash-pool.ts), so the reading counts them, the most an idle
- * service holds.
+ * Past the service's own collection after a burst (src/idle-collection.ts), but before its pool
+ * connections and hashing threads close (5 minutes unused): the most an idle service holds.
  */
 export const idleSeconds = 40;
 
@@ -77,7 +73,7 @@ export interface LoadWindow {
   endUs: number;
 }
 
-/** Figure 10's sizing facts, for BENCHMARKS.md's sizing section and the README's paragraph. */
+/** Figure 10's sizing facts, for BENCHMARKS.md's sizing section. */
 export interface SizingFacts {
   loginsPerCore: number;
   loginsPerSecond: number;
@@ -160,9 +156,8 @@ export async function recordRss(
   { peak = service.memory(), idle = false }: { peak?: MemoryReading; idle?: boolean } = {},
 ): Promise<RssSample> {
   const loadEndedMs = performance.now();
-  // Settled means quiet for 10 s: longer than the service waits before its collection after a burst
-  // (src/idle-collection.ts, about 7 s of a quiet event loop, and 6 s more for a round it repeats),
-  // which then breaks the quiet, so the reading comes after the collection has handed its pages back.
+  // 10 s of quiet: longer than the service waits before its collection after a burst, which breaks
+  // the quiet, so the reading comes after the collection has handed its pages back.
   const { settled } = await waitUntilSettled(service.pid, { quietWindows: 40, maxMs: 60_000 });
   const sample: RssSample = { figure, when, peak, settledAt: service.memory(), settled };
   if (idle) {

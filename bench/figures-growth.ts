@@ -3,9 +3,8 @@ import { Algorithm, hash } from '@node-rs/argon2';
 import pg from 'pg';
 import { productionArgon2 } from '../src/auth/password.js';
 import { format, measuredRound, median, progress, withService, type BenchContext, type Row } from './context.js';
-import { hashingConnections } from './figures-hashing.js';
-import { sessionLoad, statusText, sum } from './figures-http.js';
-import { runLoad, type LoadResult } from './load.js';
+import { hashingConnections, sessionLoad } from './customer-load.js';
+import { runLoad, statusText, sum, type LoadResult } from './load.js';
 import { waitUntilIdle } from './proc.js';
 import type { Server } from './servers.js';
 

@@ -16,15 +16,12 @@ import {
   type Row,
 } from './context.js';
 import type { ServiceCpu } from './proc.js';
-import { statusText, sum } from './figures-http.js';
-import { nextEmail, runLoad, type LoadResult } from './load.js';
+import { ensureCustomers, hashingConnections, loginLoad, registerLoad } from './customer-load.js';
+import { statusText, sum, type LoadResult } from './load.js';
 import { startProbeGenerator } from './probe-load.js';
 import { repoRoot, startLoginCeiling, type Server } from './servers.js';
 
 const run = promisify(execFile);
-/** Enough callers to keep the service's 2 hashing slots busy without nearing its queue of 256. */
-export const hashingConnections = 32;
-const auth = '/api/v1/customer/auth';
 
 /** Raw argon2id operations per second in a child process, 2 at a time, production parameters. */
 async function argon2Baseline(operation: 'hash' | 'verify', seconds: number): Promise<number> {
@@ -34,49 +31,6 @@ async function argon2Baseline(operation: 'hash' | 'verify', seconds: number): Pr
     { cwd: repoRoot },
   );
   return (JSON.parse(stdout.trim()) as { perSecond: number }).perSecond;
-}
-
-/** Registrations at `url`; only the service's (`keep`) join the customers the login figures use. */
-function registerLoad(context: BenchContext, url: string, seconds: number, keep = true) {
-  return runLoad({
-    url,
-    method: 'POST',
-    path: `${auth}/register`,
-    connections: hashingConnections,
-    seconds,
-    body: () => {
-      const email = nextEmail('shopper');
-      return { name: 'Bench Shopper', email, password: context.password, password_confirmation: context.password };
-    },
-    onResponse: (status, body) => {
-      if (status !== 201 || !keep) return;
-      const customer = JSON.parse(body) as { identity: { value: string } };
-      context.customers.push(customer.identity.value);
-    },
-  });
-}
-
-let loginCursor = 0;
-/** Logins cycle through the registered customers, so consecutive logins never share one. */
-export function loginLoad(context: BenchContext, url: string, seconds: number) {
-  return runLoad({
-    url,
-    method: 'POST',
-    path: `${auth}/login`,
-    connections: hashingConnections,
-    seconds,
-    body: () => ({ identity: context.customers[loginCursor++ % context.customers.length], password: context.password }),
-  });
-}
-
-/** Registers customers until there are enough for a login round without repeating one. */
-export async function ensureCustomers(context: BenchContext, service: Server, wanted: number): Promise<void> {
-  while (context.customers.length < wanted) {
-    const before = context.customers.length;
-    await registerLoad(context, service.url, 3);
-    progress(context, `registered customers for the login figures: ${context.customers.length}`);
-    if (context.customers.length === before) throw new Error('registration made no customers');
-  }
 }
 
 /** The share of the HTTP ceiling's rate figures 2 and 3 must reach: production shares its 2 cores with PostgreSQL and Redis. */
@@ -239,9 +193,8 @@ export async function figureLivenessUnderLogin(context: BenchContext): Promise<R
           seconds,
         });
       await probe(1);
-      // Each figure has a fresh service: without this, the first round's logins would also pay for
-      // the hashing threads' start, the pool's new connections and code V8 has not compiled yet
-      // (figure 7 measures starts), and its probe p99 was 130–145 ms against 7–42 ms in the rounds after.
+      // A fresh service's first logins also pay for starting the hashing threads, opening the pool
+      // and compiling code (figure 7 measures starts): warm up so the first round is like the rest.
       await loginLoad(context, service.url, loginWarmupSeconds);
       const idle: LoadResult[] = [];
       const loaded: LoadResult[] = [];

@@ -13,23 +13,12 @@ import {
   type Row,
 } from './context.js';
 import { measureServiceCpu, waitUntilIdle, type ServiceCpu } from './proc.js';
-import { nextClientAddress, nextEmail, runLoad, runOpenLoad, type LoadResult } from './load.js';
-import { ensureCustomers } from './figures-hashing.js';
+import { sessionConnections, signedInCookie } from './customer-load.js';
+import { nextEmail, runLoad, runOpenLoad, statusText, sum, type LoadResult } from './load.js';
 import { startBareFastify, type Server } from './servers.js';
 
 const connections = 100;
 const warmupSeconds = 1;
-
-function statusText(result: LoadResult): string {
-  const odd = Object.entries(result.statusCounts).filter(([code]) => !code.startsWith('2'));
-  const parts = odd.map(([code, count]) => `${code}×${count}`);
-  if (result.errors > 0) parts.push(`errors×${result.errors}`);
-  return parts.length === 0 ? 'all 2xx' : `NON-2xx: ${parts.join(', ')}`;
-}
-
-function sum(results: LoadResult[], pick: (result: LoadResult) => number): number {
-  return results.reduce((total, result) => total + pick(result), 0);
-}
 
 interface VersusBare {
   id: string;
@@ -148,33 +137,6 @@ export async function figureFrameworkOverhead(context: BenchContext): Promise<Ro
   }
 }
 
-export const sessionConnections = 64;
-
-/** Session reads over `sessionConnections`, with one cookie or a cookie per request. */
-export function sessionLoad(
-  url: string,
-  path: string,
-  cookie: string | (() => string),
-  seconds: number,
-): Promise<LoadResult> {
-  const headers = typeof cookie === 'string' ? { cookie } : () => ({ cookie: cookie() });
-  return runLoad({ url, method: 'GET', path, connections: sessionConnections, seconds, headers });
-}
-
-/** The `name=value` of a session cookie for the first registered customer (registering one if need be). */
-export async function signedInCookie(context: BenchContext, service: Server): Promise<string> {
-  await ensureCustomers(context, service, 1);
-  const login = await fetch(`${service.url}/api/v1/customer/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-forwarded-for': nextClientAddress() },
-    body: JSON.stringify({ identity: context.customers[0], password: context.password }),
-  });
-  await login.arrayBuffer();
-  const cookie = login.headers.getSetCookie().find((line) => /session=/.test(line.split(';')[0]!));
-  if (login.status !== 200 || cookie === undefined) throw new Error(`bench login answered ${login.status}`);
-  return cookie.split(';')[0]!;
-}
-
 /**
  * Figure 8: the session check (`GET /customer/auth/session` with a valid cookie), what every
  * signed-in page view of a storefront costs: a keyed hash, one indexed read, and the answer.
@@ -201,14 +163,9 @@ export async function figureSessionCheck(context: BenchContext): Promise<Row> {
 }
 
 /**
- * Figure 4: resend-verification and forgot-password answer 202 before any lookup, so their latency
- * should not depend on the database. Identities are distinct and unregistered, as are addresses.
- */
-/**
- * Resend and forgot, twice each: closed-loop (100 connections sending as fast as answers come, so
- * latency is mostly time queued behind the other 99), then open-loop over the same 100 connections
- * at half the throughput the closed loop reached (random arrivals), where latency is the service's
- * own time per answer plus the queueing that random arrivals cause at 50% of capacity.
+ * Figure 4: resend and forgot answer 202 before any lookup, so their latency should not depend on
+ * the database. Closed-loop latency is mostly queueing behind the other connections; the open-loop
+ * rows, at half that throughput, show the service's own time per answer.
  */
 export async function figureMessageRequests(context: BenchContext): Promise<Row[]> {
   return withService(context, '4', async (service) => {
@@ -283,5 +240,3 @@ export async function figureMessageRequests(context: BenchContext): Promise<Row[
     return rows;
   });
 }
-
-export { statusText, sum };

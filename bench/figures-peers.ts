@@ -11,9 +11,15 @@ import {
   type BenchContext,
   type Row,
 } from './context.js';
-import { ensureCustomers, hashingConnections, loginLoad } from './figures-hashing.js';
-import { sessionConnections, sessionLoad, signedInCookie, statusText, sum } from './figures-http.js';
-import { runLoad, type LoadResult } from './load.js';
+import {
+  ensureCustomers,
+  hashingConnections,
+  loginLoad,
+  sessionConnections,
+  sessionLoad,
+  signedInCookie,
+} from './customer-load.js';
+import { runLoad, statusText, sum, type LoadResult } from './load.js';
 import type { ServiceCpu } from './proc.js';
 import { startBetterAuth, type Server } from './servers.js';
 
@@ -119,10 +125,9 @@ function versusPeer(
 }
 
 /**
- * Figure 9: Better Auth (1.7, email and password, argon2id with the service's parameters, rate
- * limiter off) on the same PostgreSQL server, as a peer: its session read with its cookie cache
- * off and on against the service's session check, and its sign-in against the service's login.
- * Each round runs all five loads, one after another.
+ * Figure 9: Better Auth as a peer on the same PostgreSQL server: its session read (cookie cache off
+ * and on) against the service's session check, its sign-in against the login. Each round runs all
+ * five loads one after another, so a drift of the host touches all of them.
  */
 export async function figureBetterAuth(context: BenchContext): Promise<Row[]> {
   return withService(context, '9', async (service) => {

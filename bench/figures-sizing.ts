@@ -9,9 +9,8 @@ import {
   type Row,
   type SizingFacts,
 } from './context.js';
-import { ensureCustomers, loginLoad } from './figures-hashing.js';
-import { sessionLoad, signedInCookie, statusText, sum } from './figures-http.js';
-import type { LoadResult } from './load.js';
+import { ensureCustomers, loginLoad, sessionLoad, signedInCookie } from './customer-load.js';
+import { statusText, sum, type LoadResult } from './load.js';
 import { operationsPer, readOperations, statisticsDelayMs, type Operations } from './operations.js';
 import type { ServiceCpu } from './proc.js';
 import { waitUntilIdle } from './proc.js';

@@ -95,10 +95,8 @@ function processSeconds(pid: number): number {
 }
 
 /**
- * Before a measured round: waits (at most `maxMs`) until processes other than the benchmark and
- * `ownPids` use under `threshold` of the host's cores over half a second. Another job on a
- * 2-core machine would otherwise decide the figure. Returns how long it waited and the share
- * others used in the last sample.
+ * Waits (at most `maxMs`) until processes other than the benchmark and `ownPids` use under
+ * `threshold` of the cores: on 2 cores another job would otherwise decide the figure.
  */
 export async function waitForQuietHost(ownPids: number[], { maxMs = 10_000, threshold = 0.15 } = {}) {
   const started = performance.now();

@@ -2,10 +2,8 @@ import http from 'node:http';
 import autocannon from 'autocannon';
 
 /**
- * Every request the benchmark sends comes "from" its own client address (X-Forwarded-For, which
- * the service trusts with TRUST_PROXY=true), so the per-address limits (300 calls a minute, 20
- * logins a minute, 20 registrations an hour) never answer 429 for the benchmark's sake. Addresses
- * count up through 10.0.0.0/8 for the whole run and are never reused.
+ * Each request comes "from" an address of its own (X-Forwarded-For, trusted with TRUST_PROXY=true),
+ * never reused, so the per-address limits never answer 429 for the benchmark's sake.
  */
 let addressCounter = 0;
 let addressBlock = 10;
@@ -133,10 +131,9 @@ export interface OpenLoadOptions {
 }
 
 /**
- * Open-loop load: requests arrive at random moments at a mean rate, whatever the answers do, over
- * at most `connections` keep-alive connections, as independent shoppers would. (autocannon's
- * fixed rate fires every connection on the same timer, so its requests come in bursts of 100.)
- * Latency runs from the moment a request arrives, including any wait for a free connection.
+ * Open-loop load: random arrivals at a mean rate, as independent shoppers send them (autocannon's
+ * fixed rate fires all connections on one timer, in bursts). Latency runs from each arrival,
+ * including any wait for a free connection.
  */
 export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
@@ -218,4 +215,16 @@ export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult>
     statusCounts,
     latency: latencySummary(latencies),
   };
+}
+
+/** The answers that were not 2xx, by status, and the connection errors: `all 2xx` when none. */
+export function statusText(result: LoadResult): string {
+  const odd = Object.entries(result.statusCounts).filter(([code]) => !code.startsWith('2'));
+  const parts = odd.map(([code, count]) => `${code}×${count}`);
+  if (result.errors > 0) parts.push(`errors×${result.errors}`);
+  return parts.length === 0 ? 'all 2xx' : `NON-2xx: ${parts.join(', ')}`;
+}
+
+export function sum(results: LoadResult[], pick: (result: LoadResult) => number): number {
+  return results.reduce((total, result) => total + pick(result), 0);
 }

@@ -1,9 +1,7 @@
 /**
- * The yardstick for figures 2 and 3: the most an HTTP login (or registration) can do on this
- * machine with the service's hashing. Fastify with @fastify/cookie, the service's own hashing
- * threads (src/auth/hash-pool.ts) and argon2id parameters, no database: login verifies the
- * password against one stored PHC hash in memory and sets a random session cookie; register hashes
- * the password and sets one too. Run as a child process: `node --import tsx bench/login-ceiling.ts`.
+ * Figures 2 and 3's yardstick, a child process: the most an HTTP login or registration can do here
+ * with the service's own hashing threads and parameters, with no database behind it, so the ratio
+ * shows what the service adds to the hashing.
  */
 import { randomBytes } from 'node:crypto';
 import cookie from '@fastify/cookie';

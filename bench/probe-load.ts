@@ -4,10 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { runOpenLoad, useClientAddressBlock, type LoadResult } from './load.js';
 
 /**
- * Figure 5's probe generator, in a child process of its own. In the benchmark's process the
- * probes would wait behind its own event loop, busy driving 32 login connections, and the figure
- * would measure the benchmark as much as the service. Here nothing else runs: probes go out
- * open-loop (random arrivals at a mean rate, whatever the answers do) and every latency counts.
+ * Figure 5's probe generator, a child process: in the benchmark's own process the probes would wait
+ * behind its event loop, busy driving the logins, and the figure would measure the benchmark.
  */
 
 export interface ProbeRun {

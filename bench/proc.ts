@@ -120,10 +120,8 @@ export async function waitUntilIdle(pid: number, { idleShare = 0.1, maxMs = 15_0
 }
 
 /**
- * Waits until the process and its descendants (the embedded database server) together have used
- * under `idleShare` of one core in each of `quietWindows` windows of 250 ms in a row: the work
- * queued behind the answers is done, in the service and in the database. At most `maxMs`; says
- * whether it settled.
+ * Waits until the process and its descendants (the embedded database server) stay under `idleShare`
+ * of a core for `quietWindows` windows in a row, so work queued behind the answers is done in both.
  */
 export async function waitUntilSettled(
   pid: number,

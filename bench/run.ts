@@ -1,17 +1,13 @@
 /**
- * `npm run bench`: the service's figures on the embedded default, and also on PostgreSQL + Redis
- * and (login and session check) through PgBouncer and on a Redis Cluster when DATABASE_URL and
- * REDIS_URL are set. Prints progress and a table, writes BENCHMARKS.md.
- *
- * Options: --rounds=3 --seconds=4 --only=1,4 (no BENCHMARKS.md; --rounds=1 allowed) --mode=embedded|production|scaled
- *          --profile=<figure> (that figure only, service under --cpu-prof, summary printed)
+ * `npm run bench`: the embedded default, and with DATABASE_URL and REDIS_URL production and scaled
+ * mode too; writes BENCHMARKS.md and no other file. Options: --rounds=3 --seconds=4 --only=1,4 (no
+ * BENCHMARKS.md; --rounds=1 allowed) --mode=embedded|production|scaled --profile=<figure>.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { pgbouncerBinary } from '../test/helpers/pgbouncer.js';
 import { embeddedBackend, productionBackend, scaledBackend, type Backend, type Mode } from './backends.js';
 import { applyServiceErrors, idleSeconds, progress, type BenchContext, type Row } from './context.js';
 import { figureLivenessUnderLogin, figureLogin, figureRegister } from './figures-hashing.js';
@@ -22,8 +18,8 @@ import { figureSizing } from './figures-sizing.js';
 import { loadAverageText, measureHost } from './host.js';
 import { statisticsDelayMs } from './operations.js';
 import { summarizeProfileFolder } from './profile.js';
+import { pgbouncerBinary } from './scaled-servers.js';
 import { repoRoot } from './servers.js';
-import { operatorSizing, readmeSizing, rewriteBetweenMarkers } from './sizing-report.js';
 import {
   machineFacts,
   modeTable,
@@ -225,16 +221,6 @@ if (complete && values.profile === undefined) {
   console.log(
     `wrote ${writeBenchmarksFile(results, { rounds, seconds, minutes, loadAtStart, loadAtEnd: loadAverageText() })}`,
   );
-  const sizings = results.flatMap((result) =>
-    result.context.sizing === undefined ? [] : [{ mode: result.mode, facts: result.context.sizing }],
-  );
-  if (sizings.length > 0) {
-    for (const [file, text] of [
-      ['README.md', readmeSizing(sizings)],
-      ['docs/running-at-scale.md', operatorSizing(sizings)],
-    ] as const)
-      console.log(rewriteBetweenMarkers(file, text) ? `rewrote the sizing in ${file}` : `no sizing markers in ${file}`);
-  }
 } else {
   console.log('partial run (--only or --profile): BENCHMARKS.md left as it was');
 }

@@ -1,15 +1,11 @@
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import type { Mode } from './backends.js';
 import { format, type SizingFacts } from './context.js';
 import type { Operations } from './operations.js';
-import { repoRoot } from './servers.js';
 
 /**
- * Figure 10's facts as BENCHMARKS.md's sizing section, and as the sizing paragraph of README.md
- * and the first sizing bullets of docs/running-at-scale.md, which the benchmark rewrites between
- * their `<!-- sizing:begin -->` and `<!-- sizing:end -->` markers.
+ * Figure 10's facts as BENCHMARKS.md's sizing section: a table per mode, and the same figures in
+ * one paragraph, the form README.md and docs/running-at-scale.md quote by hand.
  */
 
 export interface ModeSizing {
@@ -45,6 +41,10 @@ export function sizingSection(sizings: ModeSizing[]): string {
       `| ${modeNames[mode]} | ${format(facts.loginsPerCore, 1)} (${format(facts.loginsPerSecond, 1)}/s measured) | ${format(facts.sessionReadsPerCore)} (${format(facts.sessionReadsPerSecond)}/s measured) | ${perRequest(facts.perLogin)} | ${perRequest(facts.perSessionRead)} |`,
     );
   }
+  lines.push(
+    '',
+    `${sizingSummary(sizings)} README.md and docs/running-at-scale.md quote these figures: after a run, update them by hand.`,
+  );
   return lines.join('\n');
 }
 
@@ -56,44 +56,13 @@ function range(values: number[], digits = 0): string {
     : `${format(low, digits)}–${format(high, digits)}`;
 }
 
-/** The README's sizing paragraph: figures first, then what follows from them. */
-export function readmeSizing(sizings: ModeSizing[]): string {
+/** The figures in brief, each a range over the modes measured. */
+function sizingSummary(sizings: ModeSizing[]): string {
   const all = sizings.map((sizing) => sizing.facts);
   const production = sizings.find((sizing) => sizing.mode === 'production')?.facts;
   const operations =
     production === undefined
       ? ''
       : ` In production a login asks PostgreSQL for ${format(production.perLogin.transactions, 1)} transactions and Redis for ${format(production.perLogin.redisCommands ?? Number.NaN, 1)} commands, a session check for ${format(production.perSessionRead.transactions, 1)} and ${format(production.perSessionRead.redisCommands ?? Number.NaN, 1)}.`;
-  return [
-    `Sizing, from the figures in [BENCHMARKS.md](BENCHMARKS.md#sizing) (${os.cpus().length} shared cores;`,
-    'argon2id m = 19456 KiB, t = 2, p = 1): hashing sets the pace, at about',
-    `${range(all.map((facts) => facts.loginsPerCore))} logins a second per core of the service's CPU (${range(all.map((facts) => facts.loginsPerSecond))} measured on`,
-    `the whole machine), and ${range(all.map((facts) => facts.sessionReadsPerCore))} session checks a second per core.${operations}`,
-  ].join('\n');
-}
-
-/** The running-at-scale page's bullets on logins and session checks. */
-export function operatorSizing(sizings: ModeSizing[]): string {
-  const all = sizings.map((sizing) => sizing.facts);
-  return [
-    `- **Logins:** about ${range(all.map((facts) => facts.loginsPerCore))} a second per core of the service's CPU, hashing included`,
-    `  (${range(all.map((facts) => facts.loginsPerSecond))} a second measured on ${os.cpus().length} shared cores). Measure on your own hardware with`,
-    '  `npm run bench -- --only=10` before you plan; add instances, or cores with `HASH_THREADS`',
-    '  following them, for more.',
-    `- **Session checks:** about ${range(all.map((facts) => facts.sessionReadsPerCore))} a second per core of the service's CPU.`,
-  ].join('\n');
-}
-
-const begin = '<!-- sizing:begin -->';
-const end = '<!-- sizing:end -->';
-
-/** Replaces what stands between the file's markers; a file without them is left as it is. */
-export function rewriteBetweenMarkers(relative: string, text: string): boolean {
-  const file = path.join(repoRoot, relative);
-  const content = fs.readFileSync(file, 'utf8');
-  const start = content.indexOf(begin);
-  const stop = content.indexOf(end);
-  if (start < 0 || stop < start) return false;
-  fs.writeFileSync(file, `${content.slice(0, start + begin.length)}\n${text}\n${content.slice(stop)}`);
-  return true;
+  return `In brief: hashing sets the pace, at about ${range(all.map((facts) => facts.loginsPerCore))} logins a second per core of the service's CPU (${range(all.map((facts) => facts.loginsPerSecond))} measured on the whole machine), and ${range(all.map((facts) => facts.sessionReadsPerCore))} session checks a second per core.${operations}`;
 }

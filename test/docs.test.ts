@@ -103,3 +103,29 @@ describe('the integration reference', () => {
     );
   });
 });
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function anchorOf(heading: string): string {
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+describe('the benchmark figures the documents quote', () => {
+  // The benchmark writes only BENCHMARKS.md: these documents quote its figures by hand and must
+  // say where they come from.
+  test('link to BENCHMARKS.md and to sections it has', () => {
+    const benchmarks = fs.readFileSync(path.join(repoRoot, 'BENCHMARKS.md'), 'utf8');
+    const anchors = new Set([...benchmarks.matchAll(/^#+ (.+)$/gm)].map(([, heading]) => anchorOf(heading!)));
+    for (const file of ['README.md', 'docs/running-at-scale.md']) {
+      const text = fs.readFileSync(path.join(repoRoot, file), 'utf8');
+      const links = [...text.matchAll(/\]\(([^)#]*BENCHMARKS\.md)(?:#([^)]*))?\)/g)];
+      assert.ok(links.length > 0, `${file} does not link to BENCHMARKS.md`);
+      for (const [, target, anchor] of links) {
+        assert.equal(path.resolve(repoRoot, path.dirname(file), target!), path.join(repoRoot, 'BENCHMARKS.md'), file);
+        if (anchor !== undefined) assert.ok(anchors.has(anchor), `${file}: BENCHMARKS.md has no #${anchor}`);
+      }
+    }
+  });
+});
