@@ -33,7 +33,7 @@ import { customerScope, probeScope, publicScope, unknownPathAnswer, type ScopeDe
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
-import { edgeOf } from './http/edge.js';
+import { edgeOf, type Edge } from './http/edge.js';
 import { signInPage } from './web/page.js';
 import { DatabaseUnavailableError } from './storage/database.js';
 import type { StoreContext } from './store/store.js';
@@ -110,10 +110,62 @@ function handleError(error: FastifyError | Error, request: FastifyRequest, reply
   return sendProblem(request, reply, 'internal_error');
 }
 
+const gatedStore = Symbol('store');
+
 export async function buildApp(built: Services): Promise<FastifyInstance> {
   const services = edgeOf(built);
   const { config } = services;
-  const app = Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
+  const app = createFastify(services);
+
+  app.decorate('draining', false);
+  // Set by the customer scope's store gate (http/scopes.ts); read anywhere else, it is a bug.
+  app.decorateRequest('store', {
+    getter(this: FastifyRequest & { [gatedStore]?: StoreContext }) {
+      const store = this[gatedStore];
+      if (store === undefined) throw new Error(`request.store read outside the store gate (${this.url})`);
+      return store;
+    },
+    setter(this: FastifyRequest & { [gatedStore]?: StoreContext }, store: StoreContext) {
+      this[gatedStore] = store;
+    },
+  });
+  app.decorateRequest('clientKey', '');
+  app.decorateRequest('account', null);
+  acceptJsonOnly(app);
+  const unknownPath = unknownPathAnswer(app);
+
+  await app.register(cookie);
+  await app.register(cors, {
+    origin: config.corsAllowedOrigins,
+    credentials: true,
+    methods: ['GET', 'POST'],
+    allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
+    exposedHeaders: ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+    maxAge: 600,
+    // A plain OPTIONS (no Origin or requested method) is answered 204 rather than with a text error.
+    strictPreflight: false,
+  });
+
+  addRequestHooks(app, services);
+  app.setErrorHandler(handleError);
+  const scopes: ScopeDeps = {
+    services,
+    csrf: {
+      keys: acceptedKeys(services.keys, 'csrf'),
+      allowedOrigins: new Set(config.corsAllowedOrigins),
+      sessionCookieName: config.sessionCookieName,
+    },
+    unknownPath,
+  };
+
+  await registerRoutes(app, services, scopes);
+  return app;
+}
+
+/** Fastify with the service's options: its logger, body limit, proxy trust, request ids and validator. */
+function createFastify(services: Edge) {
+  const { config } = services;
+  return Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: services.logger,
     // One line per request is written by the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
@@ -136,14 +188,17 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     },
     ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+}
 
-  app.decorate('draining', false);
-  app.decorateRequest('store', null as unknown as StoreContext);
-  app.decorateRequest('clientKey', '');
-  // Only JSON bodies are accepted; Fastify would otherwise also parse text/plain. An empty JSON
-  // body counts as no body, since clients send the header on body-less POSTs such as logout.
-  // Every body is read strictly as UTF-8 and every string in it must be well-formed Unicode, here
-  // once for all routes, so that no two different inputs reach a hash or the database as one.
+type App = ReturnType<typeof createFastify>;
+
+/**
+ * Only JSON bodies are accepted; Fastify would otherwise also parse text/plain. An empty JSON body
+ * counts as no body, since clients send the header on body-less POSTs such as logout. Every body is
+ * read strictly as UTF-8 and every string in it must be well-formed Unicode, here once for all
+ * routes, so that no two different inputs reach a hash or the database as one.
+ */
+function acceptJsonOnly(app: App): void {
   app.removeContentTypeParser(['text/plain', 'application/json']);
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
@@ -160,31 +215,10 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
       });
     }
   });
+}
 
-  const unknownPath = unknownPathAnswer(app);
-
-  await app.register(cookie);
-  await app.register(cors, {
-    origin: config.corsAllowedOrigins,
-    credentials: true,
-    methods: ['GET', 'POST'],
-    allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
-    exposedHeaders: ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
-    maxAge: 600,
-    // A plain OPTIONS (no Origin or requested method) is answered 204 rather than with a text error.
-    strictPreflight: false,
-  });
-
-  const scopes: ScopeDeps = {
-    services,
-    csrf: {
-      keys: acceptedKeys(services.keys, 'csrf'),
-      allowedOrigins: new Set(config.corsAllowedOrigins),
-      sessionCookieName: config.sessionCookieName,
-    },
-    unknownPath,
-  };
-
+/** The client key, the common headers, the draining signal and the request log, for every request. */
+function addRequestHooks(app: App, services: Edge): void {
   // The scopes' own hooks (http/scopes.ts) run after this one.
   app.addHook('onRequest', async (request) => {
     request.clientKey = clientKey(request.ip);
@@ -214,9 +248,11 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
       'request',
     );
   });
+}
 
-  app.setErrorHandler(handleError);
-
+/** Every scope and its routes, in the order the OpenAPI document lists them. */
+async function registerRoutes(app: App, services: Edge, scopes: ScopeDeps): Promise<void> {
+  const { config } = services;
   await registerOpenApi(app, config, packageVersion);
   await app.register(
     publicScope(scopes, async (scope) => {
@@ -261,5 +297,4 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
       { answersUnknownPaths: false },
     ),
   );
-  return app;
 }

@@ -3,17 +3,29 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../audit.js';
 import type { CustomerRow } from '../auth/customers.js';
 import type { AuthDeps, FieldErrors } from '../auth/deps.js';
+import type { SignedIn } from '../auth/login.js';
 import type { StoreContext } from '../store/store.js';
 import { parseIdentity, type ParsedIdentity } from '../auth/identity.js';
 import { findSessionCustomer } from '../auth/sessions.js';
 import type { Edge } from './edge.js';
-import { ProblemError } from './problems.js';
-import { limits } from './rate-limit.js';
+import { setCsrfCookie } from './csrf.js';
+import { ProblemError, type ProblemCode } from './problems.js';
+import { limits, type LimitHit, type LimitRule } from './rate-limit.js';
 import { AcceptedStatus, bodyProblemResponses, IdentityBody } from './schemas.js';
+import { reportSignInNotice, startSessionCookies } from './session-cookie.js';
 import { textFields, validationErrors } from './validation.js';
+
+/**
+ * The edge's kit: one of each thing a customer route does around its one flow call, so a handler
+ * reads gate, limit, flow, answer. Kratos' post-login hooks are `signInSucceeded`; the outcome
+ * tables map a flow's failure kinds to answers, typed so that a new kind must be mapped.
+ */
 
 /** The parts of the edge the domain's dependencies are made from (see authDeps). */
 export type AuthDepsSource = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher'>;
+
+/** What the kit is made from: every customer route module takes exactly this. */
+export type KitSource = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
 
 /** What the domain's flows need from the running services; the same for every route module. */
 export function authDeps(services: AuthDepsSource): AuthDeps {
@@ -27,23 +39,50 @@ export function authDeps(services: AuthDepsSource): AuthDeps {
   };
 }
 
-/**
- * The request's session cookie and its live customer, or `401 unauthenticated` before anything
- * else of the request is looked at: the first step of every call of the account area.
- */
-export async function signedIn(
-  services: Pick<Edge, 'db' | 'clock' | 'config'>,
-  request: FastifyRequest,
-): Promise<{ sessionId: string; customer: CustomerRow }> {
-  const sessionId = request.cookies[services.config.sessionCookieName];
-  const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
-  if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
-  return { sessionId, customer };
+/** A part of the API that a store setting turns on: the setting's field in the store context. */
+export type StoreFeature = 'signInWithCode' | 'passkeys';
+
+/** The signed-in customer of a route declared with `session: true`, resolved by the customer scope. */
+export interface Account {
+  customer: CustomerRow;
+  sessionId: string;
 }
 
-export function describe(operationId: string, summary: string, description: string) {
-  // Public unless a route says otherwise: these are used before a session exists.
-  return { tags: ['auth'], operationId, summary, description, security: [] as Array<Record<string, string[]>> };
+/** The account of a route declared with `session: true`; reading it elsewhere is a bug. */
+export function accountOf(request: FastifyRequest): Account {
+  if (request.account === null) throw new Error(`${request.routeOptions.url ?? request.url} is not a session route`);
+  return request.account;
+}
+
+/**
+ * A route's OpenAPI tag, ids and words. `session` marks the account area's routes, which need the
+ * session cookie: they are tagged `account`, every other customer route `auth`.
+ */
+export function describe(operationId: string, summary: string, description: string, { session = false } = {}) {
+  return session
+    ? { tags: ['account'], operationId, summary, description, security: [{ session: [] as string[] }] }
+    : { tags: ['auth'], operationId, summary, description, security: [] as Array<Record<string, string[]>> };
+}
+
+/** What a failure of a flow answers: its problem, and what the audit trail and metrics record. */
+export interface Outcome {
+  problem: ProblemCode;
+  /** The problem's detail, where one text must cover several causes. */
+  detail?: string;
+  /** Recorded with the customer the failure names, when it names one. */
+  audit?: { event: AuditEvent; details?: Record<string, string> };
+  /** The label the route's metric counts the failure under. */
+  metric?: string;
+}
+
+/** Every failure kind of a flow mapped to its outcome: a kind a flow adds fails to compile until mapped. */
+export type Outcomes<E extends string> = { readonly [Kind in E]: Outcome };
+
+/** The failure part of a flow's result, as the outcome tables read it. */
+export interface Refusal<E extends string> {
+  error: E;
+  fields?: FieldErrors;
+  customerId?: string | null;
 }
 
 /** The request's identity, parsed once for both the limiter and the domain. */
@@ -51,9 +90,31 @@ export function identityOf(request: FastifyRequest & { body: { identity: string 
   return parseIdentity(request.store.identityMode, request.body.identity);
 }
 
-/** Records a security event of the request behind the answer. */
-export function auditor(services: Pick<Edge, 'audit'>) {
-  return (request: FastifyRequest, event: AuditEvent, customerId: string | null, details?: Record<string, string>) =>
+/**
+ * The request's session cookie and its live customer, or `401 unauthenticated`: resolved once, by
+ * the customer scope, for every route declared with `session: true`, before its body is validated.
+ */
+export async function resolveAccount(
+  services: Pick<Edge, 'db' | 'clock' | 'config'>,
+  request: FastifyRequest,
+): Promise<Account> {
+  const sessionId = request.cookies[services.config.sessionCookieName];
+  const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
+  if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
+  return { customer, sessionId };
+}
+
+/** The kit of one route module, built once from the services. */
+export function routeKit(services: KitSource) {
+  const { config, keys, metrics, limiter } = services;
+
+  /** Records a security event of the request behind the answer. */
+  function audit(
+    request: FastifyRequest,
+    event: AuditEvent,
+    customerId: string | null,
+    details?: Record<string, string>,
+  ) {
     services.audit({
       event,
       customerId,
@@ -61,25 +122,109 @@ export function auditor(services: Pick<Edge, 'audit'>) {
       requestId: request.id,
       ...(details && { details }),
     });
+  }
+
+  /** Counts the hits before anything is checked; a refusal is also counted by `throttled`. */
+  async function limit(request: FastifyRequest, hits: LimitHit[], throttled?: () => void): Promise<void> {
+    await limiter.consume(request, hits).catch((error: unknown) => {
+      throttled?.();
+      throw error;
+    });
+  }
+
+  /** Forgives the subject's count of a rule (a right password after wrong ones). */
+  function forget(request: FastifyRequest, rule: LimitRule, subject: string): void {
+    limiter.forget(rule, subject, request.log);
+  }
+
+  /**
+   * A flow's failure as its outcome says: the metric counted, the audit event recorded (about the
+   * customer the failure names, or the signed-in one), and the problem to throw.
+   */
+  function refusal<E extends string>(
+    request: FastifyRequest,
+    outcomes: Outcomes<E>,
+    failure: Refusal<E>,
+    {
+      customerId = failure.customerId ?? null,
+      count,
+    }: { customerId?: string | null; count?: (label: string) => void } = {},
+  ): ProblemError {
+    const outcome: Outcome = outcomes[failure.error];
+    if (outcome.metric !== undefined) count?.(outcome.metric);
+    if (outcome.audit !== undefined) audit(request, outcome.audit.event, customerId, outcome.audit.details);
+    return new ProblemError(outcome.problem, failure.fields ? { errors: failure.fields } : {}, {}, outcome.detail);
+  }
+
+  /**
+   * A check of the current password from a signed-in session: counted as a login attempt before it
+   * runs, so parallel guesses cannot pass the identity's failed-login limit, and forgiven when the
+   * flow succeeds. The flow's own outcome table records a wrong one (reauthentication.failed).
+   */
+  async function reauthenticated<R extends { ok: boolean }>(
+    request: FastifyRequest,
+    customer: CustomerRow,
+    flow: () => Promise<R>,
+    throttled?: () => void,
+  ): Promise<R> {
+    const hits: LimitHit[] = [
+      [limits.loginAttempts, request.clientKey],
+      [limits.failedLogins, customer.identity_value],
+    ];
+    await limit(request, hits, throttled);
+    const result = await flow();
+    if (result.ok) forget(request, limits.failedLogins, customer.identity_value);
+    return result;
+  }
+
+  /**
+   * The end of every way of signing in, once its session is open (Kratos' post-login hooks):
+   * the login counted and audited, the new-device notice reported, the identity's failed logins
+   * forgiven, and the session cookie and a fresh XSRF-TOKEN handed to the browser.
+   */
+  function signInSucceeded(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    signedIn: SignedIn,
+    method: 'password' | 'code' | 'passkey',
+    identityKey?: string,
+  ) {
+    metrics.logins.inc({ outcome: 'success' });
+    audit(request, 'login.succeeded', signedIn.customer.id, { method });
+    reportSignInNotice(request.log, metrics, signedIn.signInNotice);
+    if (identityKey !== undefined) forget(request, limits.failedLogins, identityKey);
+    startSessionCookies(reply, config, keys.csrf, signedIn.sessionId);
+    return { auth_type: 'session' as const, customer: signedIn.customer };
+  }
+
+  /** Ends the browser's session: the cookie expired, and a fresh XSRF-TOKEN bound to no session. */
+  function signOut(reply: FastifyReply): void {
+    reply.clearCookie(config.sessionCookieName, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: config.cookieSecure,
+    });
+    setCsrfCookie(reply, keys.csrf, undefined, config.cookieSecure);
+  }
+
+  /**
+   * Answers 202 before any lookup and leaves the work behind the answer, so the time to answer
+   * cannot tell who has an account. When this instance has too much work waiting, the work is not
+   * taken and the request answers 503 service_unavailable with Retry-After instead (a
+   * BackgroundBusyError): decided by the queue alone, before any lookup, so every identity gets the
+   * same answer, and never a 202 for work that is then dropped.
+   */
+  function accept(reply: FastifyReply, operation: string, work: () => Promise<void>) {
+    services.background.admit(operation, work);
+    reply.code(202);
+    return { status: 'accepted' as const };
+  }
+
+  return { deps: authDeps(services), audit, limit, forget, refusal, reauthenticated, signInSucceeded, signOut, accept };
 }
 
-/**
- * Answers 202 before any lookup and leaves the work behind the answer, so the time to answer
- * cannot tell who has an account. When this instance has too much work waiting, the work is not
- * taken and the request answers 503 service_unavailable with Retry-After instead (a
- * BackgroundBusyError): decided by the queue alone, before any lookup, so every identity gets the
- * same answer, and never a 202 for work that is then dropped.
- */
-export function acceptMessageRequest(
-  services: Pick<Edge, 'background'>,
-  reply: FastifyReply,
-  operation: string,
-  work: () => Promise<void>,
-) {
-  services.background.admit(operation, work);
-  reply.code(202);
-  return { status: 'accepted' as const };
-}
+export type RouteKit = ReturnType<typeof routeKit>;
 
 /**
  * Throws when the body failed its schema, naming every failing field: the schema's own errors,
@@ -110,25 +255,31 @@ const messageRequestDescription =
  * identities cannot be probed.
  */
 export function messageRequestRoute(
-  services: AuthDepsSource & Pick<Edge, 'limiter' | 'background'>,
+  services: KitSource,
   route: {
     path: string;
     /** Names the background work and the per-identity counters. */
     operation: string;
     operationId: string;
     summary: string;
+    /** In place of the resend and forgot description. */
+    description?: string;
+    /** The store setting the route belongs to (404 not_found while it is off). */
+    feature?: StoreFeature;
     work: (deps: AuthDeps, store: StoreContext, identity: ParsedIdentity) => Promise<void>;
   },
 ): FastifyPluginAsyncTypebox {
-  const deps = authDeps(services);
+  const { deps, limit, accept } = routeKit(services);
+  const { feature } = route;
   return async (app) => {
     app.post(
       route.path,
       {
+        ...(feature && { config: { feature } }),
         schema: {
-          ...describe(route.operationId, route.summary, messageRequestDescription),
+          ...describe(route.operationId, route.summary, route.description ?? messageRequestDescription),
           body: IdentityBody,
-          response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody) },
+          response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody, feature ? ['not_found'] : []) },
         },
       },
       async (request, reply) => {
@@ -136,13 +287,13 @@ export function messageRequestRoute(
         // A full queue refuses before the limits count, so the retry it asks for is not a 429.
         services.background.assertRoom(route.operation);
         const subject = `${route.operation}:${identity.key}`;
-        await services.limiter.consume(request, [
+        await limit(request, [
           [limits.messagesPerIdentityMinute, subject],
           [limits.messagesPerIdentityHour, subject],
           [limits.messagesPerAddress, request.clientKey],
         ]);
         const store = request.store;
-        return acceptMessageRequest(services, reply, route.operation, () => route.work(deps, store, identity));
+        return accept(reply, route.operation, () => route.work(deps, store, identity));
       },
     );
   };

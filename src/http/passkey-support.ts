@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditEvent } from '../audit.js';
 import type { RelyingParty } from '../auth/relying-party.js';
 import { isOnRpId } from '../config.js';
 import { acceptedKeys } from '../keys.js';
@@ -19,23 +18,10 @@ export function relyingParty(services: Pick<Edge, 'config'>, request: FastifyReq
   return { id: rpId, name: request.store.name, origins: ownUsable ? [...origins, own] : origins };
 }
 
-export function describePasskeyRoute(operationId: string, summary: string, description: string, session: boolean) {
-  return { tags: ['auth'], operationId, summary, description, security: session ? [{ session: [] }] : [] };
-}
-
-/** What both passkey route modules share: the store setting, the audit, the options calls. */
+/** What both passkey route modules share: the store setting and the options calls. */
 export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'limiter' | 'audit'>) {
   const { keys, limiter } = services;
   const secure = services.config.cookieSecure;
-
-  function audit(
-    request: FastifyRequest,
-    event: AuditEvent,
-    customerId: string | null,
-    details: Record<string, string>,
-  ) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
-  }
 
   /** Counts an options call, starts its ceremony and gives the browser the cookie naming the challenge. */
   async function ceremonyOptions<T>(
@@ -56,7 +42,6 @@ export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'li
      * as if it did not exist (http/scopes.ts).
      */
     gate: { config: { feature: 'passkeys' } as const },
-    audit,
     ceremonyOptions,
     /** Keys that may have signed a challenge cookie, the current one first. */
     cookieKeys: acceptedKeys(keys, 'csrf'),

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkCsrf, type CsrfOptions } from './csrf.js';
 import type { Edge } from './edge.js';
+import { resolveAccount, type Account, type StoreFeature } from './kit.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
 
@@ -22,9 +23,6 @@ import { limits } from './rate-limit.js';
 
 type Routes = FastifyPluginAsyncTypebox;
 
-/** A part of the API that a store setting turns on: the setting's field in the store context. */
-export type StoreFeature = 'signInWithCode' | 'passkeys';
-
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
@@ -32,11 +30,20 @@ declare module 'fastify' {
      * route has (404 not_found), before its body is read: see `answerMissingPath`.
      */
     feature?: StoreFeature;
+    /**
+     * The route needs the signed-in customer: the customer scope resolves the session cookie before
+     * the body is validated (`request.account`), and answers 401 unauthenticated without one.
+     */
+    session?: boolean;
+  }
+  interface FastifyRequest {
+    /** The signed-in customer of a `session` route (see accountOf); null on every other route. */
+    account: Account | null;
   }
 }
 
 export interface ScopeDeps {
-  services: Pick<Edge, 'store' | 'limiter' | 'probeLimiter'>;
+  services: Pick<Edge, 'store' | 'limiter' | 'probeLimiter' | 'db' | 'clock' | 'config'>;
   csrf: CsrfOptions;
   /** Answers a path no route has; see `unknownPathAnswer`. */
   unknownPath: (request: FastifyRequest) => Promise<never>;
@@ -44,9 +51,8 @@ export interface ScopeDeps {
 
 /** Whether the request's store has the feature on; a route of no feature is always there. */
 function featureOn(request: FastifyRequest, feature: StoreFeature | undefined): boolean {
-  // request.store is null outside the customer scope (its type says otherwise), where no
-  // feature's route lives.
-  return feature === undefined || request.store?.[feature] === true;
+  // Only the customer scope's routes belong to a feature, and there the store gate has run.
+  return feature === undefined || request.store[feature];
 }
 
 async function countAndCheckCsrf(deps: ScopeDeps, request: FastifyRequest): Promise<void> {
@@ -102,6 +108,11 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
       if (request.store.status !== 'active') throw new ProblemError('store_unavailable');
       await countAndCheckCsrf(deps, request);
       await answerMissingPath(deps, request);
+    });
+    // After the body is read and before it is validated: without a session the answer is 401,
+    // whatever was sent.
+    app.addHook('preValidation', async (request) => {
+      if (request.routeOptions.config.session === true) request.account = await resolveAccount(deps.services, request);
     });
     // Answers about a customer, successful or not, are never stored by a browser or a proxy.
     app.addHook('onSend', async (_request, reply) => {

@@ -1,43 +1,45 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import type { AuditEvent } from '../../audit.js';
 import { changeName, changePassword } from '../../auth/account.js';
-import { newPasswordErrors } from '../../auth/registration.js';
-import { validateName } from '../../auth/registration.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
+import { newPasswordErrors, validateName } from '../../auth/registration.js';
+import { accountOf, describe, refuseInvalidBody, routeKit, type KitSource, type Outcomes } from '../kit.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
-import { authDeps, type AuthDepsSource, refuseInvalidBody, signedIn } from '../route-support.js';
 
-/** The parts of the edge these routes use. */
-type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
+const passwordChangeOutcomes: Outcomes<'invalid' | 'wrong_password' | 'unauthenticated'> = {
+  invalid: { problem: 'validation_failed', metric: 'invalid' },
+  // A guess at the password from a signed-in session, recorded as a failed login is.
+  wrong_password: {
+    problem: 'validation_failed',
+    metric: 'wrong_password',
+    audit: { event: 'reauthentication.failed', details: { operation: 'password.change' } },
+  },
+  unauthenticated: { problem: 'unauthenticated' },
+};
 
-function describe(operationId: string, summary: string, description: string) {
-  // Every account route needs the session cookie.
-  return { tags: ['account'], operationId, summary, description, security: [{ session: [] }] };
-}
+const nameChangeOutcomes: Outcomes<'invalid' | 'unauthenticated'> = {
+  invalid: { problem: 'validation_failed' },
+  unauthenticated: { problem: 'unauthenticated' },
+};
 
 /** The signed-in customer's own account: password and name. */
-export function accountRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { config: settings, keys, metrics, limiter } = services;
-  const deps = authDeps(services);
-
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string, details?: Record<string, string>) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
-  }
+export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { config, keys, metrics } = services;
+  const { deps, audit, limit, refusal, reauthenticated } = routeKit(services);
+  const countChange = (outcome: string) => metrics.passwordChanges.inc({ outcome });
 
   return async (app) => {
     app.post(
       '/password/change',
       {
         attachValidation: true,
+        config: { session: true },
         schema: {
           ...describe(
             'changePassword',
             'Change the password',
             "Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), applies the password rules, signs every other session out, and replaces the caller's session cookie and XSRF-TOKEN with new ones. Sends the customer a notice.",
+            { session: true },
           ),
           body: ChangePasswordBody,
           response: {
@@ -53,34 +55,20 @@ export function accountRoutes(services: Deps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { sessionId, customer } = await signedIn(services, request);
+        const { sessionId, customer } = accountOf(request);
         refuseInvalidBody(request, newPasswordErrors);
-        // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
-        await limiter
-          .consume(request, [
-            [limits.loginAttempts, request.clientKey],
-            [limits.failedLogins, customer.identity_value],
-          ])
-          .catch((error: unknown) => {
-            metrics.passwordChanges.inc({ outcome: 'throttled' });
-            throw error;
-          });
-        const result = await changePassword(deps, request.store, customer, sessionId, request.body, {
-          userAgent: request.headers['user-agent'],
-          address: request.ip,
-        });
-        if (!result.ok) {
-          if (result.error === 'unauthenticated') throw new ProblemError('unauthenticated');
-          const wrong = result.error === 'wrong_password';
-          metrics.passwordChanges.inc({ outcome: wrong ? 'wrong_password' : 'invalid' });
-          // A guess at the password from a signed-in session, recorded as a failed login is.
-          if (wrong) audit(request, 'reauthentication.failed', customer.id, { operation: 'password.change' });
-          throw new ProblemError('validation_failed', { errors: result.fields });
-        }
-        metrics.passwordChanges.inc({ outcome: 'success' });
+        const client = { userAgent: request.headers['user-agent'], address: request.ip };
+        const result = await reauthenticated(
+          request,
+          customer,
+          () => changePassword(deps, request.store, customer, sessionId, request.body, client),
+          () => countChange('throttled'),
+        );
+        if (!result.ok)
+          throw refusal(request, passwordChangeOutcomes, result, { customerId: customer.id, count: countChange });
+        countChange('success');
         audit(request, 'password.changed', customer.id);
-        limiter.forget(limits.failedLogins, customer.identity_value, request.log);
-        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
+        startSessionCookies(reply, config, keys.csrf, result.value.sessionId);
         return { status: 'password_changed' as const };
       },
     );
@@ -89,8 +77,11 @@ export function accountRoutes(services: Deps): FastifyPluginAsyncTypebox {
       '/profile',
       {
         attachValidation: true,
+        config: { session: true },
         schema: {
-          ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.'),
+          ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.', {
+            session: true,
+          }),
           body: ProfileBody,
           response: {
             200: Customer,
@@ -99,19 +90,15 @@ export function accountRoutes(services: Deps): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const { customer } = await signedIn(services, request);
+        const { customer } = accountOf(request);
         refuseInvalidBody(request, (fields) => {
           const errors = {};
           if (fields['name'] !== undefined) validateName(fields['name'], errors);
           return errors;
         });
-        await limiter.consume(request, [[limits.profileChanges, customer.id]]);
+        await limit(request, [[limits.profileChanges, customer.id]]);
         const result = await changeName(deps, customer.id, request.body.name);
-        if (!result.ok) {
-          throw result.error === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.fields })
-            : new ProblemError('unauthenticated');
-        }
+        if (!result.ok) throw refusal(request, nameChangeOutcomes, result);
         audit(request, 'profile.changed', customer.id);
         return result.value;
       },

@@ -1,13 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import type { AuditEvent } from '../../audit.js';
-import { deleteAccountWithPassword, exportAccount } from '../../auth/erasure.js';
 import { wrongCurrentPassword } from '../../auth/account.js';
-import type { Edge } from '../edge.js';
-import { setCsrfCookie } from '../csrf.js';
-import { ProblemError } from '../problems.js';
+import { deleteAccountWithPassword, exportAccount } from '../../auth/erasure.js';
+import { accountOf, describe, routeKit, type KitSource, type Outcomes } from '../kit.js';
 import { limits } from '../rate-limit.js';
-import { validationErrors } from '../validation.js';
 import {
   AccountExport,
   bodyProblemResponses,
@@ -16,68 +11,63 @@ import {
   DeletedStatus,
   problemResponses,
 } from '../schemas.js';
-import { signedIn } from '../route-support.js';
 
-/** The parts of the edge these routes use. */
-type Deps = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'metrics' | 'limiter' | 'audit'>;
+const exportOutcomes: Outcomes<'gone'> = { gone: { problem: 'unauthenticated' } };
 
-function describe(operationId: string, summary: string, description: string) {
-  return { tags: ['auth'], operationId, summary, description, security: [{ session: [] as string[] }] };
-}
+const deleteOutcomes: Outcomes<'wrong_password' | 'gone'> = {
+  // A guess at the password from a signed-in session, recorded as a failed login is.
+  wrong_password: {
+    problem: 'validation_failed',
+    audit: { event: 'reauthentication.failed', details: { operation: 'account.delete' } },
+  },
+  gone: { problem: 'unauthenticated' },
+};
+
+const session = { session: true };
 
 /** The signed-in customer's own data: export it, or delete the account. */
-export function erasureRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { config: settings, keys, limiter, metrics } = services;
-  const sessionCookie = settings.sessionCookieName;
-  const deps = {
-    db: services.db,
-    clock: services.clock,
-    hasher: services.hasher,
-    keys,
-    messagesQueued: () => services.dispatcher.nudge(),
-  };
-
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string, details?: Record<string, string>) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
-  }
+export function erasureRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { metrics } = services;
+  const { deps, audit, limit, refusal, reauthenticated, signOut } = routeKit(services);
 
   return async (app) => {
     app.get(
       '/account/export',
       {
+        config: session,
         schema: {
           ...describe(
             'exportAccount',
             'Export my data',
             'The signed-in customer, their sessions and their audit events as a JSON attachment, and nothing about anyone else. At most one per minute per customer.',
+            session,
           ),
           response: { 200: AccountExport, ...problemResponses(...customerProblems, 'unauthenticated') },
         },
       },
       async (request, reply) => {
-        const { customer, sessionId } = await signedIn(services, request);
-        await limiter.consume(request, [[limits.accountExports, customer.id]]);
+        const { customer, sessionId } = accountOf(request);
+        await limit(request, [[limits.accountExports, customer.id]]);
         const exported = await exportAccount(deps, customer.id, sessionId);
-        if (!exported.ok) throw new ProblemError('unauthenticated');
-        const data = exported.value;
+        if (!exported.ok) throw refusal(request, exportOutcomes, exported);
         audit(request, 'account.exported', customer.id);
         metrics.accountRequests.inc({ operation: 'export' });
-        const day = data.exported_at.slice(0, 10);
+        const day = exported.value.exported_at.slice(0, 10);
         reply.header('content-disposition', `attachment; filename="account-export-${day}.json"`);
-        return data;
+        return exported.value;
       },
     );
 
     app.post(
       '/account/delete',
       {
-        // The session is checked before the body: without one the answer is 401, whatever was sent.
-        attachValidation: true,
+        config: session,
         schema: {
           ...describe(
             'deleteAccount',
             'Delete my account',
             'Checks current_password like a login, then removes the customer, their sessions and codes, drops their unsent messages, strips their identity from their audit events and sends one notice. Clears the session cookie and issues a fresh XSRF-TOKEN. The identity can register again at once.',
+            session,
           ),
           body: DeleteAccountBody,
           response: {
@@ -89,33 +79,15 @@ export function erasureRoutes(services: Deps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { customer } = await signedIn(services, request);
-        const failure = request.validationError;
-        if (failure !== undefined && failure !== null) {
-          throw new ProblemError('validation_failed', { errors: validationErrors(failure.validation) });
-        }
+        const { customer } = accountOf(request);
         // The failed-login limit of the identity, as at login: a stolen session cannot guess on.
-        await limiter.consume(request, [
-          [limits.loginAttempts, request.clientKey],
-          [limits.failedLogins, customer.identity_value],
-        ]);
-        const result = await deleteAccountWithPassword(
-          deps,
-          request.store.name,
-          customer,
-          request.body.current_password,
+        const result = await reauthenticated(request, customer, () =>
+          deleteAccountWithPassword(deps, request.store.name, customer, request.body.current_password),
         );
-        if (!result.ok) {
-          if (result.error === 'gone') throw new ProblemError('unauthenticated');
-          // A guess at the password from a signed-in session, recorded as a failed login is.
-          audit(request, 'reauthentication.failed', customer.id, { operation: 'account.delete' });
-          throw new ProblemError('validation_failed', { errors: result.fields });
-        }
-        limiter.forget(limits.failedLogins, customer.identity_value, request.log);
+        if (!result.ok) throw refusal(request, deleteOutcomes, result, { customerId: customer.id });
         audit(request, 'account.deleted', customer.id);
         metrics.accountRequests.inc({ operation: 'delete' });
-        reply.clearCookie(sessionCookie, { path: '/', httpOnly: true, sameSite: 'lax', secure: settings.cookieSecure });
-        setCsrfCookie(reply, keys.csrf, undefined, settings.cookieSecure);
+        signOut(reply);
         return { status: 'deleted' as const };
       },
     );

@@ -1,105 +1,84 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import type { AuditEvent } from '../../audit.js';
 import {
   checkIdentityChange,
   confirmIdentityChange,
   identityChangeErrors,
   requestIdentityChange,
 } from '../../auth/identity-change.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { limits } from '../rate-limit.js';
-import { acceptMessageRequest, authDeps, type AuthDepsSource, refuseInvalidBody, signedIn } from '../route-support.js';
+import { accountOf, refuseInvalidBody, routeKit, type KitSource, type Outcomes } from '../kit.js';
+import { limits, type LimitHit } from '../rate-limit.js';
 import { identityChangeSchema, identityConfirmSchema } from './identity-schemas.js';
 
-/** The parts of the edge these routes use. */
-type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
+const changeOutcomes: Outcomes<'invalid' | 'wrong_password'> = {
+  invalid: { problem: 'validation_failed', metric: 'invalid' },
+  // A guess at the password from a signed-in session, recorded as a failed login is.
+  wrong_password: {
+    problem: 'validation_failed',
+    metric: 'wrong_password',
+    audit: { event: 'reauthentication.failed', details: { operation: 'identity.change' } },
+  },
+};
+
+const confirmOutcomes: Outcomes<'invalid_challenge' | 'identity_unavailable' | 'unauthenticated'> = {
+  invalid_challenge: { problem: 'invalid_identity_challenge', metric: 'invalid_challenge' },
+  identity_unavailable: { problem: 'identity_unavailable', metric: 'identity_unavailable' },
+  unauthenticated: { problem: 'unauthenticated', metric: 'unauthenticated' },
+};
 
 /** The signed-in customer moving their account to another email address or phone number. */
-export function identityRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { metrics, limiter } = services;
-  const deps = authDeps(services);
-
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string, details?: Record<string, string>) {
-    services.audit({ event, customerId, clientAddress: request.ip, requestId: request.id, details });
-  }
+export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { metrics } = services;
+  const { deps, audit, limit, refusal, reauthenticated, accept } = routeKit(services);
+  const countStep = (step: string) => (outcome: string) => metrics.identityChanges.inc({ step, outcome });
+  const countRequest = countStep('request');
+  const countConfirm = countStep('confirm');
 
   return async (app) => {
     app.post(
       '/identity/change',
-      {
-        attachValidation: true,
-        schema: identityChangeSchema,
-      },
+      { attachValidation: true, config: { session: true }, schema: identityChangeSchema },
       async (request, reply) => {
-        const { customer } = await signedIn(services, request);
+        const { customer } = accountOf(request);
         const store = request.store;
         refuseInvalidBody(request, (fields) => identityChangeErrors(store, fields, deps.allowedCallingCodes));
         // A full queue refuses before the password is checked or anything counted.
         services.background.assertRoom('identity-change');
-        const count = (outcome: string) => metrics.identityChanges.inc({ step: 'request', outcome });
-        // Counted before the check, as a login is, so parallel guesses cannot pass the limit.
-        await limiter
-          .consume(request, [
-            [limits.loginAttempts, request.clientKey],
-            [limits.failedLogins, customer.identity_value],
-          ])
-          .catch((error: unknown) => {
-            count('throttled');
-            throw error;
-          });
-        const checked = await checkIdentityChange(deps, store, customer, request.body);
-        if (!checked.ok) {
-          count(checked.error);
-          // A guess at the password from a signed-in session, recorded as a failed login is.
-          if (checked.error === 'wrong_password') {
-            audit(request, 'reauthentication.failed', customer.id, { operation: 'identity.change' });
-          }
-          throw new ProblemError('validation_failed', { errors: checked.fields });
-        }
+        const checked = await reauthenticated(
+          request,
+          customer,
+          () => checkIdentityChange(deps, store, customer, request.body),
+          () => countRequest('throttled'),
+        );
+        if (!checked.ok)
+          throw refusal(request, changeOutcomes, checked, { customerId: customer.id, count: countRequest });
         const newIdentityValue = checked.value;
-        limiter.forget(limits.failedLogins, customer.identity_value, request.log);
         // The message limits of resend and forgot, per new identity and per address.
         const subject = `identity-change:${newIdentityValue}`;
-        await limiter
-          .consume(request, [
-            [limits.messagesPerIdentityMinute, subject],
-            [limits.messagesPerIdentityHour, subject],
-            [limits.messagesPerAddress, request.clientKey],
-          ])
-          .catch((error: unknown) => {
-            count('throttled');
-            throw error;
-          });
+        const hits: LimitHit[] = [
+          [limits.messagesPerIdentityMinute, subject],
+          [limits.messagesPerIdentityHour, subject],
+          [limits.messagesPerAddress, request.clientKey],
+        ];
+        await limit(request, hits, () => countRequest('throttled'));
         // Answered before the new identity is looked up, so the time to answer cannot tell whether
         // it has an account (as forgot-password does).
-        const accepted = acceptMessageRequest(services, reply, 'identity-change', () =>
+        const accepted = accept(reply, 'identity-change', () =>
           requestIdentityChange(deps, store, customer.id, newIdentityValue),
         );
-        count('accepted');
+        countRequest('accepted');
         audit(request, 'identity.change_requested', customer.id);
         return accepted;
       },
     );
 
-    app.post(
-      '/identity/confirm',
-      {
-        schema: identityConfirmSchema,
-      },
-      async (request) => {
-        const { sessionId, customer } = await signedIn(services, request);
-        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
-        const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
-        if (!result.ok) {
-          metrics.identityChanges.inc({ step: 'confirm', outcome: result.error });
-          throw new ProblemError(result.error === 'invalid_challenge' ? 'invalid_identity_challenge' : result.error);
-        }
-        metrics.identityChanges.inc({ step: 'confirm', outcome: 'changed' });
-        audit(request, 'identity.changed', customer.id);
-        return result.value;
-      },
-    );
+    app.post('/identity/confirm', { config: { session: true }, schema: identityConfirmSchema }, async (request) => {
+      const { sessionId, customer } = accountOf(request);
+      await limit(request, [[limits.codeAttempts, request.clientKey]]);
+      const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
+      if (!result.ok) throw refusal(request, confirmOutcomes, result, { count: countConfirm });
+      countConfirm('changed');
+      audit(request, 'identity.changed', customer.id);
+      return result.value;
+    });
   };
 }

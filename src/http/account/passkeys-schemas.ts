@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { PasskeyCreationOptions, Passkey, PasskeyList, PasskeyRegisterBody } from '../passkey-schemas.js';
-import { describePasskeyRoute } from '../passkey-support.js';
+import { describe } from '../kit.js';
 import { bodyProblemResponses, customerProblems, DeletedStatus, problemResponses } from '../schemas.js';
 
 export const credentialRefused = 'Could not be verified for this account and page; ask for new options and try again.';
@@ -10,11 +10,11 @@ const signedInProblems = () => problemResponses(...customerProblems, 'unauthenti
 
 /** The OpenAPI description and validation of `POST /passkeys/register/options`. */
 export const registrationOptionsSchema = {
-  ...describePasskeyRoute(
+  ...describe(
     'passkeyRegistrationOptions',
     'Start adding a passkey',
     'Options for `navigator.credentials.create` (resident key required, user verification preferred), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser. An account whose email or phone is not yet proven (verified, reset or signed in with a code) cannot add a passkey: 403 identity_unverified.',
-    true,
+    { session: true },
   ),
   response: {
     200: PasskeyCreationOptions,
@@ -24,11 +24,11 @@ export const registrationOptionsSchema = {
 
 /** The OpenAPI description and validation of `POST /passkeys/register`. */
 export const registerPasskeySchema = {
-  ...describePasskeyRoute(
+  ...describe(
     'registerPasskey',
     'Add a passkey',
     "Verifies the browser's answer against this browser's challenge (spent whatever the outcome) and keeps the passkey. A wrong origin or RP ID, a used, expired or other browser's challenge, or a credential already registered is a 422 on `credential`. An account that has a password must send it as `current_password` (checked as a login is, counted by the failed-login limit; a wrong one is a 422 on `current_password`). An unproven account gets 403 identity_unverified.",
-    true,
+    { session: true },
   ),
   body: PasskeyRegisterBody,
   response: {
@@ -41,17 +41,19 @@ export const registerPasskeySchema = {
 
 /** The OpenAPI description and validation of `GET /passkeys`. */
 export const listPasskeysSchema = {
-  ...describePasskeyRoute('listPasskeys', 'List my passkeys', "The signed-in customer's passkeys, newest first.", true),
+  ...describe('listPasskeys', 'List my passkeys', "The signed-in customer's passkeys, newest first.", {
+    session: true,
+  }),
   response: { 200: PasskeyList, ...signedInProblems() },
 };
 
 /** The OpenAPI description and validation of `POST /passkeys/:id/delete`. */
 export const removePasskeySchema = {
-  ...describePasskeyRoute(
+  ...describe(
     'removePasskey',
     'Remove a passkey',
     "Removes the passkey with this id; it can no longer sign in. Needs the session only. An id that is not one of the caller's passkeys answers 404 whether it exists or not.",
-    true,
+    { session: true },
   ),
   params: Type.Object({ id: Type.String({ description: 'The `id` of a passkey from the list.' }) }),
   response: { 200: DeletedStatus, ...signedInProblems() },

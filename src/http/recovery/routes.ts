@@ -1,28 +1,26 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requestPasswordReset, resetPassword } from '../../auth/password-reset.js';
 import { newPasswordErrors } from '../../auth/registration.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { limits } from '../rate-limit.js';
 import {
-  auditor,
-  authDeps,
-  type AuthDepsSource,
   describe,
   identityOf,
   messageRequestRoute,
   refuseInvalidBody,
-} from '../route-support.js';
+  routeKit,
+  type KitSource,
+  type Outcomes,
+} from '../kit.js';
+import { limits } from '../rate-limit.js';
 import { bodyProblemResponses, PasswordResetStatus, ResetPasswordBody } from '../schemas.js';
 
-/** The parts of the edge these routes use. */
-type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit' | 'background'>;
+const resetOutcomes: Outcomes<'invalid' | 'invalid_challenge'> = {
+  invalid: { problem: 'validation_failed' },
+  invalid_challenge: { problem: 'invalid_identity_challenge' },
+};
 
 /** Recovery: ask for a reset code, set a new password with it. */
-export function recoveryRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { limiter } = services;
-  const deps = authDeps(services);
-  const audit = auditor(services);
+export function recoveryRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { deps, audit, limit, refusal } = routeKit(services);
 
   return async (app) => {
     await app.register(
@@ -54,13 +52,9 @@ export function recoveryRoutes(services: Deps): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         refuseInvalidBody(request, newPasswordErrors);
-        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
+        await limit(request, [[limits.codeAttempts, request.clientKey]]);
         const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
-        if (!result.ok) {
-          throw result.error === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.fields })
-            : new ProblemError('invalid_identity_challenge');
-        }
+        if (!result.ok) throw refusal(request, resetOutcomes, result);
         audit(request, 'password.reset', result.value.customerId);
         return { status: 'password_reset' as const };
       },

@@ -1,28 +1,28 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { register, registrationErrors } from '../../auth/registration.js';
 import { resendVerification, verifyIdentity } from '../../auth/verification.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { limits } from '../rate-limit.js';
 import {
-  auditor,
-  authDeps,
-  type AuthDepsSource,
   describe,
   identityOf,
   messageRequestRoute,
   refuseInvalidBody,
-} from '../route-support.js';
+  routeKit,
+  type KitSource,
+  type Outcomes,
+} from '../kit.js';
+import { limits } from '../rate-limit.js';
 import { bodyProblemResponses, Customer, RegisterBody, VerifyBody } from '../schemas.js';
 
-/** The parts of the edge these routes use. */
-type Deps = AuthDepsSource & Pick<Edge, 'limiter' | 'audit' | 'background'>;
+const registerOutcomes: Outcomes<'invalid' | 'identity_unavailable'> = {
+  invalid: { problem: 'validation_failed' },
+  identity_unavailable: { problem: 'identity_unavailable' },
+};
+
+const verifyOutcomes: Outcomes<'invalid_challenge'> = { invalid_challenge: { problem: 'invalid_identity_challenge' } };
 
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
-export function registrationRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { limiter } = services;
-  const deps = authDeps(services);
-  const audit = auditor(services);
+export function registrationRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { deps, audit, limit, refusal } = routeKit(services);
 
   return async (app) => {
     app.post(
@@ -52,13 +52,9 @@ export function registrationRoutes(services: Deps): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         refuseInvalidBody(request, (fields) => registrationErrors(request.store, fields, deps.allowedCallingCodes));
-        await limiter.consume(request, [[limits.registrations, request.clientKey]]);
+        await limit(request, [[limits.registrations, request.clientKey]]);
         const result = await register(deps, request.store, request.body);
-        if (!result.ok) {
-          throw result.error === 'invalid'
-            ? new ProblemError('validation_failed', { errors: result.fields })
-            : new ProblemError('identity_unavailable');
-        }
+        if (!result.ok) throw refusal(request, registerOutcomes, result);
         audit(request, 'customer.registered', result.value.id);
         reply.code(201);
         return result.value;
@@ -79,9 +75,9 @@ export function registrationRoutes(services: Deps): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]);
+        await limit(request, [[limits.codeAttempts, request.clientKey]]);
         const result = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
-        if (!result.ok) throw new ProblemError('invalid_identity_challenge');
+        if (!result.ok) throw refusal(request, verifyOutcomes, result);
         audit(request, 'customer.verified', result.value.id);
         return result.value;
       },

@@ -1,66 +1,42 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import type { AuditEvent } from '../../audit.js';
 import { loginWithCode, requestSignInCode } from '../../auth/code-login.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
+import { describe, identityOf, messageRequestRoute, routeKit, type KitSource, type Outcomes } from '../kit.js';
 import { limits } from '../rate-limit.js';
-import { AcceptedStatus, AuthSession, bodyProblemResponses, IdentityBody, VerifyBody } from '../schemas.js';
-import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-import { acceptMessageRequest, authDeps, type AuthDepsSource, describe, identityOf } from '../route-support.js';
+import { AuthSession, bodyProblemResponses, VerifyBody } from '../schemas.js';
 
-/** The parts of the edge these routes use. */
-type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
+const codeLoginOutcomes: Outcomes<'refused'> = {
+  refused: {
+    problem: 'invalid_identity_challenge',
+    audit: { event: 'login.failed', details: { method: 'code' } },
+    metric: 'failure',
+  },
+};
 
 /**
  * Signing in with a code sent to the identity, where the store allows it
  * (`auth.sign_in_with_code`). With the setting off both paths answer 404 not_found, before the
  * body is looked at, as if they did not exist.
  */
-export function codeLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { config: settings, keys, metrics, limiter } = services;
-  const deps = authDeps(services);
-
-  function audit(request: FastifyRequest, event: AuditEvent, customerId: string | null) {
-    services.audit({
-      event,
-      customerId,
-      clientAddress: request.ip,
-      requestId: request.id,
-      details: { method: 'code' },
-    });
-  }
+export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { metrics } = services;
+  const { deps, limit, refusal, signInSucceeded } = routeKit(services);
+  const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
 
   // The customer scope answers 404 while the setting is off, before the body is read (http/scopes.ts).
   const config = { feature: 'signInWithCode' } as const;
 
   return async (app) => {
-    app.post(
-      '/code/request',
-      {
-        config,
-        schema: {
-          ...describe(
-            'requestSignInCode',
-            'Send a sign-in code',
-            'Sends a six-digit code that signs the customer in with `POST /code/login`. Answers 202 whether or not an account exists, so identities cannot be probed; 503 service_unavailable with Retry-After, alike for every identity, while this instance has too much work waiting. 404 not_found while the store does not allow signing in with a code.',
-          ),
-          body: IdentityBody,
-          response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody, ['not_found']) },
-        },
-      },
-      async (request, reply) => {
-        const identity = identityOf(request);
-        services.background.assertRoom('sign-in-code');
-        const subject = `sign-in-code:${identity.key}`;
-        await limiter.consume(request, [
-          [limits.messagesPerIdentityMinute, subject],
-          [limits.messagesPerIdentityHour, subject],
-          [limits.messagesPerAddress, request.clientKey],
-        ]);
-        const store = request.store;
-        return acceptMessageRequest(services, reply, 'sign-in-code', () => requestSignInCode(deps, store, identity));
-      },
+    await app.register(
+      messageRequestRoute(services, {
+        path: '/code/request',
+        operation: 'sign-in-code',
+        operationId: 'requestSignInCode',
+        summary: 'Send a sign-in code',
+        description:
+          'Sends a six-digit code that signs the customer in with `POST /code/login`. Answers 202 whether or not an account exists, so identities cannot be probed; 503 service_unavailable with Retry-After, alike for every identity, while this instance has too much work waiting. 404 not_found while the store does not allow signing in with a code.',
+        feature: 'signInWithCode',
+        work: requestSignInCode,
+      }),
     );
 
     app.post(
@@ -81,24 +57,14 @@ export function codeLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await limiter.consume(request, [[limits.codeAttempts, request.clientKey]]).catch((error: unknown) => {
-          metrics.logins.inc({ outcome: 'throttled' });
-          throw error;
-        });
-        const previous = request.cookies[settings.sessionCookieName];
+        await limit(request, [[limits.codeAttempts, request.clientKey]], () => countLogin('throttled'));
+        const previous = request.cookies[services.config.sessionCookieName];
         const result = await loginWithCode(deps, request.store, identityOf(request), request.body.code, previous, {
           userAgent: request.headers['user-agent'],
           address: request.ip,
         });
-        metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
-        if (!result.ok) {
-          audit(request, 'login.failed', result.customerId);
-          throw new ProblemError('invalid_identity_challenge');
-        }
-        audit(request, 'login.succeeded', result.value.customer.id);
-        reportSignInNotice(request.log, metrics, result.value.signInNotice);
-        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
-        return { auth_type: 'session' as const, customer: result.value.customer };
+        if (!result.ok) throw refusal(request, codeLoginOutcomes, result, { count: countLogin });
+        return signInSucceeded(request, reply, result.value, 'code');
       },
     );
   };

@@ -1,26 +1,32 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
-import { loginWithPasskey, startPasskeyLogin } from '../../auth/passkey-login.js';
-import type { Edge } from '../edge.js';
+import { loginWithPasskey, startPasskeyLogin, type PasskeyLoginFailure } from '../../auth/passkey-login.js';
+import { describe, routeKit, type KitSource, type Outcome, type Outcomes } from '../kit.js';
 import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
 import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
-import { describePasskeyRoute, passkeyRouteSupport, relyingParty } from '../passkey-support.js';
-import { ProblemError } from '../problems.js';
+import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { limits } from '../rate-limit.js';
-import { authDeps, type AuthDepsSource } from '../route-support.js';
 import { AuthSession, bodyProblemResponses, customerProblems, problemResponses } from '../schemas.js';
-import { reportSignInNotice, startSessionCookies } from '../session-cookie.js';
-
-/** The parts of the edge these routes use. */
-type Deps = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit'>;
 
 export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
 
+// One answer for every cause: it must not tell a stranger's passkey from a stale challenge. The
+// route records the reason in the audit trail, with the passkey's id where there is one.
+const refused: Outcome = { problem: 'unauthenticated', detail: passkeyLoginRefusedDetail, metric: 'failure' };
+const passkeyLoginOutcomes: Outcomes<PasskeyLoginFailure> = {
+  challenge: refused,
+  unknown_passkey: refused,
+  verification: refused,
+  counter_regressed: refused,
+  unverified: refused,
+};
+
 /** Signing in with a passkey: no session needed, and the answer of a login. */
-export function passkeyLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { config: settings, keys, metrics, limiter } = services;
-  const deps = authDeps(services);
-  const { gate, audit, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
+export function passkeyLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { metrics } = services;
+  const { deps, audit, limit, refusal, signInSucceeded } = routeKit(services);
+  const { gate, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
+  const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
 
   return async (app) => {
     app.post(
@@ -28,11 +34,10 @@ export function passkeyLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
       {
         ...gate,
         schema: {
-          ...describePasskeyRoute(
+          ...describe(
             'passkeyLoginOptions',
             'Start signing in with a passkey',
             'Options for `navigator.credentials.get` with no credentials listed (discoverable passkeys; also for conditional UI), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser.',
-            false,
           ),
           response: { 200: PasskeyRequestOptions, ...problemResponses(...customerProblems, 'not_found') },
         },
@@ -47,11 +52,10 @@ export function passkeyLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
       {
         ...gate,
         schema: {
-          ...describePasskeyRoute(
+          ...describe(
             'loginWithPasskey',
             'Log in with a passkey',
             "Verifies the assertion against this browser's challenge (spent whatever the outcome) and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. A passkey proves the authenticator, not the email or phone: it never sets verified_at, and on a store that requires verification an unproven account is refused like any other failure. Counts against the login limit per address. An unknown passkey, a bad signature, a reused, expired or other browser's challenge, a wrong origin or RP ID and a signature counter that went backwards are one identical 401.",
-            false,
           ),
           body: PasskeyLoginBody,
           response: {
@@ -63,32 +67,24 @@ export function passkeyLoginRoutes(services: Deps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await limiter.consume(request, [[limits.loginAttempts, request.clientKey]]).catch((error: unknown) => {
-          metrics.logins.inc({ outcome: 'throttled' });
-          throw error;
-        });
+        await limit(request, [[limits.loginAttempts, request.clientKey]], () => countLogin('throttled'));
         const result = await loginWithPasskey(
           deps,
           request.store,
           relyingParty(services, request),
           passkeyHandle(request, cookieKeys),
           request.body.credential as unknown as AuthenticationResponseJSON,
-          request.cookies[settings.sessionCookieName],
+          request.cookies[services.config.sessionCookieName],
           { userAgent: request.headers['user-agent'], address: request.ip },
         );
         clearPasskeyCookie(reply, secure);
-        metrics.logins.inc({ outcome: result.ok ? 'success' : 'failure' });
         if (!result.ok) {
           const details: Record<string, string> = { method: 'passkey', reason: result.error };
           if (result.passkeyId !== undefined) details['passkey'] = result.passkeyId;
           audit(request, 'login.failed', result.customerId, details);
-          // One answer for every cause: it must not tell a stranger's passkey from a stale challenge.
-          throw new ProblemError('unauthenticated', {}, {}, passkeyLoginRefusedDetail);
+          throw refusal(request, passkeyLoginOutcomes, result, { count: countLogin });
         }
-        audit(request, 'login.succeeded', result.value.customer.id, { method: 'passkey' });
-        reportSignInNotice(request.log, metrics, result.value.signInNotice);
-        startSessionCookies(reply, settings, keys.csrf, result.value.sessionId);
-        return { auth_type: 'session' as const, customer: result.value.customer };
+        return signInSucceeded(request, reply, result.value, 'passkey');
       },
     );
   };

@@ -1,4 +1,4 @@
-import { describe } from '../route-support.js';
+import { describe } from '../kit.js';
 import {
   AuthSession,
   bodyProblemResponses,
