@@ -1,8 +1,10 @@
 import pg from 'pg';
-import { defaultDatabasePoolSize } from '../config.js';
 import { DatabaseUnavailableError, type Database, type Queryable } from './database.js';
 import { isDatabaseUnavailable, translateDriverError as translate } from './postgres-errors.js';
 import { postgresTls } from './postgres-tls.js';
+
+/** The pool size the service has always used; DATABASE_POOL_SIZE (config.ts) defaults to it. */
+export const defaultDatabasePoolSize = 10;
 
 /** How often a transaction the server undid for a deadlock or serialization failure is tried. */
 const transactionAttempts = 3;

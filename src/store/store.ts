@@ -1,7 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { Config, IdentityMode } from '../config.js';
 import type { Database, Queryable } from '../storage/database.js';
-import { countCustomers } from '../auth/customers.js';
 
 export type StoreStatus = 'active' | 'paused' | 'closed';
 export const storeStatuses: readonly StoreStatus[] = ['active', 'paused', 'closed'];
@@ -89,17 +88,30 @@ export type StoreUpdateResult =
   | { ok: false; reason: 'identity_mode_in_use'; customers: number }
   | { ok: false; reason: 'no_store' };
 
+export interface StoreUpdateOptions {
+  /** Switch the identity mode even while customers exist. */
+  force?: boolean;
+  /**
+   * Counts the customers inside the update's transaction, after the store row is locked; needed to
+   * switch the identity mode without `force`. Handed in (countCustomers of src/auth/customers.ts)
+   * because the customers table is the domain's, and the store sits below the domain.
+   */
+  countCustomers?: (tx: Queryable) => Promise<number>;
+}
+
 /** Applies operator changes. Switching the identity mode under existing customers needs `force`. */
 export async function updateStore(
   db: Database,
   clock: Clock,
   changes: StoreChanges,
-  { force = false } = {},
+  { force = false, countCustomers }: StoreUpdateOptions = {},
 ): Promise<StoreUpdateResult> {
   return db.transaction(async (tx) => {
     const current = await tx.query<StoreRow>('SELECT identity_mode FROM store WHERE id = $1 FOR UPDATE', [storeId]);
     if (current[0] === undefined) return { ok: false, reason: 'no_store' };
     if (changes.identityMode !== undefined && changes.identityMode !== current[0].identity_mode && !force) {
+      // A caller that forgot the count must not switch the mode under customers unchecked.
+      if (countCustomers === undefined) throw new Error('switching the identity mode needs countCustomers or force');
       const customers = await countCustomers(tx);
       if (customers > 0) return { ok: false, reason: 'identity_mode_in_use', customers };
     }

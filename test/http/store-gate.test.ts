@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { countCustomers } from '../../src/auth/customers.js';
 import { loadStore, StoreCache, updateStore, type StoreStatus } from '../../src/store/store.js';
 import {
   api,
@@ -174,15 +175,16 @@ describe('the store gate', () => {
     const t = await harness.start();
     await registeredCustomer(t);
 
-    const refused = await updateStore(t.db, t.clock, { identityMode: 'phone' });
+    const refused = await updateStore(t.db, t.clock, { identityMode: 'phone' }, { countCustomers });
     assert.deepEqual(refused, { ok: false, reason: 'identity_mode_in_use', customers: 1 });
     assert.equal((await loadStore(t.db))?.identityMode, 'email', 'nothing changed');
 
-    const refusedWithOthers = await updateStore(t.db, t.clock, {
-      identityMode: 'phone',
-      status: 'paused',
-      name: 'Renamed',
-    });
+    const refusedWithOthers = await updateStore(
+      t.db,
+      t.clock,
+      { identityMode: 'phone', status: 'paused', name: 'Renamed' },
+      { countCustomers },
+    );
     assert.equal(refusedWithOthers.ok, false);
     const unchanged = await loadStore(t.db);
     assert.equal(unchanged?.status, 'active', 'a refused change applies none of its parts');
@@ -197,9 +199,15 @@ describe('the store gate', () => {
     assert.equal((await loadStore(t.db))?.identityMode, 'phone');
   });
 
+  test('updateStore will not switch the identity mode with neither a customer count nor force', async () => {
+    const t = await harness.start();
+    await assert.rejects(updateStore(t.db, t.clock, { identityMode: 'phone' }), /needs countCustomers or force/);
+    assert.equal((await loadStore(t.db))?.identityMode, 'email');
+  });
+
   test('updateStore changes the identity mode of a store without customers without force', async () => {
     const t = await harness.start();
-    const result = await updateStore(t.db, t.clock, { identityMode: 'phone' });
+    const result = await updateStore(t.db, t.clock, { identityMode: 'phone' }, { countCustomers });
     assert.equal(result.ok, true);
     t.services.store.invalidate();
     const reply = await t.post(`${auth}/register`, { ...registration({ email: undefined }), phone: '+1 650 253 0000' });
