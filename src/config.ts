@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { maxSocketPathBytes, socketPathFits } from './storage/embedded-postgres-folder.js';
+import { defaultDatabasePoolSize } from './storage/postgres.js';
 import { sslModeOf } from './storage/postgres-tls.js';
 import { isRedisClusterUrl, parseRedisClusterUrl, RedisAddressError } from './storage/redis-address.js';
 
@@ -41,17 +42,46 @@ export type DatabaseConfig =
       ca: string | undefined;
     };
 
+/**
+ * Where the rate-limit counters live: this instance's memory, or a Redis (REDIS_URL) that every
+ * instance shares, with this instance's memory standing in while it is unreachable.
+ */
+export type CountersConfig =
+  | { kind: 'memory' }
+  | {
+      kind: 'redis';
+      /** `redis://` or `rediss://` for one server, `redis+cluster://` or `rediss+cluster://` for a Redis Cluster. */
+      url: string;
+      /** A Redis Cluster: the key prefix then holds no "{", which would pick every key's hash slot. */
+      cluster: boolean;
+      /** A `rediss` URL: TLS, the certificate verified against `ca` (REDIS_CA_FILE) or the system's CAs. */
+      tls: { ca: string | undefined } | undefined;
+      /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
+      keyPrefix: string;
+    };
+
+/**
+ * How email leaves: through an SMTP server (SMTP_URL), or nowhere, where the log stands in when
+ * `deliveryLogAllowed` and email is refused otherwise.
+ */
+export type MailConfig =
+  | { kind: 'none' }
+  | {
+      kind: 'smtp';
+      /** `smtps://` (implicit TLS) or `smtp://` (STARTTLS), without query parameters. */
+      url: string;
+      /** MAIL_FROM. */
+      from: string;
+      /** PEM CA bundle (SMTP_CA_FILE) for the SMTP server's certificate, implicit TLS or STARTTLS. */
+      ca: string | undefined;
+    };
+
 export interface Config {
   port: number;
   host: string;
   /** Which PostgreSQL the service uses, and the secret that goes with it. */
   database: DatabaseConfig;
-  /** `redis://` or `rediss://` for one server, `redis+cluster://` or `rediss+cluster://` for a Redis Cluster. */
-  redisUrl: string | undefined;
-  /** Prepended to every Redis key, so deployments sharing one Redis never count each other's calls. */
-  redisKeyPrefix: string;
-  /** PEM CA bundle (REDIS_CA_FILE) for a rediss:// server. */
-  redisCa: string | undefined;
+  counters: CountersConfig;
   searchUrl: string | undefined;
   /**
    * Secrets accepted when checking a code MAC, a CSRF token or a sealed body, but never used to
@@ -62,10 +92,7 @@ export interface Config {
   hashThreads: number;
   platformName: string;
   initialStore: { name: string; identityMode: IdentityMode; verificationRequired: boolean };
-  smtpUrl: string | undefined;
-  /** PEM CA bundle (SMTP_CA_FILE) for the SMTP server's certificate, implicit TLS or STARTTLS. */
-  smtpCa: string | undefined;
-  mailFrom: string;
+  mail: MailConfig;
   /** The SMS hook and the secret that signs its requests: both or neither. */
   smsWebhook: { url: string; secret: string } | undefined;
   /** Calling codes (without '+') a phone store accepts at registration; empty means all. */
@@ -272,8 +299,6 @@ const maxDeliveryWindowSeconds = 7 * 24 * 60 * 60;
 const maxDeliveryBudgetPerHour = 1_000_000;
 const maxPort = 65_535;
 
-/** The pool size the service has always used. */
-export const defaultDatabasePoolSize = 10;
 // One event loop keeps only so many statements in flight; far more connections than this is a typo,
 // and would take a PostgreSQL server's default 100 slots from every other client.
 const maxDatabasePoolSize = 200;
@@ -406,17 +431,49 @@ function readRedisKeyPrefix(env: Env, name: string, cluster: boolean): string {
 }
 
 /**
+ * Redis when REDIS_URL names one. A bad REDIS_KEY_PREFIX stops the start even without it, so the
+ * mistake shows before the day Redis is added.
+ */
+function readCounters(env: Env): CountersConfig {
+  const ca = readCaFile(env, 'REDIS_CA_FILE');
+  if (ca !== undefined && !/^rediss/i.test(read(env, 'REDIS_URL') ?? '')) {
+    throw new ConfigError('REDIS_CA_FILE', 'is set but REDIS_URL is not a rediss:// (TLS) URL');
+  }
+  const url = readRedisUrl(env, 'REDIS_URL');
+  const cluster = url !== undefined && isRedisClusterUrl(url);
+  const keyPrefix = readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX', cluster);
+  if (url === undefined) return { kind: 'memory' };
+  return { kind: 'redis', url, cluster, tls: /^rediss/i.test(url) ? { ca } : undefined, keyPrefix };
+}
+
+function readMail(env: Env): MailConfig {
+  const url = readUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']);
+  // nodemailer would read options from the query (tls.rejectUnauthorized=false among them); the
+  // transport takes none, so one given would be silently ignored.
+  if (url !== undefined && new URL(url).search !== '') {
+    throw new ConfigError(
+      'SMTP_URL',
+      'takes no query parameters: TLS follows the scheme (smtps:// or smtp:// with STARTTLS) and SMTP_CA_FILE',
+    );
+  }
+  const ca = readCaFile(env, 'SMTP_CA_FILE');
+  if (ca !== undefined && url === undefined) throw new ConfigError('SMTP_CA_FILE', 'is set without SMTP_URL');
+  if (url === undefined) return { kind: 'none' };
+  return { kind: 'smtp', url, from: read(env, 'MAIL_FROM') ?? 'Storefront <no-reply@localhost>', ca };
+}
+
+/**
  * Why a store of this identity mode cannot run on this configuration, or undefined when it can.
  * A channel without its transport writes every message, code included, to the log; production
  * allows that only when the operator asked for it.
  */
 export function deliveryProblem(
-  config: Pick<Config, 'smtpUrl' | 'smsWebhook' | 'deliveryLogAllowed'>,
+  config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed'>,
   mode: IdentityMode,
 ): { variable: string; reason: string } | undefined {
   if (config.deliveryLogAllowed) return undefined;
   const variable = mode === 'email' ? 'SMTP_URL' : 'SMS_WEBHOOK_URL';
-  if ((mode === 'email' ? config.smtpUrl : config.smsWebhook) !== undefined) return undefined;
+  if (mode === 'email' ? config.mail.kind === 'smtp' : config.smsWebhook !== undefined) return undefined;
   return {
     variable,
     reason: `is not set, so the ${mode} store's codes would be written to the log; in production set it, or set DELIVERY_LOG_IN_PRODUCTION=true to log them on purpose`,
@@ -424,116 +481,31 @@ export function deliveryProblem(
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const portText = read(env, 'PORT') ?? '3000';
-  const port = Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > maxPort) {
-    throw new ConfigError('PORT', `expected a port number, got "${portText}"`);
-  }
-
-  const databaseUrl = readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
-  let sslMode = 'disable';
-  try {
-    if (databaseUrl !== undefined) sslMode = sslModeOf(databaseUrl);
-  } catch (error) {
-    throw new ConfigError('DATABASE_URL', (error as Error).message);
-  }
-  const databaseCa = readCaFile(env, 'DATABASE_CA_FILE');
-  if (databaseCa !== undefined && databaseUrl === undefined) {
-    throw new ConfigError(
-      'DATABASE_CA_FILE',
-      'is set without DATABASE_URL: the embedded server is reached through its socket',
-    );
-  }
-  // A CA bundle that nothing uses would only look like protection.
-  if (databaseCa !== undefined && sslMode === 'disable') {
-    throw new ConfigError('DATABASE_CA_FILE', 'is set but DATABASE_URL asks for no TLS: add sslmode=verify-full to it');
-  }
-  if (sslMode === 'verify-ca' && databaseCa === undefined) {
-    // Without the host name check, any certificate a public CA signed for anyone would pass.
-    throw new ConfigError('DATABASE_CA_FILE', 'is required with sslmode=verify-ca (or use sslmode=verify-full)');
-  }
-
-  const redisCa = readCaFile(env, 'REDIS_CA_FILE');
-  if (redisCa !== undefined && !/^rediss/i.test(read(env, 'REDIS_URL') ?? '')) {
-    throw new ConfigError('REDIS_CA_FILE', 'is set but REDIS_URL is not a rediss:// (TLS) URL');
-  }
-
-  const smtpUrl = readUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']);
-  // nodemailer would read options from the query (tls.rejectUnauthorized=false among them); the
-  // transport takes none, so one given would be silently ignored.
-  if (smtpUrl !== undefined && new URL(smtpUrl).search !== '') {
-    throw new ConfigError(
-      'SMTP_URL',
-      'takes no query parameters: TLS follows the scheme (smtps:// or smtp:// with STARTTLS) and SMTP_CA_FILE',
-    );
-  }
-  const smtpCa = readCaFile(env, 'SMTP_CA_FILE');
-  if (smtpCa !== undefined && smtpUrl === undefined) throw new ConfigError('SMTP_CA_FILE', 'is set without SMTP_URL');
-
+  const port = readListenPort(env, 'PORT');
+  const databaseServer = readDatabaseServer(env);
+  const counters = readCounters(env);
+  const mail = readMail(env);
   const appSecret = read(env, 'APP_SECRET');
   if (appSecret !== undefined && appSecret.length < minSecretLength) {
     throw new ConfigError('APP_SECRET', `must be at least ${minSecretLength} characters`);
   }
   const appSecretPrevious = readPreviousSecrets(env, 'APP_SECRET_PREVIOUS', appSecret);
-
-  const smsWebhookUrl = readUrl(env, 'SMS_WEBHOOK_URL', ['https:', 'http:']);
-  if (smsWebhookUrl !== undefined) {
-    const url = new URL(smsWebhookUrl);
-    if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-      throw new ConfigError('SMS_WEBHOOK_URL', 'plain http:// is allowed only for a loopback address');
-    }
-  }
-  const smsWebhookSecret = read(env, 'SMS_WEBHOOK_SECRET');
-  let smsWebhook: Config['smsWebhook'];
-  if (smsWebhookUrl !== undefined) {
-    if (smsWebhookSecret === undefined) {
-      throw new ConfigError('SMS_WEBHOOK_SECRET', 'is required when SMS_WEBHOOK_URL is set');
-    }
-    smsWebhook = { url: smsWebhookUrl, secret: smsWebhookSecret };
-  }
-
-  const nodeEnv = read(env, 'NODE_ENV');
-  const cookieSecure = readBoolean(env, 'COOKIE_SECURE', nodeEnv === 'production');
-  const sessionCookieName =
-    read(env, 'SESSION_COOKIE_NAME') ?? (cookieSecure ? '__Host-storefront_session' : 'storefront_session');
-  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(sessionCookieName)) {
-    throw new ConfigError('SESSION_COOKIE_NAME', 'is not a valid cookie name');
-  }
-  if (sessionCookieName.startsWith('__Host-') && !cookieSecure) {
-    throw new ConfigError('SESSION_COOKIE_NAME', 'a __Host- cookie needs COOKIE_SECURE=true');
-  }
-
-  const shutdownTimeoutSeconds = readNumber(env, 'SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, max: maxTimerSeconds });
-  const shutdownDelaySeconds = readNumber(env, 'SHUTDOWN_DELAY_SECONDS', 5, { min: 0, max: maxTimerSeconds });
-  if (shutdownDelaySeconds >= shutdownTimeoutSeconds) {
-    // The delay is part of the bounded wait; the requests still in flight after it need time too.
-    throw new ConfigError('SHUTDOWN_DELAY_SECONDS', 'must be less than SHUTDOWN_TIMEOUT_SECONDS');
-  }
-
-  const poolSize = readNumber(env, 'DATABASE_POOL_SIZE', defaultDatabasePoolSize, {
-    min: 1,
-    max: maxDatabasePoolSize,
-    integer: true,
-  });
-  const database = readDatabase(env, { url: databaseUrl, ca: databaseCa, poolSize }, appSecret);
-
-  const redisUrl = readRedisUrl(env, 'REDIS_URL');
-
+  const smsWebhook = readSmsWebhook(env);
+  const production = read(env, 'NODE_ENV') === 'production';
+  const { cookieSecure, sessionCookieName } = readSessionCookie(env, production);
+  const shutdown = readShutdown(env);
+  const database = readDatabase(env, databaseServer, appSecret);
+  // Read in development too, so a mistyped value is found before production.
   const deliveryLogInProduction = readBoolean(env, 'DELIVERY_LOG_IN_PRODUCTION', false);
-
   const corsAllowedOrigins = readOrigins(env, 'CORS_ALLOWED_ORIGINS');
   const webauthn = readWebAuthn(env, corsAllowedOrigins);
-
-  const storeName = read(env, 'STORE_NAME') ?? 'My Store';
-  if ([...storeName].length > 120) throw new ConfigError('STORE_NAME', 'must be at most 120 characters');
+  const initialStore = readInitialStore(env);
 
   return {
     port,
     host: read(env, 'HOST') ?? '127.0.0.1',
     database,
-    redisUrl,
-    redisKeyPrefix: readRedisKeyPrefix(env, 'REDIS_KEY_PREFIX', redisUrl !== undefined && isRedisClusterUrl(redisUrl)),
-    redisCa,
+    counters,
     searchUrl: readUrl(env, 'SEARCH_URL', ['http:', 'https:']),
     appSecretPrevious,
     hashThreads: readNumber(env, 'HASH_THREADS', os.availableParallelism(), {
@@ -542,70 +514,25 @@ export function loadConfig(env: Env = process.env): Config {
       integer: true,
     }),
     platformName: read(env, 'PLATFORM_NAME') ?? 'Storefront',
-    initialStore: {
-      name: storeName,
-      identityMode: readChoice(env, 'STORE_IDENTITY_MODE', ['email', 'phone'] as const, 'email'),
-      verificationRequired: readBoolean(env, 'STORE_VERIFICATION_REQUIRED', false),
-    },
-    smtpUrl,
-    smtpCa,
-    mailFrom: read(env, 'MAIL_FROM') ?? 'Storefront <no-reply@localhost>',
+    initialStore,
+    mail,
     smsWebhook,
     smsAllowedCallingCodes: readCallingCodes(env, 'SMS_ALLOWED_COUNTRY_CODES'),
-    delivery: {
-      retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', deliveryDefaults.retryBaseSeconds, {
-        min: 0.001,
-        max: maxRetryBaseSeconds,
-      }),
-      windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', deliveryDefaults.windowSeconds, {
-        min: 1,
-        max: maxDeliveryWindowSeconds,
-      }),
-      budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', deliveryDefaults.budgetPerHour, {
-        min: 1,
-        max: maxDeliveryBudgetPerHour,
-        integer: true,
-      }),
-    },
-    retention: {
-      sessionDays: readNumber(env, 'SESSION_RETENTION_DAYS', defaultRetention.sessionDays, {
-        min: 0,
-        max: maxRetentionDays,
-      }),
-      codeDays: readNumber(env, 'CODE_RETENTION_DAYS', defaultRetention.codeDays, { min: 0, max: maxRetentionDays }),
-      messageDays: readNumber(env, 'MESSAGE_RETENTION_DAYS', defaultRetention.messageDays, {
-        // The hourly delivery budget counts the last hour's sent messages in the outbox.
-        min: 1 / 24,
-        max: maxRetentionDays,
-      }),
-      failedMessageDays: readNumber(env, 'FAILED_MESSAGE_RETENTION_DAYS', defaultRetention.failedMessageDays, {
-        min: 0,
-        max: maxRetentionDays,
-      }),
-      auditDays: readNumber(env, 'AUDIT_RETENTION_DAYS', defaultRetention.auditDays, {
-        min: 0,
-        max: maxRetentionDays,
-      }),
-    },
+    delivery: readDelivery(env),
+    retention: readRetention(env),
     janitorIntervalSeconds: readNumber(env, 'JANITOR_INTERVAL_SECONDS', 300, {
       min: 0,
       max: maxTimerSeconds,
       integer: true,
     }),
-    deliveryLogAllowed: nodeEnv !== 'production' || deliveryLogInProduction,
-    development: nodeEnv !== 'production',
+    deliveryLogAllowed: !production || deliveryLogInProduction,
+    development: !production,
     cookieSecure,
     sessionCookieName,
     corsAllowedOrigins,
     webauthn,
     signInPage: readBoolean(env, 'SIGN_IN_PAGE', true),
-    metrics:
-      read(env, 'METRICS_PORT') === undefined
-        ? undefined
-        : {
-            port: readNumber(env, 'METRICS_PORT', 0, { min: 0, max: maxPort, integer: true }),
-            host: read(env, 'METRICS_HOST') ?? '127.0.0.1',
-          },
+    metrics: readMetricsAddress(env),
     trustProxy: readBoolean(env, 'TRUST_PROXY', false),
     logLevel: readChoice(
       env,
@@ -613,18 +540,146 @@ export function loadConfig(env: Env = process.env): Config {
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
       'info',
     ),
-    shutdown: { delaySeconds: shutdownDelaySeconds, timeoutSeconds: shutdownTimeoutSeconds },
+    shutdown,
   };
+}
+
+function readListenPort(env: Env, name: string): number {
+  const text = read(env, name) ?? '3000';
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > maxPort) {
+    throw new ConfigError(name, `expected a port number, got "${text}"`);
+  }
+  return port;
+}
+
+function readMetricsAddress(env: Env): Config['metrics'] {
+  if (read(env, 'METRICS_PORT') === undefined) return undefined;
+  return {
+    port: readNumber(env, 'METRICS_PORT', 0, { min: 0, max: maxPort, integer: true }),
+    host: read(env, 'METRICS_HOST') ?? '127.0.0.1',
+  };
+}
+
+/** The SMS hook and the secret that signs its requests: both or neither. */
+function readSmsWebhook(env: Env): Config['smsWebhook'] {
+  const url = readUrl(env, 'SMS_WEBHOOK_URL', ['https:', 'http:']);
+  if (url !== undefined) {
+    const { protocol, hostname } = new URL(url);
+    if (protocol === 'http:' && !isLoopbackHost(hostname)) {
+      throw new ConfigError('SMS_WEBHOOK_URL', 'plain http:// is allowed only for a loopback address');
+    }
+  }
+  const secret = read(env, 'SMS_WEBHOOK_SECRET');
+  if (url === undefined) return undefined;
+  if (secret === undefined) throw new ConfigError('SMS_WEBHOOK_SECRET', 'is required when SMS_WEBHOOK_URL is set');
+  return { url, secret };
+}
+
+function readSessionCookie(env: Env, production: boolean): Pick<Config, 'cookieSecure' | 'sessionCookieName'> {
+  const cookieSecure = readBoolean(env, 'COOKIE_SECURE', production);
+  const sessionCookieName =
+    read(env, 'SESSION_COOKIE_NAME') ?? (cookieSecure ? '__Host-storefront_session' : 'storefront_session');
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(sessionCookieName)) {
+    throw new ConfigError('SESSION_COOKIE_NAME', 'is not a valid cookie name');
+  }
+  if (sessionCookieName.startsWith('__Host-') && !cookieSecure) {
+    throw new ConfigError('SESSION_COOKIE_NAME', 'a __Host- cookie needs COOKIE_SECURE=true');
+  }
+  return { cookieSecure, sessionCookieName };
+}
+
+function readShutdown(env: Env): Config['shutdown'] {
+  const timeoutSeconds = readNumber(env, 'SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, max: maxTimerSeconds });
+  const delaySeconds = readNumber(env, 'SHUTDOWN_DELAY_SECONDS', 5, { min: 0, max: maxTimerSeconds });
+  if (delaySeconds >= timeoutSeconds) {
+    // The delay is part of the bounded wait; the requests still in flight after it need time too.
+    throw new ConfigError('SHUTDOWN_DELAY_SECONDS', 'must be less than SHUTDOWN_TIMEOUT_SECONDS');
+  }
+  return { delaySeconds, timeoutSeconds };
+}
+
+function readInitialStore(env: Env): Config['initialStore'] {
+  const name = read(env, 'STORE_NAME') ?? 'My Store';
+  if ([...name].length > 120) throw new ConfigError('STORE_NAME', 'must be at most 120 characters');
+  return {
+    name,
+    identityMode: readChoice(env, 'STORE_IDENTITY_MODE', ['email', 'phone'] as const, 'email'),
+    verificationRequired: readBoolean(env, 'STORE_VERIFICATION_REQUIRED', false),
+  };
+}
+
+function readDelivery(env: Env): Config['delivery'] {
+  return {
+    retryBaseSeconds: readNumber(env, 'DELIVERY_RETRY_BASE_SECONDS', deliveryDefaults.retryBaseSeconds, {
+      min: 0.001,
+      max: maxRetryBaseSeconds,
+    }),
+    windowSeconds: readNumber(env, 'DELIVERY_WINDOW_SECONDS', deliveryDefaults.windowSeconds, {
+      min: 1,
+      max: maxDeliveryWindowSeconds,
+    }),
+    budgetPerHour: readNumber(env, 'DELIVERY_BUDGET_PER_HOUR', deliveryDefaults.budgetPerHour, {
+      min: 1,
+      max: maxDeliveryBudgetPerHour,
+      integer: true,
+    }),
+  };
+}
+
+function readRetention(env: Env): RetentionSettings {
+  const days = (name: string, fallback: number, min = 0) =>
+    readNumber(env, name, fallback, { min, max: maxRetentionDays });
+  return {
+    sessionDays: days('SESSION_RETENTION_DAYS', defaultRetention.sessionDays),
+    codeDays: days('CODE_RETENTION_DAYS', defaultRetention.codeDays),
+    // The hourly delivery budget counts the last hour's sent messages in the outbox.
+    messageDays: days('MESSAGE_RETENTION_DAYS', defaultRetention.messageDays, 1 / 24),
+    failedMessageDays: days('FAILED_MESSAGE_RETENTION_DAYS', defaultRetention.failedMessageDays),
+    auditDays: days('AUDIT_RETENTION_DAYS', defaultRetention.auditDays),
+  };
+}
+
+/** DATABASE_URL with the CA that verifies it, checked together; undefined for the embedded server. */
+function readDatabaseServer(env: Env): { url: string; ca: string | undefined } | undefined {
+  const url = readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  let sslMode = 'disable';
+  try {
+    if (url !== undefined) sslMode = sslModeOf(url);
+  } catch (error) {
+    throw new ConfigError('DATABASE_URL', (error as Error).message);
+  }
+  const ca = readCaFile(env, 'DATABASE_CA_FILE');
+  if (ca !== undefined && url === undefined) {
+    throw new ConfigError(
+      'DATABASE_CA_FILE',
+      'is set without DATABASE_URL: the embedded server is reached through its socket',
+    );
+  }
+  // A CA bundle that nothing uses would only look like protection.
+  if (ca !== undefined && sslMode === 'disable') {
+    throw new ConfigError('DATABASE_CA_FILE', 'is set but DATABASE_URL asks for no TLS: add sslmode=verify-full to it');
+  }
+  if (sslMode === 'verify-ca' && ca === undefined) {
+    // Without the host name check, any certificate a public CA signed for anyone would pass.
+    throw new ConfigError('DATABASE_CA_FILE', 'is required with sslmode=verify-ca (or use sslmode=verify-full)');
+  }
+  return url === undefined ? undefined : { url, ca };
 }
 
 function readDatabase(
   env: Env,
-  { url, ca, poolSize }: { url: string | undefined; ca: string | undefined; poolSize: number },
+  server: { url: string; ca: string | undefined } | undefined,
   appSecret: string | undefined,
 ): DatabaseConfig {
-  if (url !== undefined) {
+  const poolSize = readNumber(env, 'DATABASE_POOL_SIZE', defaultDatabasePoolSize, {
+    min: 1,
+    max: maxDatabasePoolSize,
+    integer: true,
+  });
+  if (server !== undefined) {
     if (appSecret === undefined) throw new ConfigError('APP_SECRET', 'is required when DATABASE_URL is set');
-    return { mode: 'server', url, appSecret, poolSize, ca };
+    return { mode: 'server', url: server.url, appSecret, poolSize, ca: server.ca };
   }
   const dataDir = path.resolve(read(env, 'DATA_DIR') ?? './data');
   // The embedded server's socket lives in DATA_DIR, and a Unix socket path has a hard size limit.

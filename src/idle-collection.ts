@@ -5,41 +5,13 @@ import type { FastifyBaseLogger } from 'fastify';
 
 /**
  * Gives memory back once a burst is over. V8 runs a major collection only when the heap next needs
- * room, so what a burst promoted to the old generation (requests, evicted counter windows,
- * background tasks that lived a few milliseconds too long) stays resident for as long as the
- * service then idles: measured, 90 MB and more after a flood of new addresses, with no collection
- * in 80 s of quiet. And the young generation a burst grew (two semi-spaces, up to 32 MB) stays
- * committed until V8's memory reducer runs, which took 8–30 s after some bursts and did not come
- * within 65 s after others.
- *
- * This checks once a second whether the event loop was quiet (busy under 2% of the time). When it
- * is, and the heap has grown by 16 MB since the smallest it was seen or the young generation is
- * over 4 MB, it runs a young-generation collection (a few milliseconds), and once the loop has
- * stayed quiet for six more checks, the full collections below: 90–120 ms of the main thread.
- * The wait is what lets V8 shrink the young generation: a full collection does so when the
- * service allocated under 1 MB/s over the 5 s before it, counted from V8's previous collection,
- * and the young one marks where those 5 s begin (without it, the young generation shrank after
- * two bursts in six). V8's count does not always come out that low (what the young collection
- * promoted seems to count as allocated), so a round sometimes leaves the young generation as it
- * was: after one burst in eight, measured with 100,000 of the burst's objects still live. A round
- * that does starts another count of six quiet checks, three rounds at most.
- * Its own pauses (up to 120 ms) do not count as the loop being busy, or each would end the quiet
- * spell it ran in and the next quiet check would start the spell over. A busy service is never
- * paused by it, and it runs once per burst (again in the same quiet spell only if the heap grows
- * by another 16 MB), so an idle service is left alone. 16 MB, not more: 12 s of session checks at
- * 3,000 a second grew the heap by 30 MB, most of it garbage.
- *
- * The collection is full ones, repeated until one hands no memory back: at least two, at most
- * five. The first frees the garbage but leaves the old generation's pages as the burst filled
- * them, each still holding a few live objects (counter windows, cached statements) among the
- * dead: V8 picks the pages to compact by the live bytes it counted in the collection before,
- * which still included the garbage. The second knows, moves those few objects together and hands
- * the emptied pages back: measured after a burst, 92 MB of committed heap after the first and
- * 67 MB after the second (the service's RSS 170 and 146 MB). When V8 was already marking as the
- * collection began (a loaded host, a burst that ended mid-cycle), everything allocated since the
- * marking started counts as live in the first, so the second still compacts by stale counts and
- * a third is needed: on a loaded host, two collections left 4–13 MB of the burst's pages unused
- * in one run of eight, and collecting on until nothing more came back left at most 5 MB.
+ * room, and shrinks the young generation a burst grew only when its memory reducer gets round to
+ * it, so what a burst left would stay resident while the shop idles. Once the event loop is quiet:
+ * a young-generation collection, which starts the low-allocation window V8 needs before a full
+ * collection shrinks the young generation; then, after more quiet, full collections until one
+ * hands nothing back, since only a second one compacts the pages the first left thinly used.
+ * It never pauses a busy service, and runs once per burst. The measurements behind each step and
+ * setting are in BENCHMARKS.md, "What was changed to reach it".
  */
 export interface IdleCollectionSettings {
   intervalMs: number;
@@ -47,6 +19,7 @@ export interface IdleCollectionSettings {
   quietChecks: number;
   /** The event loop's busy share (0 to 1) under which a check counts as quiet. */
   quietShare: number;
+  /** Heap growth since the smallest seen that makes a quiet spell collect. */
   growthBytes: number;
   /** The young generation's committed size above which a quiet spell collects. */
   youngBytes: number;

@@ -1,9 +1,12 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Queryable } from './storage/database.js';
-import { countByStatus } from './delivery/outbox.js';
 
-export type LoginOutcome = 'success' | 'failure' | 'throttled';
 export type DeliveryOutcome = 'sent' | 'retry' | 'failed' | 'dropped';
+
+/**
+ * Reads the outbox's messages by status at scrape time (countByStatus of src/delivery/outbox.ts).
+ * Handed in because delivery reports to metrics, never the other way round.
+ */
+export type OutboxCounts = () => Promise<readonly { status: string; n: number }[]>;
 
 /**
  * Prometheus metrics, one registry per service instance (tests build many). Served on a port of
@@ -111,7 +114,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(db: Queryable) {
+  constructor(outboxCounts: OutboxCounts) {
     collectDefaultMetrics({ register: this.registry, prefix: 'storefront_' });
     new Gauge({
       name: 'storefront_outbox_messages',
@@ -120,7 +123,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        const rows = await countByStatus(db);
+        const rows = await outboxCounts();
         for (const row of rows) this.set({ status: row.status }, row.n);
       },
     });

@@ -2,12 +2,12 @@ import fs from 'node:fs';
 import type http from 'node:http';
 import net from 'node:net';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import type { Config } from './config.js';
 import { IdleCollector, processHeap } from './idle-collection.js';
-import { openServices } from './services.js';
+import { createLogger, openServices, type Services } from './services.js';
 import { DataFolderBusyError } from './storage/embedded-postgres.js';
 
 /** A start-up failure the operator fixes: its message is one line that says how. */
@@ -76,9 +76,19 @@ function folderBusy(error: DataFolderBusyError): StartupError {
 const servicePort = { port: 'PORT', host: 'HOST' };
 const metricsPort = { port: 'METRICS_PORT', host: 'METRICS_HOST' };
 
-export function createLogger(config: Config) {
-  return pino({ level: config.logLevel, base: { service: 'storefront-auth' } });
+type MetricsServer = Awaited<ReturnType<typeof startMetricsServer>>;
+
+/** What a running service is made of, as its shutdown needs it. */
+interface Running {
+  config: Config;
+  logger: FastifyBaseLogger;
+  services: Services;
+  app: FastifyInstance;
+  metrics: MetricsServer | undefined;
+  idleCollector: IdleCollector;
 }
+
+type ShutdownStage = 'delay' | 'requests' | 'background and pools';
 
 function closeServer(server: http.Server | undefined): Promise<void> {
   if (server === undefined) return Promise.resolve();
@@ -89,8 +99,8 @@ function closeServer(server: http.Server | undefined): Promise<void> {
 export async function serve(config: Config): Promise<void> {
   await assertCanListen(servicePort, config.port, config.host);
   if (config.metrics !== undefined) await assertCanListen(metricsPort, config.metrics.port, config.metrics.host);
-  const logger = createLogger(config);
-  let services: Awaited<ReturnType<typeof openServices>>;
+  const logger = createLogger({ level: config.logLevel });
+  let services: Services;
   try {
     services = await openServices(config, logger);
   } catch (error) {
@@ -101,92 +111,9 @@ export async function serve(config: Config): Promise<void> {
     await services.close();
     throw error;
   });
-
-  let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
-  const metricsAddress = config.metrics;
-  if (metricsAddress !== undefined) {
-    try {
-      metrics = await startMetricsServer(services.metrics, metricsAddress.port, metricsAddress.host);
-    } catch (error) {
-      await services.close();
-      throw listenError(error, metricsPort, metricsAddress.port, metricsAddress.host) ?? error;
-    }
-  }
-  if (metrics !== undefined) logger.info({ metrics: metrics.address }, `metrics at ${metrics.address}`);
-
+  const metrics = await startMetrics(services, config.metrics, logger);
   const idleCollector = new IdleCollector(processHeap(), logger);
-  const openConnections = () => promisify(app.server.getConnections.bind(app.server))().catch(() => -1);
-
-  /**
-   * The drain: readiness answers 503 at once while the service keeps serving for the delay, so a
-   * load balancer stops sending before the listener closes (closing it earlier resets connections
-   * the kernel accepted but the service had not read). Then: stop accepting, answer every request
-   * already received, finish background work, close the pools last. All of it within the timeout.
-   */
-  let closing: Promise<void> | undefined;
-  let endDelay: (() => void) | undefined;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (closing !== undefined) {
-      endDelay?.(); // a second signal: stop waiting for the balancer
-      return;
-    }
-    closing = (async () => {
-      const startedMs = performance.now();
-      let stage: 'delay' | 'requests' | 'background and pools' = 'delay';
-      const cut = setTimeout(async () => {
-        logger.error(
-          {
-            stage,
-            open_connections: await openConnections(),
-            background_pending: services.background.size,
-            waited_ms: Math.round(performance.now() - startedMs),
-          },
-          'shutdown timed out: cutting what is left (SHUTDOWN_TIMEOUT_SECONDS)',
-        );
-        process.exit(1);
-      }, config.shutdown.timeoutSeconds * 1000);
-
-      app.draining = true;
-      idleCollector.stop();
-      // SIGINT is a person at a terminal, not an orchestrator with a load balancer in front.
-      const delaySeconds = signal === 'SIGTERM' ? config.shutdown.delaySeconds : 0;
-      logger.info(
-        { signal, delay_seconds: delaySeconds },
-        'shutting down: readiness now answers 503; serving on for the drain delay',
-      );
-      if (delaySeconds > 0) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delaySeconds * 1000);
-          endDelay = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
-
-      stage = 'requests';
-      logger.info(
-        { open_connections: await openConnections() },
-        'no longer accepting connections; answering the requests already received',
-      );
-      // Closes the listener and idle keep-alive connections, then waits for every request in
-      // flight, those queued for a hashing thread included; their answers say Connection: close.
-      await app.close();
-      await closeServer(metrics?.server);
-
-      stage = 'background and pools';
-      // Background work and the dispatcher's batch first, the database and Redis last.
-      try {
-        await services.close();
-      } finally {
-        clearTimeout(cut);
-      }
-      logger.info({ ms: Math.round(performance.now() - startedMs) }, 'stopped');
-    })().catch((error: unknown) => {
-      logger.error({ err: error }, 'shutdown failed');
-      process.exitCode = 1;
-    });
-  };
+  const shutdown = shutdownOnce({ config, logger, services, app, metrics, idleCollector });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 
@@ -210,4 +137,112 @@ export async function serve(config: Config): Promise<void> {
     },
     `Storefront Auth listening on ${address}`,
   );
+}
+
+/** The metrics listener when METRICS_PORT asks for one; a failure to listen closes the services. */
+async function startMetrics(
+  services: Services,
+  address: Config['metrics'],
+  logger: FastifyBaseLogger,
+): Promise<MetricsServer | undefined> {
+  if (address === undefined) return undefined;
+  let metrics: MetricsServer;
+  try {
+    metrics = await startMetricsServer(services.metrics, address.port, address.host);
+  } catch (error) {
+    await services.close();
+    throw listenError(error, metricsPort, address.port, address.host) ?? error;
+  }
+  logger.info({ metrics: metrics.address }, `metrics at ${metrics.address}`);
+  return metrics;
+}
+
+/** The signal handler: the first signal starts the drain, a second one cuts its delay short. */
+function shutdownOnce(running: Running): (signal: NodeJS.Signals) => void {
+  let closing: Promise<void> | undefined;
+  let endDelay: (() => void) | undefined;
+  return (signal) => {
+    if (closing !== undefined) {
+      endDelay?.(); // a second signal: stop waiting for the balancer
+      return;
+    }
+    closing = drain(running, signal, (end) => (endDelay = end)).catch((error: unknown) => {
+      running.logger.error({ err: error }, 'shutdown failed');
+      process.exitCode = 1;
+    });
+  };
+}
+
+/**
+ * The drain: readiness answers 503 at once while the service keeps serving for the delay, so a
+ * load balancer stops sending before the listener closes (closing it earlier resets connections
+ * the kernel accepted but the service had not read). Then: stop accepting, answer every request
+ * already received, finish background work, close the pools last. All of it within the timeout.
+ */
+async function drain(running: Running, signal: NodeJS.Signals, delaying: (end: () => void) => void): Promise<void> {
+  const { config, logger, services, app, metrics, idleCollector } = running;
+  const startedMs = performance.now();
+  const progress: { stage: ShutdownStage } = { stage: 'delay' };
+  const cut = cutWhenTimedOut(running, progress, startedMs);
+
+  app.draining = true;
+  idleCollector.stop();
+  // SIGINT is a person at a terminal, not an orchestrator with a load balancer in front.
+  const delaySeconds = signal === 'SIGTERM' ? config.shutdown.delaySeconds : 0;
+  logger.info(
+    { signal, delay_seconds: delaySeconds },
+    'shutting down: readiness now answers 503; serving on for the drain delay',
+  );
+  if (delaySeconds > 0) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, delaySeconds * 1000);
+      delaying(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  progress.stage = 'requests';
+  logger.info(
+    { open_connections: await openConnections(app) },
+    'no longer accepting connections; answering the requests already received',
+  );
+  // Closes the listener and idle keep-alive connections, then waits for every request in
+  // flight, those queued for a hashing thread included; their answers say Connection: close.
+  await app.close();
+  await closeServer(metrics?.server);
+
+  progress.stage = 'background and pools';
+  // Background work and the dispatcher's batch first, the database and Redis last.
+  try {
+    await services.close();
+  } finally {
+    clearTimeout(cut);
+  }
+  logger.info({ ms: Math.round(performance.now() - startedMs) }, 'stopped');
+}
+
+/** Past SHUTDOWN_TIMEOUT_SECONDS: says where the drain stood, and ends the process. */
+function cutWhenTimedOut(
+  { config, logger, services, app }: Running,
+  progress: { stage: ShutdownStage },
+  startedMs: number,
+): NodeJS.Timeout {
+  return setTimeout(async () => {
+    logger.error(
+      {
+        stage: progress.stage,
+        open_connections: await openConnections(app),
+        background_pending: services.background.size,
+        waited_ms: Math.round(performance.now() - startedMs),
+      },
+      'shutdown timed out: cutting what is left (SHUTDOWN_TIMEOUT_SECONDS)',
+    );
+    process.exit(1);
+  }, config.shutdown.timeoutSeconds * 1000);
+}
+
+function openConnections(app: FastifyInstance): Promise<number> {
+  return promisify(app.server.getConnections.bind(app.server))().catch(() => -1);
 }

@@ -1,16 +1,18 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import { AuditTrail, type AuditEntry } from './audit.js';
 import { BackgroundWork, type BackgroundLimits } from './background.js';
 import { systemClock, type Clock } from './clock.js';
-import { ConfigError, deliveryProblem, type Config } from './config.js';
+import { ConfigError, deliveryProblem, type Config, type LogLevel } from './config.js';
 import { sharedHashPool } from './auth/hash-pool.js';
 import { createArgon2Hasher, productionArgon2, type PasswordHasher } from './auth/password.js';
-import { Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
+import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './delivery/dispatcher.js';
+import { countByStatus } from './delivery/outbox.js';
 import type { Transports } from './delivery/message.js';
 import { createLogTransport } from './delivery/transports/log.js';
 import { createSmsWebhookTransport } from './delivery/transports/sms-webhook.js';
 import { createSmtpTransport } from './delivery/transports/smtp.js';
-import { Janitor } from './janitor.js';
+import { Janitor, type JanitorDeps } from './janitor.js';
 import { createUnconfiguredTransport } from './delivery/transports/unconfigured.js';
 import { deriveKeys, type Keys } from './keys.js';
 import { Metrics } from './metrics.js';
@@ -60,6 +62,23 @@ export interface ServiceOverrides {
   background?: Partial<BackgroundLimits>;
 }
 
+/**
+ * The one way a logger is made: by the service, the command line and the tests alike, so every line
+ * has the same shape. Standard output unless told: the command line logs to standard error, beside
+ * the JSON answer it prints, and a test hands in a stream it reads.
+ */
+export function createLogger({
+  level,
+  destination = 'stdout',
+}: {
+  level: LogLevel;
+  destination?: 'stdout' | 'stderr' | DestinationStream;
+}): Logger {
+  const options = { level, base: { service: 'storefront-auth' } };
+  if (destination === 'stdout') return pino(options);
+  return pino(options, destination === 'stderr' ? pino.destination(2) : destination);
+}
+
 export function configuredTransports(config: Config, logger: FastifyBaseLogger): Transports {
   // Where the log may not stand in, a missing transport refuses to send: a store switched to the
   // other channel behind this instance's back gets retries and failures, never codes in the log.
@@ -70,9 +89,9 @@ export function configuredTransports(config: Config, logger: FastifyBaseLogger):
     config.deliveryLogAllowed ? createLogTransport(logger, highlight) : createUnconfiguredTransport(variable);
   return {
     email:
-      config.smtpUrl === undefined
-        ? fallback('SMTP_URL')
-        : createSmtpTransport(config.smtpUrl, config.mailFrom, { ca: config.smtpCa }),
+      config.mail.kind === 'smtp'
+        ? createSmtpTransport(config.mail.url, config.mail.from, { ca: config.mail.ca })
+        : fallback('SMTP_URL'),
     sms:
       config.smsWebhook === undefined
         ? fallback('SMS_WEBHOOK_URL')
@@ -89,11 +108,15 @@ export function configuredHasher(config: Pick<Config, 'hashThreads'>): PasswordH
 }
 
 /** Redis when configured, with this instance's memory standing in while Redis is unreachable. */
-export async function configuredCounterStore(config: Config, logger: FastifyBaseLogger): Promise<CounterStore> {
-  if (config.redisUrl === undefined) return new MemoryCounterStore();
+export async function configuredCounterStore(
+  config: Pick<Config, 'counters'>,
+  logger: FastifyBaseLogger,
+): Promise<CounterStore> {
+  const { counters } = config;
+  if (counters.kind === 'memory') return new MemoryCounterStore();
   // Loaded only here: ioredis is 0.1–0.25 s of a start that would not use it.
   const { FallbackCounterStore, RedisCounterStore } = await import('./storage/redis.js');
-  const redis = new RedisCounterStore(config.redisUrl, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
+  const redis = new RedisCounterStore(counters.url, { keyPrefix: counters.keyPrefix, ca: counters.tls?.ca });
   // The client retries by itself and its errors are otherwise swallowed; the start says why it failed.
   let connectError: unknown;
   const recordError = (error: unknown) => (connectError = error);
@@ -194,75 +217,22 @@ export async function openServices(
   logger: FastifyBaseLogger,
   overrides: ServiceOverrides = {},
 ): Promise<Services> {
-  const opened: OpenedDatabase =
+  const opened =
     overrides.db === undefined
       ? await openDatabase(config, { log: logger })
-      : {
-          db: overrides.db,
-          maintenance: overrides.db,
-          secret: overrides.secret ?? config.database.appSecret ?? 'x'.repeat(32),
-          release: async () => {},
-        };
+      : suppliedDatabase(overrides.db, overrides.secret ?? config.database.appSecret);
   const { db, maintenance } = opened;
   const clock = overrides.clock ?? systemClock;
-  try {
-    await migrate(maintenance);
-    await ensureStore(maintenance, clock, config.initialStore);
-    // The store row, not STORE_IDENTITY_MODE, decides the channel: it may have been switched since.
-    const store = await loadStore(maintenance);
-    const problem = store === null ? undefined : deliveryProblem(config, store.identityMode);
-    if (problem !== undefined) throw new ConfigError(problem.variable, problem.reason);
-  } catch (error) {
-    await opened.release();
-    throw error;
-  }
+  await prepareDatabase(opened, clock, config);
   const keys = deriveKeys(opened.secret, config.appSecretPrevious);
   const counters = overrides.counters ?? (await configuredCounterStore(config, logger));
   const transports = { ...configuredTransports(config, logger), ...overrides.transports };
-  const metrics = new Metrics(db);
-  const dispatcher = new Dispatcher(
-    {
-      db,
-      clock,
-      keys,
-      transports,
-      logger,
-      delivered: (channel, outcome) => metrics.deliveries.inc({ channel, outcome }),
-      passFailed: () => metrics.passFailures.inc({ loop: 'dispatcher' }),
-    },
-    {
-      retryBaseSeconds: config.delivery.retryBaseSeconds,
-      deliveryWindowSeconds: config.delivery.windowSeconds,
-      budgetPerHour: config.delivery.budgetPerHour,
-      ...overrides.dispatcher,
-    },
-  );
-  if (overrides.manualDispatch !== true) dispatcher.start();
-  const janitor = new Janitor(
-    {
-      db: maintenance,
-      clock,
-      logger,
-      retention: config.retention,
-      removed: (table, rows) => metrics.janitorRemoved.inc({ table }, rows),
-      passFailed: () => metrics.passFailures.inc({ loop: 'janitor' }),
-    },
-    config.janitorIntervalSeconds,
-  );
-  if (overrides.manualJanitor !== true) janitor.start();
+  const metrics = new Metrics(() => countByStatus(db));
+  const dispatcher = startDispatcher({ db, clock, keys, transports, logger }, metrics, config, overrides);
+  const janitor = startJanitor({ db: maintenance, clock, logger }, metrics, config, overrides);
   const background = new BackgroundWork(logger, overrides.background);
-  let lastAuditWarningMs = -Infinity;
-  const auditTrail = new AuditTrail(db, clock, (write) => background.run('audit', write), {
-    dropped: (count, reason) => {
-      metrics.auditDropped.inc({ reason }, count);
-      // One line per ten seconds: while the database is away every request would log one.
-      const nowMs = performance.now();
-      if (nowMs - lastAuditWarningMs < 10_000) return;
-      lastAuditWarningMs = nowMs;
-      logger.error({ reason, count }, 'audit entries dropped (see storefront_audit_entries_dropped_total)');
-    },
-  });
-
+  const auditTrail = openAuditTrail({ db, clock, logger }, background, metrics);
+  const parts = { background, auditTrail, dispatcher, janitor, transports, counters, logger };
   return {
     config,
     logger,
@@ -278,22 +248,114 @@ export async function openServices(
     background,
     metrics,
     audit: (entry) => auditTrail.record(entry),
-    async close() {
-      // A step that fails must not leave the pools or the embedded server behind it running.
-      try {
-        await background.drain();
-        // Entries whose flush was refused wait in the trail's queue; write them before the pool goes.
-        await auditTrail.flush().catch((error: unknown) => logger.error({ err: error }, 'audit flush failed'));
-        await dispatcher.stop();
-        await janitor.stop();
-        await Promise.all(Object.values(transports).map((transport) => transport.close?.()));
-      } finally {
-        try {
-          await counters.close();
-        } finally {
-          await opened.release();
-        }
-      }
-    },
+    close: () => closeServices(parts, opened),
   };
+}
+
+/** A database the caller opened (a test, the benchmark), and closes itself. */
+function suppliedDatabase(db: Database, secret: string | undefined): OpenedDatabase {
+  return { db, maintenance: db, secret: secret ?? 'x'.repeat(32), release: async () => {} };
+}
+
+/**
+ * Migrates, makes sure of the store row, and checks the one setting only that row can judge; a
+ * failure releases the database before it is thrown.
+ */
+async function prepareDatabase(opened: OpenedDatabase, clock: Clock, config: Config): Promise<void> {
+  const { maintenance } = opened;
+  try {
+    await migrate(maintenance);
+    await ensureStore(maintenance, clock, config.initialStore);
+    // The store row, not STORE_IDENTITY_MODE, decides the channel: it may have been switched since.
+    const store = await loadStore(maintenance);
+    const problem = store === null ? undefined : deliveryProblem(config, store.identityMode);
+    if (problem !== undefined) throw new ConfigError(problem.variable, problem.reason);
+  } catch (error) {
+    await opened.release();
+    throw error;
+  }
+}
+
+function startDispatcher(
+  deps: Omit<DispatcherDeps, 'delivered' | 'passFailed'>,
+  metrics: Metrics,
+  config: Config,
+  overrides: ServiceOverrides,
+): Dispatcher {
+  const dispatcher = new Dispatcher(
+    {
+      ...deps,
+      delivered: (channel, outcome) => metrics.deliveries.inc({ channel, outcome }),
+      passFailed: () => metrics.passFailures.inc({ loop: 'dispatcher' }),
+    },
+    {
+      retryBaseSeconds: config.delivery.retryBaseSeconds,
+      deliveryWindowSeconds: config.delivery.windowSeconds,
+      budgetPerHour: config.delivery.budgetPerHour,
+      ...overrides.dispatcher,
+    },
+  );
+  if (overrides.manualDispatch !== true) dispatcher.start();
+  return dispatcher;
+}
+
+function startJanitor(
+  deps: Pick<JanitorDeps, 'db' | 'clock' | 'logger'>,
+  metrics: Metrics,
+  config: Config,
+  overrides: ServiceOverrides,
+): Janitor {
+  const janitor = new Janitor(
+    {
+      ...deps,
+      retention: config.retention,
+      removed: (table, rows) => metrics.janitorRemoved.inc({ table }, rows),
+      passFailed: () => metrics.passFailures.inc({ loop: 'janitor' }),
+    },
+    config.janitorIntervalSeconds,
+  );
+  if (overrides.manualJanitor !== true) janitor.start();
+  return janitor;
+}
+
+/** The audit trail, written as background work; what it drops is counted, and logged now and then. */
+function openAuditTrail(
+  { db, clock, logger }: { db: Database; clock: Clock; logger: FastifyBaseLogger },
+  background: BackgroundWork,
+  metrics: Metrics,
+): AuditTrail {
+  let lastWarningMs = -Infinity;
+  return new AuditTrail(db, clock, (write) => background.run('audit', write), {
+    dropped: (count, reason) => {
+      metrics.auditDropped.inc({ reason }, count);
+      // One line per ten seconds: while the database is away every request would log one.
+      const nowMs = performance.now();
+      if (nowMs - lastWarningMs < 10_000) return;
+      lastWarningMs = nowMs;
+      logger.error({ reason, count }, 'audit entries dropped (see storefront_audit_entries_dropped_total)');
+    },
+  });
+}
+
+/** Stops the work first and the connections last; a step that fails never leaves the pools or the embedded server running. */
+async function closeServices(
+  parts: Pick<Services, 'background' | 'dispatcher' | 'janitor' | 'transports' | 'counters' | 'logger'> & {
+    auditTrail: AuditTrail;
+  },
+  opened: OpenedDatabase,
+): Promise<void> {
+  try {
+    await parts.background.drain();
+    // Entries whose flush was refused wait in the trail's queue; write them before the pool goes.
+    await parts.auditTrail.flush().catch((error: unknown) => parts.logger.error({ err: error }, 'audit flush failed'));
+    await parts.dispatcher.stop();
+    await parts.janitor.stop();
+    await Promise.all(Object.values(parts.transports).map((transport) => transport.close?.()));
+  } finally {
+    try {
+      await parts.counters.close();
+    } finally {
+      await opened.release();
+    }
+  }
 }

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { pino } from 'pino';
+import { createLogger } from '../src/services.js';
 import { AuditTrail, listAudit } from '../src/audit.js';
 import { BackgroundWork } from '../src/background.js';
 import { FakeClock } from './helpers/clock.js';
 import { truncateAll, useMigratedDatabase } from './helpers/database.js';
 
-const silent = pino({ level: 'silent' });
+const silent = createLogger({ level: 'silent' });
 
 /** A background queue with room for one task, held busy until `release` is called. */
 function blockedBackground() {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig, type CountersConfig } from '../src/config.js';
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 import { parseRedisClusterUrl } from '../src/storage/redis-address.js';
 
@@ -15,6 +15,12 @@ function refusal(env: Record<string, string>): ConfigError {
     return error;
   }
   assert.fail(`accepted ${JSON.stringify(env)}`);
+}
+
+function redisOf(env: Record<string, string>): Extract<CountersConfig, { kind: 'redis' }> {
+  const counters = loadConfig(env).counters;
+  if (counters.kind !== 'redis') assert.fail(`counters in ${counters.kind}, not in Redis`);
+  return counters;
 }
 
 describe('configuration', () => {
@@ -73,8 +79,49 @@ describe('configuration', () => {
   });
 
   test('REDIS_KEY_PREFIX defaults to storefront-auth: and takes a prefix ending in a colon', () => {
-    assert.equal(loadConfig({}).redisKeyPrefix, 'storefront-auth:');
-    assert.equal(loadConfig({ REDIS_KEY_PREFIX: 'shop-eu:{auth}:' }).redisKeyPrefix, 'shop-eu:{auth}:');
+    const redis = { REDIS_URL: 'redis://cache.example:6379' };
+    assert.equal(redisOf(redis).keyPrefix, 'storefront-auth:');
+    assert.equal(redisOf({ ...redis, REDIS_KEY_PREFIX: 'shop-eu:{auth}:' }).keyPrefix, 'shop-eu:{auth}:');
+    // Without REDIS_URL the prefix is checked (see below) but nothing uses it.
+    assert.deepEqual(loadConfig({ REDIS_KEY_PREFIX: 'shop-eu:{auth}:' }).counters, { kind: 'memory' });
+  });
+
+  test('counters are in memory without REDIS_URL, and in Redis with it: one server or a cluster, with or without TLS', () => {
+    assert.deepEqual(loadConfig({}).counters, { kind: 'memory' });
+    assert.deepEqual(loadConfig({ REDIS_URL: 'redis://cache.example:6379/2' }).counters, {
+      kind: 'redis',
+      url: 'redis://cache.example:6379/2',
+      cluster: false,
+      tls: undefined,
+      keyPrefix: 'storefront-auth:',
+    });
+    assert.deepEqual(redisOf({ REDIS_URL: 'rediss://cache.example:6380' }).tls, { ca: undefined });
+    const cluster = redisOf({ REDIS_URL: 'rediss+cluster://a:7000,b:7001/', REDIS_KEY_PREFIX: 'shop:' });
+    assert.deepEqual(cluster, {
+      kind: 'redis',
+      url: 'rediss+cluster://a:7000,b:7001/',
+      cluster: true,
+      tls: { ca: undefined },
+      keyPrefix: 'shop:',
+    });
+    assert.equal(redisOf({ REDIS_URL: 'redis+cluster://a:7000' }).tls, undefined);
+    for (const gone of ['redisUrl', 'redisKeyPrefix', 'redisCa', 'smtpUrl', 'smtpCa', 'mailFrom']) {
+      assert.equal(gone in loadConfig({ REDIS_URL: 'redis://c:6379', SMTP_URL: 'smtp://mail.example' }), false, gone);
+    }
+  });
+
+  test('mail goes nowhere without SMTP_URL, and through SMTP with it, from MAIL_FROM', () => {
+    assert.deepEqual(loadConfig({}).mail, { kind: 'none' });
+    assert.deepEqual(loadConfig({ MAIL_FROM: 'Shop <shop@example.com>' }).mail, { kind: 'none' });
+    assert.deepEqual(loadConfig({ SMTP_URL: 'smtps://u:p@mail.example' }).mail, {
+      kind: 'smtp',
+      url: 'smtps://u:p@mail.example',
+      from: 'Storefront <no-reply@localhost>',
+      ca: undefined,
+    });
+    const from = 'Shop <shop@example.com>';
+    const mail = loadConfig({ SMTP_URL: 'smtp://mail.example:587', MAIL_FROM: from }).mail;
+    assert.equal(mail.kind === 'smtp' ? mail.from : 'not smtp', from);
   });
 
   test('a REDIS_KEY_PREFIX without a closing colon, with spaces or too long stops the start naming the variable', () => {
@@ -89,7 +136,8 @@ describe('configuration', () => {
       'redis+cluster://cache-a.internal:6379',
       'rediss+cluster://default:s%40cret@[fd00::1]:6380,[fd00::2]:6380/0',
     ]) {
-      assert.equal(loadConfig({ REDIS_URL: url }).redisUrl, url);
+      assert.equal(redisOf({ REDIS_URL: url }).url, url);
+      assert.equal(redisOf({ REDIS_URL: url }).cluster, true);
     }
     assert.deepEqual(parseRedisClusterUrl('rediss+cluster://default:s%40cret@[fd00::1]:6380,cache-b:6381/0'), {
       nodes: [
@@ -134,8 +182,8 @@ describe('configuration', () => {
 
   test('with a Redis Cluster, REDIS_KEY_PREFIX may not contain "{": it would decide every key\'s hash slot', () => {
     const cluster = 'redis+cluster://10.0.0.1:7000,10.0.0.2:7001/';
-    assert.equal(loadConfig({ REDIS_URL: cluster }).redisKeyPrefix, 'storefront-auth:');
-    assert.equal(loadConfig({ REDIS_URL: cluster, REDIS_KEY_PREFIX: 'shop}eu:' }).redisKeyPrefix, 'shop}eu:');
+    assert.equal(redisOf({ REDIS_URL: cluster }).keyPrefix, 'storefront-auth:');
+    assert.equal(redisOf({ REDIS_URL: cluster, REDIS_KEY_PREFIX: 'shop}eu:' }).keyPrefix, 'shop}eu:');
     for (const prefix of ['shop-eu:{auth}:', 'shop{:', '{}:']) {
       const error = refusal({ REDIS_URL: cluster, REDIS_KEY_PREFIX: prefix });
       assert.equal(error.variable, 'REDIS_KEY_PREFIX', prefix);
@@ -143,7 +191,7 @@ describe('configuration', () => {
     }
     // One server has no slots: a tag in the prefix is allowed there, as before.
     assert.equal(
-      loadConfig({ REDIS_URL: 'redis://10.0.0.1:6379', REDIS_KEY_PREFIX: 'shop-eu:{auth}:' }).redisKeyPrefix,
+      redisOf({ REDIS_URL: 'redis://10.0.0.1:6379', REDIS_KEY_PREFIX: 'shop-eu:{auth}:' }).keyPrefix,
       'shop-eu:{auth}:',
     );
   });
@@ -331,9 +379,11 @@ describe('configuration', () => {
 
     test('REDIS_CA_FILE needs a rediss:// URL, SMTP_CA_FILE an SMTP_URL, and SMTP_URL takes no query', () => {
       assert.equal(
-        loadConfig({ REDIS_URL: 'rediss://c:6380', REDIS_CA_FILE: certificates.caFile }).redisCa !== undefined,
-        true,
+        redisOf({ REDIS_URL: 'rediss://c:6380', REDIS_CA_FILE: certificates.caFile }).tls?.ca,
+        fs.readFileSync(certificates.caFile, 'utf8').trim(),
       );
+      const smtp = loadConfig({ SMTP_URL: 'smtps://mail.example', SMTP_CA_FILE: certificates.caFile }).mail;
+      assert.equal(smtp.kind === 'smtp' ? smtp.ca : 'not smtp', fs.readFileSync(certificates.caFile, 'utf8').trim());
       assert.match(
         refusal({ REDIS_URL: 'redis://c:6379', REDIS_CA_FILE: certificates.caFile }).message,
         /not a rediss:\/\//,

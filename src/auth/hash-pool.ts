@@ -15,30 +15,19 @@ interface Pending {
 /**
  * The hashing threads lower their own scheduling priority to nice 10, so that on a busy machine
  * a waking event loop (nice 0), which answers every other request, preempts hashing instead of
- * waiting for its time slice. Whether that starves hashing against PostgreSQL and Redis (nice 0 on
- * the same cores) was measured on a quiet 2-core host, production mode, figures 2 and 5 back to
- * back, 2 rounds each: at nice 10 the service logged in 103–115/s (p99 308–356 ms) and answered
- * liveness probes under that load at a p99 of 7.9–22.6 ms; at nice 5 106–118/s (315–358 ms) and
- * 22.6–34.4 ms; at nice 0 93–96/s (418–429 ms) and 57–91 ms. Nice 10 starves nothing that
- * shows, and keeps the event loop the most responsive. The thread also names itself `sfa-hash`
- * (for `top -H` and the tests). On Linux setpriority() takes a thread id and changes that thread
- * only; elsewhere hashing keeps the default priority.
+ * waiting for its time slice; measured against nice 5 and 0 beside PostgreSQL and Redis, it kept
+ * logins as fast and liveness probes the quickest (BENCHMARKS.md). The thread also names itself
+ * `sfa-hash` (for `top -H` and the tests). On Linux setpriority() takes a thread id and changes
+ * that thread only; elsewhere hashing keeps the default priority.
  */
 const hashThreadNice = 10;
 const hashThreadName = 'sfa-hash';
 /**
  * A thread that has hashed nothing for this long ends, as the database pool's idle connections
- * do (src/storage/postgres.ts, the same five minutes); the next hash starts it again. Each thread
- * is a V8 isolate of its own: ending both gives a quiet shop about 15 MB back, and the first login
- * after the quiet waits about 35 ms longer for the thread to start (measured: 38–45 ms for a hash
- * on a new thread, 9 ms on a running one).
- *
- * Five minutes, not 30 s: a burst that finds the threads and connections gone starts both threads
- * (each bootstraps Node at nice 0 before it lowers its priority) and opens the pool's connections
- * (a server process forked for each) all at once, on the cores the event loop needs. Measured on a
- * 2-core host, logins starting after 30 s of quiet: every one of the slowest 1% of liveness probes
- * in the loaded phase came in its first 60 ms, 44–221 ms late; kept warm, the slowest were spread
- * over the phase and the loaded p99 stayed at 9–12 ms round after round (BENCHMARKS.md, figure 5).
+ * do (src/storage/postgres.ts, the same five minutes): each thread is a V8 isolate of its own, and
+ * the next hash starts one again at the cost of one slower login. Not shorter: a burst that finds
+ * the threads and connections gone starts them all at once, on the cores the event loop needs,
+ * and the first probes of the burst waited for it (BENCHMARKS.md, figure 5).
  */
 const hashThreadIdleMs = 5 * 60_000;
 /** The hashing thread's whole program, plain JavaScript so it runs the same from the sources and from the built package. */

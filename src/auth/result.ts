@@ -1,8 +1,10 @@
 import type { FieldErrors } from './deps.js';
 
 /**
- * The one shape in which a flow of the domain (what a route or the command line calls: register,
- * verify, log in, reset, change, erase…) reports how it went. An expected failure is a value,
+ * The one shape in which a flow of the domain that a route calls (register, verify, log in, reset,
+ * change, erase…) reports how it went. Of the command line's calls only `customer delete` is such
+ * a flow; the others are table operations or keep outcomes of their own (`updateStore`'s `reason`,
+ * `retryOutboxMessage`'s outcome string, `PruneError`). An expected failure is a value,
  * never an exception: `error` names its kind, and the edge maps each kind to one answer. Thrown
  * errors are only for what no caller can handle (a lost database), and become a 5xx.
  *

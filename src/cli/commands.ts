@@ -2,14 +2,8 @@ import { listAudit, recordAuditNow, writeAuditEntry, type AuditEvent } from '../
 import { eraseAccount } from '../auth/erasure.js';
 import type { Keys } from '../keys.js';
 import type { Clock } from '../clock.js';
-import {
-  defaultRetention,
-  deliveryProblem,
-  type Config,
-  type IdentityMode,
-  type RetentionSettings,
-} from '../config.js';
-import { findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/customers.js';
+import { defaultRetention, deliveryProblem, type Config, type RetentionSettings } from '../config.js';
+import { countCustomers, findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/customers.js';
 import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions } from '../auth/sessions.js';
 import { listPasskeys, removePasskey } from '../auth/passkeys.js';
 import { normalizeIdentity } from '../auth/identity.js';
@@ -52,7 +46,7 @@ export interface AdminDeps {
    * The command's own configuration, taken to be the service's (the same environment, as with
    * `docker exec`): the transport check of `store set` can only be as right as that.
    */
-  config: Pick<Config, 'smtpUrl' | 'smsWebhook' | 'deliveryLogAllowed'>;
+  config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed'>;
   /** The deployment's keys, to seal the notice `customer delete` queues; that command needs them. */
   keys?: Keys;
 }
@@ -85,70 +79,92 @@ async function customerNamed(db: Database, identity: string): Promise<CustomerRo
 export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): Promise<AdminResult> {
   const { db, clock } = deps;
   switch (command.name) {
-    case 'migrate': {
-      const applied = await migrate(db);
-      return { ok: true, output: { applied } };
-    }
+    case 'migrate':
+      return { ok: true, output: { applied: await migrate(db) } };
     case 'store.show': {
       const store = await loadStore(db);
-      return store === null
-        ? { ok: false, error: 'no store yet: start the service once' }
-        : { ok: true, output: describeStore(store) };
+      return store === null ? noStore() : { ok: true, output: describeStore(store) };
     }
-    case 'store.set': {
-      const mode = command.changes.identityMode;
-      const problem = mode === undefined ? undefined : deliveryProblem(deps.config, mode);
-      if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
-      const result = await updateStore(db, clock, command.changes, { force: command.force });
-      if (!result.ok) {
-        return result.reason === 'identity_mode_in_use'
-          ? {
-              ok: false,
-              error: `the store has ${result.customers} customers registered by its current identity mode; add --force to switch anyway (they will not be able to sign in)`,
-            }
-          : { ok: false, error: 'no store yet: start the service once' };
-      }
-      return { ok: true, output: describeStore(result.store) };
-    }
+    case 'store.set':
+      return setStore(deps, command);
     case 'customer.show': {
-      const store = await loadStore(db);
-      if (store === null) return { ok: false, error: 'no store yet: start the service once' };
-      const mode: IdentityMode = store.identityMode;
-      const value = normalizeIdentity(mode, command.identity);
-      const row = value === null ? null : await findCustomerByIdentity(db, mode, value);
-      if (row === null) return { ok: false, error: `no customer with ${mode} ${command.identity}` };
+      const row = await customerNamed(db, command.identity);
+      if (typeof row === 'string') return { ok: false, error: row };
       const activeSessions = await countLiveCustomerSessions(db, clock, row.id);
       return { ok: true, output: { ...toCustomer(row), active_sessions: activeSessions } };
     }
-    case 'customer.delete': {
-      const store = await loadStore(db);
-      if (store === null) return { ok: false, error: 'no store yet: start the service once' };
-      if (deps.keys === undefined) return { ok: false, error: 'customer delete needs the deployment keys' };
-      const value = normalizeIdentity(store.identityMode, command.identity);
-      const row = value === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
-      if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${command.identity}` };
-      // The same erasure as the customer's own, without a password; a running service's
-      // dispatcher finds the queued notice on its next poll.
-      const result = await eraseAccount({ db, clock, keys: deps.keys, messagesQueued: () => {} }, store.name, row.id);
-      if (!result.ok) return { ok: false, error: `no customer with ${store.identityMode} ${command.identity}` };
-      await writeAuditEntry(db, clock, {
-        event: 'account.deleted',
-        customerId: row.id,
-        clientAddress: null,
-        requestId: null,
-        details: { by: 'operator' },
-      });
-      return { ok: true, output: { id: row.id, status: 'deleted' } };
-    }
-    case 'customer.sessions': {
-      const row = await customerNamed(db, command.identity);
-      if (typeof row === 'string') return { ok: false, error: row };
+    case 'customer.delete':
+      return deleteCustomer(deps, command.identity);
+    case 'customer.sessions':
+    case 'customer.revoke-sessions':
+    case 'customer.passkeys':
+    case 'customer.remove-passkey':
+      return runCustomerCommand(deps, command);
+    case 'audit.list':
+      return listAuditEntries(db, command);
+    case 'prune':
+      return pruneNow(deps);
+    case 'outbox.list':
+      return { ok: true, output: await listOutbox(db, command.status) };
+    case 'outbox.retry':
+      return retryMessage(deps, command.id);
+  }
+}
+
+type CommandNamed<N extends AdminCommand['name']> = Extract<AdminCommand, { name: N }>;
+
+function noStore(): AdminResult {
+  return { ok: false, error: 'no store yet: start the service once' };
+}
+
+async function setStore({ db, clock, config }: AdminDeps, command: CommandNamed<'store.set'>): Promise<AdminResult> {
+  const mode = command.changes.identityMode;
+  const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
+  if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
+  const result = await updateStore(db, clock, command.changes, { force: command.force, countCustomers });
+  if (result.ok) return { ok: true, output: describeStore(result.store) };
+  if (result.reason !== 'identity_mode_in_use') return noStore();
+  return {
+    ok: false,
+    error: `the store has ${result.customers} customers registered by its current identity mode; add --force to switch anyway (they will not be able to sign in)`,
+  };
+}
+
+async function deleteCustomer({ db, clock, keys }: AdminDeps, identity: string): Promise<AdminResult> {
+  const store = await loadStore(db);
+  if (store === null) return noStore();
+  if (keys === undefined) return { ok: false, error: 'customer delete needs the deployment keys' };
+  const value = normalizeIdentity(store.identityMode, identity);
+  const row = value === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+  if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
+  // The same erasure as the customer's own, without a password; a running service's
+  // dispatcher finds the queued notice on its next poll.
+  const result = await eraseAccount({ db, clock, keys, messagesQueued: () => {} }, store.name, row.id);
+  if (!result.ok) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
+  await writeAuditEntry(db, clock, {
+    event: 'account.deleted',
+    customerId: row.id,
+    clientAddress: null,
+    requestId: null,
+    details: { by: 'operator' },
+  });
+  return { ok: true, output: { id: row.id, status: 'deleted' } };
+}
+
+/** A customer's sessions and passkeys: listed, or ended and removed with an audit entry. */
+async function runCustomerCommand(
+  { db, clock }: AdminDeps,
+  command: CommandNamed<
+    'customer.sessions' | 'customer.revoke-sessions' | 'customer.passkeys' | 'customer.remove-passkey'
+  >,
+): Promise<AdminResult> {
+  const row = await customerNamed(db, command.identity);
+  if (typeof row === 'string') return { ok: false, error: row };
+  switch (command.name) {
+    case 'customer.sessions':
       // No request, so no session is current: every entry says current: false.
       return { ok: true, output: await listCustomerSessions(db, clock, row.id) };
-    }
     case 'customer.revoke-sessions': {
-      const row = await customerNamed(db, command.identity);
-      if (typeof row === 'string') return { ok: false, error: row };
       const count = await revokeCustomerSessions(db, clock, row.id);
       await recordAuditNow(db, clock, {
         event: 'session.revoked',
@@ -157,14 +173,9 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
       });
       return { ok: true, output: { status: 'revoked', count } };
     }
-    case 'customer.passkeys': {
-      const row = await customerNamed(db, command.identity);
-      if (typeof row === 'string') return { ok: false, error: row };
+    case 'customer.passkeys':
       return { ok: true, output: await listPasskeys(db, row.id) };
-    }
-    case 'customer.remove-passkey': {
-      const row = await customerNamed(db, command.identity);
-      if (typeof row === 'string') return { ok: false, error: row };
+    case 'customer.remove-passkey':
       if (!(await removePasskey(db, row.id, command.id)))
         return { ok: false, error: `no passkey ${command.id} for ${command.identity}` };
       await recordAuditNow(db, clock, {
@@ -173,41 +184,40 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
         details: { passkey: command.id, by: 'operator' },
       });
       return { ok: true, output: { id: command.id, status: 'deleted' } };
-    }
-    case 'audit.list': {
-      let customerId: string | undefined;
-      if (command.identity !== undefined) {
-        const store = await loadStore(db);
-        const value = store === null ? null : normalizeIdentity(store.identityMode, command.identity);
-        const row =
-          value === null || store === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
-        if (row === null) return { ok: false, error: `no customer with identity ${command.identity}` };
-        customerId = row.id;
-      }
-      return { ok: true, output: await listAudit(db, { customerId, event: command.event, limit: command.limit }) };
-    }
-    case 'prune': {
-      try {
-        const removed = await prune({ db, clock, retention: deps.retention ?? defaultRetention });
-        return { ok: true, output: { removed } };
-      } catch (error) {
-        // The other tables were pruned all the same: say which failed, and what went.
-        if (!(error instanceof PruneError)) throw error;
-        return { ok: false, error: `${error.message}; removed ${JSON.stringify(error.removed)}` };
-      }
-    }
-    case 'outbox.list':
-      return { ok: true, output: await listOutbox(db, command.status) };
-    case 'outbox.retry': {
-      const outcome = await retryOutboxMessage(db, clock, command.id);
-      if (outcome === 'retried') return { ok: true, output: { id: command.id, status: 'pending' } };
-      return {
-        ok: false,
-        error:
-          outcome === 'not_found'
-            ? `no outbox message ${command.id}`
-            : `message ${command.id} is not failed (only failed messages can be sent again)`,
-      };
-    }
   }
+}
+
+async function listAuditEntries(db: Database, command: CommandNamed<'audit.list'>): Promise<AdminResult> {
+  let customerId: string | undefined;
+  if (command.identity !== undefined) {
+    const store = await loadStore(db);
+    const value = store === null ? null : normalizeIdentity(store.identityMode, command.identity);
+    const row = value === null || store === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+    if (row === null) return { ok: false, error: `no customer with identity ${command.identity}` };
+    customerId = row.id;
+  }
+  return { ok: true, output: await listAudit(db, { customerId, event: command.event, limit: command.limit }) };
+}
+
+async function pruneNow({ db, clock, retention }: AdminDeps): Promise<AdminResult> {
+  try {
+    const removed = await prune({ db, clock, retention: retention ?? defaultRetention });
+    return { ok: true, output: { removed } };
+  } catch (error) {
+    // The other tables were pruned all the same: say which failed, and what went.
+    if (!(error instanceof PruneError)) throw error;
+    return { ok: false, error: `${error.message}; removed ${JSON.stringify(error.removed)}` };
+  }
+}
+
+async function retryMessage({ db, clock }: AdminDeps, id: string): Promise<AdminResult> {
+  const outcome = await retryOutboxMessage(db, clock, id);
+  if (outcome === 'retried') return { ok: true, output: { id, status: 'pending' } };
+  return {
+    ok: false,
+    error:
+      outcome === 'not_found'
+        ? `no outbox message ${id}`
+        : `message ${id} is not failed (only failed messages can be sent again)`,
+  };
 }

@@ -7,9 +7,8 @@ import { ConfigError, loadConfig, type Config } from '../config.js';
 import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
 import { deriveKeys } from '../keys.js';
 import { serve, StartupError } from '../serve.js';
-import { openDatabase } from '../services.js';
+import { createLogger, openDatabase } from '../services.js';
 import { DatabaseUnavailableError, type Database } from '../storage/database.js';
-import { pino } from 'pino';
 import { DataFolderBusyError, LegacyDataFolderError } from '../storage/embedded-postgres.js';
 import { migrate } from '../storage/migrations.js';
 import { checkLegacyFolder, LegacyFolderError, loadPglite } from '../storage/pglite-folder.js';
@@ -61,8 +60,8 @@ function choice<T extends string>(flag: string, value: string | undefined, allow
   return value as T;
 }
 
-export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'serve' | 'help' {
-  const { values, positionals } = parseArgs({
+function readArguments(argv: string[]) {
+  return parseArgs({
     args: argv,
     allowPositionals: true,
     strict: true,
@@ -82,6 +81,12 @@ export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'se
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
+}
+
+type Flags = ReturnType<typeof readArguments>['values'];
+
+export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'serve' | 'help' {
+  const { values, positionals } = readArguments(argv);
   const [noun, verb, argument, second, extra] = positionals;
   if (values.help || noun === undefined || noun === 'help') return 'help';
   if (noun === 'import') {
@@ -103,79 +108,93 @@ export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'se
       return { name: 'prune' };
     case 'store show':
       return { name: 'store.show' };
-    case 'store set': {
-      const changes: StoreChanges = {};
-      if (values.name !== undefined) {
-        const name = values.name.trim();
-        if (name === '' || [...name].length > 120) throw new UsageError('--name must be 1 to 120 characters');
-        changes.name = name;
-      }
-      const mode = choice('--identity-mode', values['identity-mode'], ['email', 'phone'] as const);
-      if (mode !== undefined) changes.identityMode = mode;
-      const required = choice('--verification-required', values['verification-required'], ['true', 'false'] as const);
-      if (required !== undefined) changes.verificationRequired = required === 'true';
-      const withCode = choice('--sign-in-with-code', values['sign-in-with-code'], ['true', 'false'] as const);
-      if (withCode !== undefined) changes.signInWithCode = withCode === 'true';
-      const notices = choice('--sign-in-notices', values['sign-in-notices'], ['true', 'false'] as const);
-      if (notices !== undefined) changes.signInNotices = notices === 'true';
-      const passkeys = choice('--passkeys', values.passkeys, ['true', 'false'] as const);
-      if (passkeys !== undefined) changes.passkeys = passkeys === 'true';
-      const status = choice<StoreStatus>('--status', values.status, storeStatuses);
-      if (status !== undefined) changes.status = status;
-      if (Object.keys(changes).length === 0)
-        throw new UsageError(
-          'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --sign-in-notices, --passkeys, --status',
-        );
-      return { name: 'store.set', changes, force: values.force };
-    }
+    case 'store set':
+      return storeSetCommand(values);
     case 'customer show':
-      if (argument === undefined) throw new UsageError('customer show needs an identity');
-      return { name: 'customer.show', identity: argument };
     case 'customer delete':
-      if (argument === undefined) throw new UsageError('customer delete needs an identity');
-      if (!values.yes)
-        throw new UsageError(
-          'customer delete erases the account, its sessions and codes for good; add --yes to confirm',
-        );
-      return { name: 'customer.delete', identity: argument };
     case 'customer sessions':
-      if (argument === undefined) throw new UsageError('customer sessions needs an identity');
-      return { name: 'customer.sessions', identity: argument };
     case 'customer revoke-sessions':
-      if (argument === undefined) throw new UsageError('customer revoke-sessions needs an identity');
-      return { name: 'customer.revoke-sessions', identity: argument };
     case 'customer passkeys':
-      if (argument === undefined) throw new UsageError('customer passkeys needs an identity');
-      return { name: 'customer.passkeys', identity: argument };
     case 'customer remove-passkey':
-      if (argument === undefined || second === undefined)
-        throw new UsageError('customer remove-passkey needs an identity and a passkey id');
-      return { name: 'customer.remove-passkey', identity: argument, id: second };
+      return customerCommand(key, argument, second, values.yes);
     case 'outbox list': {
       const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
       return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };
     }
-    case 'audit': {
-      const event = choice<AuditEvent>('--event', values.event, auditEvents);
-      let limit: number | undefined;
-      if (values.limit !== undefined) {
-        limit = Number(values.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
-          throw new UsageError('--limit must be a whole number from 1 to 10000');
-      }
-      return {
-        name: 'audit.list',
-        ...(values.customer === undefined ? {} : { identity: values.customer }),
-        ...(event === undefined ? {} : { event }),
-        ...(limit === undefined ? {} : { limit }),
-      };
-    }
+    case 'audit':
+      return auditCommand(values);
     case 'outbox retry':
       if (argument === undefined) throw new UsageError('outbox retry needs a message id');
       return { name: 'outbox.retry', id: argument };
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);
   }
+}
+
+function storeSetCommand(values: Flags): AdminCommand {
+  const changes: StoreChanges = {};
+  if (values.name !== undefined) {
+    const name = values.name.trim();
+    if (name === '' || [...name].length > 120) throw new UsageError('--name must be 1 to 120 characters');
+    changes.name = name;
+  }
+  const mode = choice('--identity-mode', values['identity-mode'], ['email', 'phone'] as const);
+  if (mode !== undefined) changes.identityMode = mode;
+  const required = choice('--verification-required', values['verification-required'], ['true', 'false'] as const);
+  if (required !== undefined) changes.verificationRequired = required === 'true';
+  const withCode = choice('--sign-in-with-code', values['sign-in-with-code'], ['true', 'false'] as const);
+  if (withCode !== undefined) changes.signInWithCode = withCode === 'true';
+  const notices = choice('--sign-in-notices', values['sign-in-notices'], ['true', 'false'] as const);
+  if (notices !== undefined) changes.signInNotices = notices === 'true';
+  const passkeys = choice('--passkeys', values.passkeys, ['true', 'false'] as const);
+  if (passkeys !== undefined) changes.passkeys = passkeys === 'true';
+  const status = choice<StoreStatus>('--status', values.status, storeStatuses);
+  if (status !== undefined) changes.status = status;
+  if (Object.keys(changes).length === 0)
+    throw new UsageError(
+      'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --sign-in-notices, --passkeys, --status',
+    );
+  return { name: 'store.set', changes, force: values.force };
+}
+
+function customerCommand(
+  key: `customer ${'show' | 'delete' | 'sessions' | 'revoke-sessions' | 'passkeys' | 'remove-passkey'}`,
+  identity: string | undefined,
+  id: string | undefined,
+  yes: boolean,
+): AdminCommand {
+  if (key === 'customer remove-passkey') {
+    if (identity === undefined || id === undefined)
+      throw new UsageError('customer remove-passkey needs an identity and a passkey id');
+    return { name: 'customer.remove-passkey', identity, id };
+  }
+  if (identity === undefined) throw new UsageError(`${key} needs an identity`);
+  if (key === 'customer delete' && !yes)
+    throw new UsageError('customer delete erases the account, its sessions and codes for good; add --yes to confirm');
+  const names = {
+    'customer show': 'customer.show',
+    'customer delete': 'customer.delete',
+    'customer sessions': 'customer.sessions',
+    'customer revoke-sessions': 'customer.revoke-sessions',
+    'customer passkeys': 'customer.passkeys',
+  } as const;
+  return { name: names[key], identity };
+}
+
+function auditCommand(values: Flags): AdminCommand {
+  const event = choice<AuditEvent>('--event', values.event, auditEvents);
+  let limit: number | undefined;
+  if (values.limit !== undefined) {
+    limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+      throw new UsageError('--limit must be a whole number from 1 to 10000');
+  }
+  return {
+    name: 'audit.list',
+    ...(values.customer === undefined ? {} : { identity: values.customer }),
+    ...(event === undefined ? {} : { event }),
+    ...(limit === undefined ? {} : { limit }),
+  };
 }
 
 /**
@@ -192,7 +211,7 @@ async function withStore<T>(
     shareRunning: true,
     allowLegacyFolder,
     max: 2,
-    log: pino({ level: 'warn', base: { service: 'storefront-auth' } }, pino.destination(2)),
+    log: createLogger({ level: 'warn', destination: 'stderr' }),
   });
   // Everything here is maintenance (migrations, imports, table copies): the long statement limits.
   const db = opened.maintenance;

@@ -228,135 +228,171 @@ function browserCookie(name: string): string | undefined {
   return undefined;
 }
 
-export function createStorefrontAuthClient(options: StorefrontAuthClientOptions): StorefrontAuthClient {
-  const base = new URL(options.baseUrl).href.replace(/\/+$/, '');
-  const fetchImpl: Fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+/** Where a client sends its requests, and the cookies it keeps (none when the browser keeps them). */
+interface Connection {
+  base: string;
+  fetch: Fetch;
+  headers: Record<string, string> | undefined;
+  jar: CookieJar | undefined;
+}
+
+function connect(options: StorefrontAuthClientOptions): Connection {
   const inBrowser = typeof (globalThis as { document?: unknown }).document !== 'undefined';
-  const jar = (options.cookieJar ?? !inBrowser) ? new CookieJar() : undefined;
-
-  const readCookie = (name: string): string | undefined => {
-    const raw = jar !== undefined ? jar.values.get(name) : browserCookie(name);
-    if (raw === undefined) return undefined;
-    try {
-      return decodeURIComponent(raw);
-    } catch {
-      return raw;
-    }
+  return {
+    base: new URL(options.baseUrl).href.replace(/\/+$/, ''),
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    // Read at each request: a caller may replace `options.headers` on a live client.
+    get headers() {
+      return options.headers;
+    },
+    jar: (options.cookieJar ?? !inBrowser) ? new CookieJar() : undefined,
   };
+}
 
-  /** One request: the parsed body of a 2xx, else a StorefrontAuthError. */
-  async function send<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (method !== 'GET') {
-      const token = readCookie(csrfCookie);
-      if (token !== undefined) headers['x-xsrf-token'] = token;
-    }
-    const cookieHeader = jar?.header();
-    if (cookieHeader !== undefined) headers['cookie'] = cookieHeader;
+function readCookie({ jar }: Connection, name: string): string | undefined {
+  const raw = jar !== undefined ? jar.values.get(name) : browserCookie(name);
+  if (raw === undefined) return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
 
-    let response: Response;
-    let text: string;
-    try {
-      response = await fetchImpl(`${base}${path}`, {
-        method,
-        headers,
-        credentials: 'include',
-        // Following a redirect would send the body (a password) on to wherever it points; an
-        // answer that redirects is not the API's, whatever baseUrl names.
-        redirect: 'manual',
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      text = await response.text();
-    } catch (error) {
-      throw new StorefrontAuthError({
-        status: 0,
-        code: 'network_error',
-        detail: 'The service could not be reached.',
-        cause: error,
-      });
-    }
-    // getSetCookie: Node 20's fetch; a browser never shows Set-Cookie to scripts.
-    if (jar !== undefined && typeof response.headers.getSetCookie === 'function')
-      jar.store(response.headers.getSetCookie());
+type Method = 'GET' | 'POST';
 
-    const requestId = response.headers.get('x-request-id') ?? undefined;
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    if (response.ok) {
-      if (parsed === undefined && response.status !== 204) {
-        throw new StorefrontAuthError({
-          status: response.status,
-          code: 'invalid_response',
-          requestId,
-          detail: 'The answer is not JSON.',
-        });
-      }
-      return parsed as T;
-    }
-    const problem = isRecord(parsed) ? parsed : {};
+/** One request: the parsed body of a 2xx, else a StorefrontAuthError. */
+async function send<T>(connection: Connection, method: Method, path: string, body?: unknown): Promise<T> {
+  const { response, text } = await exchange(connection, method, path, body);
+  return answerOf<T>(response, text);
+}
+
+/** Sends the request and reads the whole answer; no answer at all is a `network_error`. */
+async function exchange(
+  connection: Connection,
+  method: Method,
+  path: string,
+  body: unknown,
+): Promise<{ response: Response; text: string }> {
+  const { jar } = connection;
+  const headers: Record<string, string> = { accept: 'application/json', ...connection.headers };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET') {
+    const token = readCookie(connection, csrfCookie);
+    if (token !== undefined) headers['x-xsrf-token'] = token;
+  }
+  const cookieHeader = jar?.header();
+  if (cookieHeader !== undefined) headers['cookie'] = cookieHeader;
+
+  let response: Response;
+  let text: string;
+  try {
+    response = await connection.fetch(`${connection.base}${path}`, {
+      method,
+      headers,
+      credentials: 'include',
+      // Following a redirect would send the body (a password) on to wherever it points; an
+      // answer that redirects is not the API's, whatever baseUrl names.
+      redirect: 'manual',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    text = await response.text();
+  } catch (error) {
     throw new StorefrontAuthError({
-      status: response.status,
-      code: typeof problem['code'] === 'string' ? (problem['code'] as ProblemCode) : 'invalid_response',
-      errors: readFieldErrors(problem['errors']),
-      retryAfter: parseRetryAfter(response.headers.get('retry-after')),
-      requestId: typeof problem['request_id'] === 'string' ? problem['request_id'] : requestId,
-      detail: typeof problem['detail'] === 'string' ? problem['detail'] : `HTTP ${response.status}`,
-      checks: isRecord(problem['checks']) ? (problem['checks'] as ReadinessChecks) : undefined,
+      status: 0,
+      code: 'network_error',
+      detail: 'The service could not be reached.',
+      cause: error,
     });
   }
+  // getSetCookie: Node 20's fetch; a browser never shows Set-Cookie to scripts.
+  if (jar !== undefined && typeof response.headers.getSetCookie === 'function')
+    jar.store(response.headers.getSetCookie());
+  return { response, text };
+}
 
-  const refreshCsrfToken = () => send<undefined>('GET', '/api/v1/csrf-cookie');
-
-  /** A POST with the CSRF flow: a token when there is none, and one fresh token on a 419. */
-  async function post<T>(path: string, body?: unknown): Promise<T> {
-    if (readCookie(csrfCookie) === undefined) await refreshCsrfToken();
-    try {
-      return await send<T>('POST', path, body);
-    } catch (error) {
-      if (!(error instanceof StorefrontAuthError) || error.code !== 'csrf_token_mismatch') throw error;
-      await refreshCsrfToken();
-      return send<T>('POST', path, body);
-    }
+/** The typed body of a 2xx; anything else becomes the StorefrontAuthError its problem document describes. */
+function answerOf<T>(response: Response, text: string): T {
+  const requestId = response.headers.get('x-request-id') ?? undefined;
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
   }
+  if (response.ok) {
+    if (parsed === undefined && response.status !== 204) {
+      throw new StorefrontAuthError({
+        status: response.status,
+        code: 'invalid_response',
+        requestId,
+        detail: 'The answer is not JSON.',
+      });
+    }
+    return parsed as T;
+  }
+  const problem = isRecord(parsed) ? parsed : {};
+  throw new StorefrontAuthError({
+    status: response.status,
+    code: typeof problem['code'] === 'string' ? (problem['code'] as ProblemCode) : 'invalid_response',
+    errors: readFieldErrors(problem['errors']),
+    retryAfter: parseRetryAfter(response.headers.get('retry-after')),
+    requestId: typeof problem['request_id'] === 'string' ? problem['request_id'] : requestId,
+    detail: typeof problem['detail'] === 'string' ? problem['detail'] : `HTTP ${response.status}`,
+    checks: isRecord(problem['checks']) ? (problem['checks'] as ReadinessChecks) : undefined,
+  });
+}
 
+/** A POST with the CSRF flow: a token when there is none, and one fresh token on a 419. */
+async function post<T>(connection: Connection, path: string, body?: unknown): Promise<T> {
+  const refreshCsrfToken = () => send<undefined>(connection, 'GET', '/api/v1/csrf-cookie');
+  if (readCookie(connection, csrfCookie) === undefined) await refreshCsrfToken();
+  try {
+    return await send<T>(connection, 'POST', path, body);
+  } catch (error) {
+    if (!(error instanceof StorefrontAuthError) || error.code !== 'csrf_token_mismatch') throw error;
+    await refreshCsrfToken();
+    return send<T>(connection, 'POST', path, body);
+  }
+}
+
+export function createStorefrontAuthClient(options: StorefrontAuthClientOptions): StorefrontAuthClient {
+  const connection = connect(options);
+  const get = <T>(path: string) => send<T>(connection, 'GET', path);
+  const postTo = <T>(path: string, body?: unknown) => post<T>(connection, path, body);
   return {
-    register: (body) => post(`${authPath}/register`, body),
-    verify: (body) => post(`${authPath}/verify`, body),
-    resendVerification: (body) => post(`${authPath}/verification/resend`, body),
-    login: (body) => post(`${authPath}/login`, body),
-    session: () => send('GET', `${authPath}/session`),
-    forgotPassword: (body) => post(`${authPath}/password/forgot`, body),
-    resetPassword: (body) => post(`${authPath}/password/reset`, body),
-    logout: () => post(`${authPath}/logout`),
-    platform: () => send('GET', '/api/v1/platform'),
-    live: () => send('GET', '/api/v1/health/live'),
-    ready: () => send('GET', '/api/v1/health/ready'),
-    listSessions: () => send('GET', `${authPath}/sessions`),
-    revokeSession: (id) => post(`${authPath}/sessions/${encodeURIComponent(id)}/revoke`),
-    revokeOtherSessions: () => post(`${authPath}/sessions/revoke-others`),
-    cookies: () => new Map(jar?.values ?? []),
-    exportAccount: () => send('GET', `${authPath}/account/export`),
-    deleteAccount: (body) => post(`${authPath}/account/delete`, body),
+    register: (body) => postTo(`${authPath}/register`, body),
+    verify: (body) => postTo(`${authPath}/verify`, body),
+    resendVerification: (body) => postTo(`${authPath}/verification/resend`, body),
+    login: (body) => postTo(`${authPath}/login`, body),
+    session: () => get(`${authPath}/session`),
+    forgotPassword: (body) => postTo(`${authPath}/password/forgot`, body),
+    resetPassword: (body) => postTo(`${authPath}/password/reset`, body),
+    logout: () => postTo(`${authPath}/logout`),
+    platform: () => get('/api/v1/platform'),
+    live: () => get('/api/v1/health/live'),
+    ready: () => get('/api/v1/health/ready'),
+    listSessions: () => get(`${authPath}/sessions`),
+    revokeSession: (id) => postTo(`${authPath}/sessions/${encodeURIComponent(id)}/revoke`),
+    revokeOtherSessions: () => postTo(`${authPath}/sessions/revoke-others`),
+    cookies: () => new Map(connection.jar?.values ?? []),
+    exportAccount: () => get(`${authPath}/account/export`),
+    deleteAccount: (body) => postTo(`${authPath}/account/delete`, body),
 
-    changePassword: (body) => post(`${authPath}/password/change`, body),
-    changeProfile: (body) => post(`${authPath}/profile`, body),
+    changePassword: (body) => postTo(`${authPath}/password/change`, body),
+    changeProfile: (body) => postTo(`${authPath}/profile`, body),
 
-    requestSignInCode: (body) => post(`${authPath}/code/request`, body),
-    loginWithCode: (body) => post(`${authPath}/code/login`, body),
+    requestSignInCode: (body) => postTo(`${authPath}/code/request`, body),
+    loginWithCode: (body) => postTo(`${authPath}/code/login`, body),
 
-    changeIdentity: (body) => post(`${authPath}/identity/change`, body),
-    confirmIdentity: (body) => post(`${authPath}/identity/confirm`, body),
+    changeIdentity: (body) => postTo(`${authPath}/identity/change`, body),
+    confirmIdentity: (body) => postTo(`${authPath}/identity/confirm`, body),
 
-    passkeyRegistrationOptions: () => post(`${authPath}/passkeys/register/options`),
-    registerPasskey: (body) => post(`${authPath}/passkeys/register`, body),
-    listPasskeys: () => send('GET', `${authPath}/passkeys`),
-    removePasskey: (id) => post(`${authPath}/passkeys/${encodeURIComponent(id)}/delete`),
-    passkeyLoginOptions: () => post(`${authPath}/passkeys/login/options`),
-    loginWithPasskey: (body) => post(`${authPath}/passkeys/login`, body),
+    passkeyRegistrationOptions: () => postTo(`${authPath}/passkeys/register/options`),
+    registerPasskey: (body) => postTo(`${authPath}/passkeys/register`, body),
+    listPasskeys: () => get(`${authPath}/passkeys`),
+    removePasskey: (id) => postTo(`${authPath}/passkeys/${encodeURIComponent(id)}/delete`),
+    passkeyLoginOptions: () => postTo(`${authPath}/passkeys/login/options`),
+    loginWithPasskey: (body) => postTo(`${authPath}/passkeys/login`, body),
   };
 }

@@ -38,98 +38,127 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** The words of every message. No links: nothing here is built from a request's Host header. */
-export function renderMessage(input: TemplateInput): MessageContent {
-  const { storeName } = input;
-  const code = input.code?.value ?? '';
-  const lifetimeMinutes = input.code?.lifetimeMinutes ?? 0;
-  let subject: string;
-  let lines: string[];
-  const identity = input.channel === 'email' ? 'email address' : 'phone number';
-  switch (input.purpose) {
-    case 'verification':
-      subject = `${code} is your ${storeName} verification code`;
-      lines = [
-        `Your ${storeName} verification code is ${code}.`,
-        `It expires in ${lifetimeMinutes} minutes and works once.`,
-        `If you did not create an account at ${storeName}, ignore this message.`,
-      ];
-      break;
-    case 'password_reset':
-      subject = `${code} is your ${storeName} password reset code`;
-      lines = [
-        `Your ${storeName} password reset code is ${code}.`,
-        `It expires in ${lifetimeMinutes} minutes and works once.`,
-        'If you did not ask to reset your password, ignore this message; your password stays as it is.',
-      ];
-      break;
-    case 'sign_in':
-      subject = `${code} is your ${storeName} sign-in code`;
-      lines = [
-        `Your ${storeName} sign-in code is ${code}.`,
-        `It expires in ${lifetimeMinutes} minutes and works once.`,
-        'If you did not ask to sign in, ignore this message; nobody can sign in without the code.',
-      ];
-      break;
-    case 'password_changed':
-      subject = `Your ${storeName} password was changed`;
-      lines = [
-        input.signedOut === 'other_devices'
-          ? `The password of your ${storeName} account was just changed, and every other device was signed out.`
-          : `The password of your ${storeName} account was just changed, and every device was signed out.`,
-        'If this was not you, reset your password right away.',
-      ];
-      break;
-    case 'new_sign_in': {
-      const signIn = input.signIn!;
-      subject = `New sign-in to your ${storeName} account`;
-      lines = [
+/** What one message says: its subject, and its lines in the order they are read. */
+interface Words {
+  subject: string;
+  lines: string[];
+}
+
+/** What the words are made from, worked out once from the input. */
+interface WordsContext {
+  storeName: string;
+  code: string;
+  lifetimeMinutes: number;
+  /** "email address" or "phone number": the channel's word for the identity. */
+  identity: string;
+  input: TemplateInput;
+}
+
+const expiry = ({ lifetimeMinutes }: WordsContext) => `It expires in ${lifetimeMinutes} minutes and works once.`;
+
+/** The words of each purpose. No links: nothing here is built from a request's Host header. */
+const wordsOf: { [P in MessagePurpose]: (context: WordsContext) => Words } = {
+  verification: (c) => ({
+    subject: `${c.code} is your ${c.storeName} verification code`,
+    lines: [
+      `Your ${c.storeName} verification code is ${c.code}.`,
+      expiry(c),
+      `If you did not create an account at ${c.storeName}, ignore this message.`,
+    ],
+  }),
+  password_reset: (c) => ({
+    subject: `${c.code} is your ${c.storeName} password reset code`,
+    lines: [
+      `Your ${c.storeName} password reset code is ${c.code}.`,
+      expiry(c),
+      'If you did not ask to reset your password, ignore this message; your password stays as it is.',
+    ],
+  }),
+  sign_in: (c) => ({
+    subject: `${c.code} is your ${c.storeName} sign-in code`,
+    lines: [
+      `Your ${c.storeName} sign-in code is ${c.code}.`,
+      expiry(c),
+      'If you did not ask to sign in, ignore this message; nobody can sign in without the code.',
+    ],
+  }),
+  password_changed: ({ storeName, input }) => ({
+    subject: `Your ${storeName} password was changed`,
+    lines: [
+      input.signedOut === 'other_devices'
+        ? `The password of your ${storeName} account was just changed, and every other device was signed out.`
+        : `The password of your ${storeName} account was just changed, and every device was signed out.`,
+      'If this was not you, reset your password right away.',
+    ],
+  }),
+  new_sign_in: ({ storeName, input }) => {
+    const signIn = input.signIn!;
+    return {
+      subject: `New sign-in to your ${storeName} account`,
+      lines: [
         `Your ${storeName} account was signed in to at ${formatWhen(signIn.at)} from ${signIn.device}, network ${signIn.address}.`,
         'If this was not you, reset your password right away.',
         'If it was you, there is nothing to do.',
-      ];
-      break;
-    }
-    case 'account_deleted':
-      subject = `Your ${storeName} account was deleted`;
-      lines = [
-        `Your ${storeName} account and everything it held were just deleted, and every device was signed out.`,
-        `This address can be used to create a new account at ${storeName} at any time.`,
-      ];
-      break;
-    case 'identity_change':
-      subject = `${code} is your ${storeName} code to change your ${identity}`;
-      lines = [
-        `Your ${storeName} confirmation code is ${code}; it moves your account to this ${identity}.`,
-        `It expires in ${lifetimeMinutes} minutes and works once.`,
-        `If you did not ask to change your ${identity} at ${storeName}, ignore this message; nothing changes.`,
-      ];
-      break;
-    case 'identity_taken':
-      subject = `This ${identity} already has a ${storeName} account`;
-      lines = [
-        `Someone asked to move a ${storeName} account to this ${identity}, but it already has an account, so nothing changed.`,
-        `If this was you, sign in with this ${identity} instead; otherwise ignore this message.`,
-      ];
-      break;
-    case 'passkey_added':
-      subject = `A passkey was added to your ${storeName} account`;
-      lines = [
-        `A passkey was just added to your ${storeName} account; it signs in without your password.`,
-        'If this was not you, remove it in your account area and reset your password right away.',
-      ];
-      break;
-    case 'identity_changed':
-      subject = `Your ${storeName} ${identity} was changed`;
-      lines = [
-        `Your ${storeName} account now uses ${input.maskedIdentity ?? `another ${identity}`} instead of this one, and every other device was signed out.`,
-        `If this was not you, contact ${storeName} right away.`,
-      ];
-      break;
-  }
+      ],
+    };
+  },
+  account_deleted: ({ storeName }) => ({
+    subject: `Your ${storeName} account was deleted`,
+    lines: [
+      `Your ${storeName} account and everything it held were just deleted, and every device was signed out.`,
+      `This address can be used to create a new account at ${storeName} at any time.`,
+    ],
+  }),
+  identity_change: (c) => ({
+    subject: `${c.code} is your ${c.storeName} code to change your ${c.identity}`,
+    lines: [
+      `Your ${c.storeName} confirmation code is ${c.code}; it moves your account to this ${c.identity}.`,
+      expiry(c),
+      `If you did not ask to change your ${c.identity} at ${c.storeName}, ignore this message; nothing changes.`,
+    ],
+  }),
+  identity_taken: ({ storeName, identity }) => ({
+    subject: `This ${identity} already has a ${storeName} account`,
+    lines: [
+      `Someone asked to move a ${storeName} account to this ${identity}, but it already has an account, so nothing changed.`,
+      `If this was you, sign in with this ${identity} instead; otherwise ignore this message.`,
+    ],
+  }),
+  passkey_added: ({ storeName }) => ({
+    subject: `A passkey was added to your ${storeName} account`,
+    lines: [
+      `A passkey was just added to your ${storeName} account; it signs in without your password.`,
+      'If this was not you, remove it in your account area and reset your password right away.',
+    ],
+  }),
+  identity_changed: ({ storeName, identity, input }) => ({
+    subject: `Your ${storeName} ${identity} was changed`,
+    lines: [
+      `Your ${storeName} account now uses ${input.maskedIdentity ?? `another ${identity}`} instead of this one, and every other device was signed out.`,
+      `If this was not you, contact ${storeName} right away.`,
+    ],
+  }),
+};
+
+/** The words of every message, as an SMS (its first two lines) or an email (text and HTML). */
+export function renderMessage(input: TemplateInput): MessageContent {
+  const { storeName } = input;
+  const code = input.code?.value ?? '';
+  const { subject, lines } = wordsOf[input.purpose]({
+    storeName,
+    code,
+    lifetimeMinutes: input.code?.lifetimeMinutes ?? 0,
+    identity: input.channel === 'email' ? 'email address' : 'phone number',
+    input,
+  });
   if (input.channel === 'sms') {
     return { subject, text: `${storeName}: ${lines.slice(0, 2).join(' ')}`, html: '' };
   }
+  return emailContent(storeName, code, { subject, lines });
+}
+
+/** A greeting, the lines and the store's name, as text and as HTML with the code stood out. */
+function emailContent(storeName: string, code: string, { subject, lines }: Words): MessageContent {
   // No name: see TemplateInput.
   const greeting = 'Hello,';
   return {

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { pino } from 'pino';
 import { runAdminCommand } from '../../src/cli/commands.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { configuredTransports, openServices } from '../../src/services.js';
+import { configuredTransports, createLogger, openServices } from '../../src/services.js';
 import { loadStore } from '../../src/store/store.js';
 import { FakeClock } from '../helpers/clock.js';
 import { openTestCounterStore, truncateAll, useMigratedDatabase } from '../helpers/database.js';
@@ -24,7 +23,7 @@ describe('codes never go to the log in production unless the operator asks', () 
     const config = loadConfig({ ...production, ...env });
     const counters = await openTestCounterStore();
     try {
-      const services = await openServices(config, pino({ level: 'silent' }), {
+      const services = await openServices(config, createLogger({ level: 'silent' }), {
         db: database.db,
         secret: testSecret,
         clock,
@@ -77,7 +76,7 @@ describe('codes never go to the log in production unless the operator asks', () 
   test('outside production a missing transport still means the log', async () => {
     await truncateAll(database.db);
     const config = loadConfig({ APP_SECRET: testSecret });
-    assert.equal(configuredTransports(config, pino({ level: 'silent' })).email.name, 'log');
+    assert.equal(configuredTransports(config, createLogger({ level: 'silent' })).email.name, 'log');
   });
 
   test('in production a channel without its transport refuses to send instead of logging the message', async () => {

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import nodemailer from 'nodemailer';
-import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { configuredTransports } from '../../src/services.js';
+import { configuredTransports, createLogger } from '../../src/services.js';
 import { auth, createHarness, registration, testSecret, type TestApp } from '../helpers/harness.js';
 import { makeTestCertificates, type TestCertificates } from '../helpers/tls.js';
 import { leafParts, onlyOutboxRow, parseMail, startSmtpServer, type TestSmtpServer } from './servers.js';
@@ -46,7 +45,7 @@ describe('SMTP over TLS: smtps://, STARTTLS, verified certificates, credentials 
   /** The service with the email transport the configuration builds from these variables. */
   function start(env: Record<string, string>): Promise<TestApp> {
     const config = loadConfig({ APP_SECRET: testSecret, MAIL_FROM: from, ...env });
-    const { email } = configuredTransports(config, pino({ level: 'silent' }));
+    const { email } = configuredTransports(config, createLogger({ level: 'silent' }));
     return harness.start({ env, overrides: { transports: { email } } });
   }
 

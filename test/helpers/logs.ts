@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
-import { pino } from 'pino';
+import { createLogger } from '../../src/services.js';
 
-/** A pino logger at `info` whose JSON lines are kept, parsed, in `lines`. */
+/** The service's logger at `info`, its JSON lines kept, parsed, in `lines`. */
 export function capturingLogger() {
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
@@ -10,5 +10,5 @@ export function capturingLogger() {
       done();
     },
   });
-  return { logger: pino({ level: 'info' }, stream), lines };
+  return { logger: createLogger({ level: 'info', destination: stream }), lines };
 }

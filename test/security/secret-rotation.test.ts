@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { systemClock } from '../../src/clock.js';
@@ -11,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import type { OutgoingMessage } from '../../src/delivery/message.js';
 import { unsealContent } from '../../src/delivery/seal.js';
 import { deriveKeys } from '../../src/keys.js';
-import { openServices, type Services } from '../../src/services.js';
+import { createLogger, openServices, type Services } from '../../src/services.js';
 import { openTestCounterStore, useMigratedDatabase } from '../helpers/database.js';
 import { api, auth, RecordingTransport, registration, requester, type Reply } from '../helpers/harness.js';
 import { codeIn } from '../helpers/assertions.js';
@@ -50,7 +49,7 @@ describe('rotating APP_SECRET with APP_SECRET_PREVIOUS', () => {
   async function phase(env: { APP_SECRET: string; APP_SECRET_PREVIOUS?: string }): Promise<Phase> {
     const config = loadConfig({ DATA_DIR: '/nonexistent', ...env });
     const sent = new RecordingTransport();
-    const services = await openServices(config, pino({ level: 'silent' }), {
+    const services = await openServices(config, createLogger({ level: 'silent' }), {
       db: database.db,
       clock: systemClock,
       hasher: createArgon2Hasher(testArgon2),

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Cluster } from 'ioredis';
-import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { configuredCounterStore } from '../../src/services.js';
+import { configuredCounterStore, createLogger } from '../../src/services.js';
 import { keyName, MemoryCounterStore, slotTagged } from '../../src/storage/counters.js';
 import { FallbackCounterStore, RedisCounterStore } from '../../src/storage/redis.js';
 import { openTestCounterStore } from '../helpers/database.js';
@@ -127,7 +126,7 @@ describe('Redis Cluster', () => {
     test('configuredCounterStore reaches the cluster through REDIS_URL, each key under REDIS_KEY_PREFIX', async () => {
       const prefix = `sfa-test-${randomBytes(6).toString('hex')}:`;
       const config = loadConfig({ REDIS_URL: cluster.url, REDIS_KEY_PREFIX: prefix, APP_SECRET: 'c'.repeat(40) });
-      const store = await configuredCounterStore(config, pino({ level: 'silent' }));
+      const store = await configuredCounterStore(config, createLogger({ level: 'silent' }));
       const raw = new Cluster(cluster.nodes);
       try {
         assert.equal((await store.increment('login:ada', 60, Date.now())).count, 1);

@@ -2,13 +2,12 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { configuredCounterStore } from '../../src/services.js';
+import { configuredCounterStore, createLogger } from '../../src/services.js';
 import type { CounterStore } from '../../src/storage/counters.js';
 import { requireRedis, testRedisUrl } from '../helpers/redis.js';
 
-const silent = pino({ level: 'silent' });
+const silent = createLogger({ level: 'silent' });
 
 // Both passes: REDIS_URL, else the machine's Redis. Every key written is deleted afterwards.
 describe('REDIS_KEY_PREFIX: deployments sharing one Redis', () => {

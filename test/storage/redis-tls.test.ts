@@ -34,7 +34,9 @@ keyValueContract('RedisCounterStore over rediss:// with REDIS_CA_FILE', async ()
     REDIS_CA_FILE: certificates.caFile,
     REDIS_KEY_PREFIX: prefix(),
   });
-  const store = new RedisCounterStore(config.redisUrl!, { keyPrefix: config.redisKeyPrefix, ca: config.redisCa });
+  if (config.counters.kind !== 'redis') assert.fail('REDIS_URL names a Redis');
+  const { url, keyPrefix, tls } = config.counters;
+  const store = new RedisCounterStore(url, { keyPrefix, ca: tls?.ca });
   assert.equal(await store.connected(5_000), true, 'the TLS connection is up');
   return store;
 });
@@ -87,7 +89,8 @@ describe('Redis over TLS: verified certificates', () => {
 
   test("a connection that errs twice (a refused certificate, then the server's alert) ends no process, and counting goes on", async () => {
     const config = loadConfig({ REDIS_URL: `rediss://127.0.0.1:${redis.port}`, REDIS_CA_FILE: certificates.caFile });
-    const counters = new RedisCounterStore(config.redisUrl!, { keyPrefix: prefix(), ca: config.redisCa });
+    if (config.counters.kind !== 'redis') assert.fail('REDIS_URL names a Redis');
+    const counters = new RedisCounterStore(config.counters.url, { keyPrefix: prefix(), ca: config.counters.tls?.ca });
     opened.push(counters);
     const client = counters.client as Redis;
     assert.equal(await counters.connected(5_000), true, 'the TLS connection is up');
