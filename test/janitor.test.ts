@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { pino } from 'pino';
 import { consumeChallenge, issueChallenge } from '../src/auth/codes.js';
 import { createArgon2Hasher, testArgon2 } from '../src/auth/password.js';
 import { createSession, findSessionCustomer, hashSessionId } from '../src/auth/sessions.js';
@@ -10,7 +9,7 @@ import { ConfigError, defaultRetention, loadConfig } from '../src/config.js';
 import { enqueueMessage } from '../src/delivery/outbox.js';
 import { prune, type PruneLimits, type RemovedRows } from '../src/janitor.js';
 import { deriveKeys } from '../src/keys.js';
-import { openServices } from '../src/services.js';
+import { createLogger, openServices } from '../src/services.js';
 import type { Database, Queryable } from '../src/storage/database.js';
 import { MemoryCounterStore } from '../src/storage/counters.js';
 import { migrate } from '../src/storage/migrations.js';
@@ -363,7 +362,7 @@ describe('the janitor', () => {
         new Date(clock.now().getTime() - 401 * day * 1000),
       ]);
       const config = loadConfig({ APP_SECRET: secret, DATA_DIR: '/nonexistent' });
-      const services = await openServices(config, pino({ level: 'silent' }), {
+      const services = await openServices(config, createLogger({ level: 'silent' }), {
         db,
         clock,
         counters: new MemoryCounterStore(),

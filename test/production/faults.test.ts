@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/services.js';
+import { createLogger, openServices, type Services } from '../../src/services.js';
 import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { createScratchDatabase, serverTarget } from '../helpers/database.js';
@@ -57,7 +56,7 @@ describe('dependency faults in production mode', () => {
       REDIS_KEY_PREFIX: keyPrefix,
       APP_SECRET: 'f'.repeat(40),
     });
-    services = await openServices(config, pino({ level: 'silent' }), {
+    services = await openServices(config, createLogger({ level: 'silent' }), {
       hasher: createArgon2Hasher(testArgon2),
       manualDispatch: true,
     });
@@ -149,7 +148,7 @@ describe('dependency faults in production mode', () => {
     // A service of its own with a one-connection pool: the login gets the pool's only connection,
     // and once the network heals the next statement shows whether that connection came back.
     const config = loadConfig({ DATABASE_URL: throughProxy(), DATABASE_POOL_SIZE: '1', APP_SECRET: 'f'.repeat(40) });
-    const own = await openServices(config, pino({ level: 'silent' }), {
+    const own = await openServices(config, createLogger({ level: 'silent' }), {
       counters: new MemoryCounterStore(),
       hasher: createArgon2Hasher(testArgon2),
       manualDispatch: true,
@@ -197,7 +196,7 @@ describe('dependency faults in production mode', () => {
     const pgUrl = throughProxy();
     const db = openPostgres(pgUrl, { max: 10, statementTimeoutMs: 500, queryTimeoutMs: 800 });
     const config = loadConfig({ DATABASE_URL: pgUrl, APP_SECRET: 'f'.repeat(40) });
-    const silentServices = await openServices(config, pino({ level: 'silent' }), {
+    const silentServices = await openServices(config, createLogger({ level: 'silent' }), {
       db,
       secret: 'f'.repeat(40),
       counters: new MemoryCounterStore(),

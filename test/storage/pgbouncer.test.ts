@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
 import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/services.js';
+import { createLogger, openServices, type Services } from '../../src/services.js';
 import { DatabaseUnavailableError } from '../../src/storage/database.js';
 import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { migrate, migrationLockKey, migrations } from '../../src/storage/migrations.js';
@@ -171,7 +170,7 @@ describe('behind PgBouncer in transaction mode', () => {
       });
       const opened = await openServices(
         loadConfig({ DATABASE_URL: fronted.url(scratch.name), APP_SECRET: secret }),
-        pino({ level: 'silent' }),
+        createLogger({ level: 'silent' }),
         {
           hasher: createArgon2Hasher(testArgon2),
           counters: new MemoryCounterStore(),
@@ -224,7 +223,7 @@ describe('behind PgBouncer in transaction mode', () => {
         DATABASE_POOL_SIZE: '3',
       });
       const open = () =>
-        openServices(config, pino({ level: 'silent' }), {
+        openServices(config, createLogger({ level: 'silent' }), {
           hasher: createArgon2Hasher(testArgon2),
           counters: new MemoryCounterStore(),
           transports: { email: outbox, sms: outbox },
