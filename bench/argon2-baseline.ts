@@ -4,8 +4,8 @@
  * prints one JSON line: {"operation","operations","seconds","perSecond"}.
  */
 import { Algorithm } from '@node-rs/argon2';
-import { sharedHashPool } from '../src/auth/hash-pool.js';
-import { productionArgon2 } from '../src/auth/password.js';
+import { sharedHashPool } from '../src/auth/rules/hash-pool.js';
+import { productionArgon2 } from '../src/auth/rules/password.js';
 
 const [operation = 'hash', secondsText = '4', concurrencyText = '2'] = process.argv.slice(2);
 if (operation !== 'hash' && operation !== 'verify') throw new Error(`unknown operation ${operation}`);

@@ -9,7 +9,7 @@ import { betterAuth } from 'better-auth';
 import { getMigrations } from 'better-auth/db/migration';
 import { toNodeHandler } from 'better-auth/node';
 import pg from 'pg';
-import { productionArgon2 } from '../src/auth/password.js';
+import { productionArgon2 } from '../src/auth/rules/password.js';
 
 const databaseUrl = process.env['BETTER_AUTH_DATABASE_URL'];
 if (databaseUrl === undefined) throw new Error('BETTER_AUTH_DATABASE_URL is not set');

@@ -190,19 +190,24 @@ export async function timed<T>(context: BenchContext, figure: string, work: () =
 
 /**
  * Each figure gets a fresh service process (and, in production, an empty Redis db), so no figure
- * inherits another's counters or backlog; the database and its customers carry over.
+ * inherits another's counters or backlog; the database and its customers carry over. With `admin`,
+ * the service runs its admin listener on that port, with the tokens `env` names.
  */
 export async function withService<T>(
   context: BenchContext,
   figure: string,
   work: (service: Server) => Promise<T>,
+  admin?: { port: number; env: Record<string, string> },
 ): Promise<T> {
   await context.backend.resetCounters();
   const profileDir = context.profile?.figure === figure ? context.profile.dir : undefined;
   const started = performance.now();
   const service = await startService(
-    context.backend.env,
-    profileDir === undefined ? {} : { cpuProfileDir: profileDir },
+    { ...context.backend.env, ...admin?.env },
+    {
+      ...(profileDir === undefined ? {} : { cpuProfileDir: profileDir }),
+      ...(admin === undefined ? {} : { adminPort: admin.port }),
+    },
   );
   const startSeconds = (performance.now() - started) / 1000;
   context.starts.push(startSeconds);

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Algorithm, hash } from '@node-rs/argon2';
 import pg from 'pg';
-import { productionArgon2 } from '../src/auth/password.js';
+import { productionArgon2 } from '../src/auth/rules/password.js';
 import { format, measuredRound, median, progress, withService, type BenchContext, type Row } from './context.js';
 import { hashingConnections, sessionLoad } from './customer-load.js';
 import { runLoad, statusText, sum, type LoadResult } from './load.js';

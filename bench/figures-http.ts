@@ -15,7 +15,7 @@ import {
 import { measureServiceCpu, waitUntilIdle, type ServiceCpu } from './proc.js';
 import { sessionConnections, signedInCookie } from './customer-load.js';
 import { nextEmail, runLoad, runOpenLoad, statusText, sum, type LoadResult } from './load.js';
-import { startBareFastify, type Server } from './servers.js';
+import { freePort, startBareFastify, type Server } from './servers.js';
 
 const connections = 100;
 const warmupSeconds = 1;
@@ -160,6 +160,123 @@ export async function figureSessionCheck(context: BenchContext): Promise<Row> {
   } finally {
     await bare.stop();
   }
+}
+
+/** The token figure 12's backend introspects with (INTROSPECTION_TOKENS of its service). */
+const introspectionToken = 'bench-introspection-token-0123456789abcdef';
+
+/**
+ * Figure 12: what a backend's question costs beside the shopper's own. `POST
+ * /admin/v1/sessions/introspect` on the admin listener, with the shopper's whole Cookie header as a
+ * backend forwards it (the same indexed read as the session check, plus the token's counter),
+ * against the session check on the same service, rounds alternating.
+ */
+export async function figureIntrospection(context: BenchContext): Promise<Row[]> {
+  const port = await freePort();
+  const env = { INTROSPECTION_TOKENS: introspectionToken };
+  return withService(
+    context,
+    '12',
+    async (service) => {
+      const cookie = await signedInCookie(context, service);
+      const introspect = (seconds: number) =>
+        runLoad({
+          url: service.adminUrl!,
+          method: 'POST',
+          path: '/admin/v1/sessions/introspect',
+          connections: sessionConnections,
+          seconds,
+          headers: { authorization: `Bearer ${introspectionToken}` },
+          body: () => ({ cookie }),
+        });
+      const check = (seconds: number) =>
+        runLoad({
+          url: service.url,
+          method: 'GET',
+          path: '/api/v1/customer/auth/session',
+          connections: sessionConnections,
+          seconds,
+          headers: { cookie },
+        });
+      await introspect(warmupSeconds);
+      await check(warmupSeconds);
+      const ours: LoadResult[] = [];
+      const cpus: ServiceCpu[] = [];
+      const checks: LoadResult[] = [];
+      for (let round = 1; round <= context.rounds; round += 1) {
+        // Alternate which goes first, so a drift of the host favours neither.
+        const order = round % 2 === 1 ? (['introspect', 'check'] as const) : (['check', 'introspect'] as const);
+        for (const which of order) {
+          const load = which === 'introspect' ? introspect : check;
+          const { result, cpu } = await measuredRound(
+            context,
+            '12',
+            service,
+            () => load(context.seconds),
+            (done) => done.responses,
+          );
+          (which === 'introspect' ? ours : checks).push(result);
+          if (which === 'introspect') cpus.push(cpu);
+          progress(
+            context,
+            `fig 12 ${which === 'introspect' ? 'introspection' : 'session check'} round ${round}/${context.rounds}: ${format(result.okPerSecond)} req/s, p99 ${format(result.latency.p99, 1)} ms (${statusText(result)}); ${cpuText(cpu)}`,
+          );
+        }
+        const memory = await recordRss(context, service, '12', `12 round ${round}`);
+        progress(context, `fig 12 round ${round}/${context.rounds}: ${rssText(memory)}`);
+      }
+      return introspectionRows(ours, checks, cpus);
+    },
+    { port, env },
+  );
+}
+
+/** Figure 12's rows: introspections a second against session checks a second, and their p99s. */
+function introspectionRows(ours: LoadResult[], checks: LoadResult[], cpus: ServiceCpu[]): Row[] {
+  const non2xx = sum(ours, (result) => result.non2xx);
+  const errors = sum(ours, (result) => result.errors);
+  const clean = non2xx === 0 && errors === 0;
+  const rate = median(ours.map((result) => result.okPerSecond));
+  const checkRate = median(checks.map((result) => result.okPerSecond));
+  const p99 = median(ours.map((result) => result.latency.p99));
+  const checkP99 = median(checks.map((result) => result.latency.p99));
+  const rounds = (pick: (result: LoadResult) => string) =>
+    `introspection ${ours.map(pick).join(' / ')}; session check ${checks.map(pick).join(' / ')}`;
+  const notes = [
+    cpuSummary(cpus),
+    ...[...ours, ...checks].filter((result) => result.non2xx + result.errors > 0).map(statusText),
+  ];
+  const baselineLabel = 'session check, GET /customer/auth/session';
+  return [
+    {
+      id: '12a',
+      label: `POST /admin/v1/sessions/introspect req/s (introspection, admin listener), ${sessionConnections} connections`,
+      unit: 'req/s',
+      value: rate,
+      baseline: checkRate,
+      baselineLabel,
+      ratio: rate / checkRate,
+      goal: { text: 'ratio ≥ 0.80', met: rate / checkRate >= 0.8 && clean },
+      non2xx,
+      errors,
+      rounds: rounds((result) => format(result.okPerSecond)),
+      notes,
+    },
+    {
+      id: '12b',
+      label: `introspection p99 latency, ${sessionConnections} connections`,
+      unit: 'ms',
+      value: p99,
+      baseline: checkP99,
+      baselineLabel,
+      ratio: p99 / checkP99,
+      goal: { text: 'ratio ≤ 1.25', met: p99 / checkP99 <= 1.25 && clean },
+      non2xx,
+      errors,
+      rounds: rounds((result) => `${format(result.latency.p99, 1)} ms`),
+      notes: [],
+    },
+  ];
 }
 
 /**

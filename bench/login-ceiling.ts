@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import { Algorithm } from '@node-rs/argon2';
 import Fastify from 'fastify';
-import { sharedHashPool } from '../src/auth/hash-pool.js';
-import { productionArgon2 } from '../src/auth/password.js';
+import { sharedHashPool } from '../src/auth/rules/hash-pool.js';
+import { productionArgon2 } from '../src/auth/rules/password.js';
 
 const options = { algorithm: Algorithm.Argon2id, ...productionArgon2 };
 const pool = sharedHashPool();

@@ -80,12 +80,14 @@ function socketInodes(pid: number): Set<string> {
 }
 
 /**
- * The TCP port the process listens on, or undefined while it does not. Read from /proc because
- * the service announces its address only at LOG_LEVEL=info and the benchmark runs it at warn.
+ * The TCP ports the process listens on (the service's customer and admin listeners), none while it
+ * does not. Read from /proc because the service announces its addresses only at LOG_LEVEL=info and
+ * the benchmark runs it at warn.
  */
-export function listeningPort(pid: number): number | undefined {
+export function listeningPorts(pid: number): number[] {
   const inodes = socketInodes(pid);
-  if (inodes.size === 0) return undefined;
+  const ports: number[] = [];
+  if (inodes.size === 0) return ports;
   for (const table of ['tcp', 'tcp6']) {
     let text: string;
     try {
@@ -97,10 +99,10 @@ export function listeningPort(pid: number): number | undefined {
       const columns = line.trim().split(/\s+/);
       // columns: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
       if (columns[3] !== '0A' || columns[9] === undefined || !inodes.has(columns[9])) continue;
-      return parseInt(columns[1]!.split(':')[1]!, 16);
+      ports.push(parseInt(columns[1]!.split(':')[1]!, 16));
     }
   }
-  return undefined;
+  return ports;
 }
 
 /**

@@ -11,7 +11,12 @@ import { parseArgs } from 'node:util';
 import { embeddedBackend, productionBackend, scaledBackend, type Backend, type Mode } from './backends.js';
 import { applyServiceErrors, idleSeconds, progress, type BenchContext, type Row } from './context.js';
 import { figureLivenessUnderLogin, figureLogin, figureRegister } from './figures-hashing.js';
-import { figureFrameworkOverhead, figureMessageRequests, figureSessionCheck } from './figures-http.js';
+import {
+  figureFrameworkOverhead,
+  figureIntrospection,
+  figureMessageRequests,
+  figureSessionCheck,
+} from './figures-http.js';
 import { figureBetterAuth } from './figures-peers.js';
 import { figureGrowth, growthSeconds, growthSizes } from './figures-growth.js';
 import { figureSizing } from './figures-sizing.js';
@@ -47,7 +52,7 @@ const minimumRounds = values.only === undefined && values.profile === undefined 
 if (!(rounds >= minimumRounds) || !(seconds > 0))
   throw new Error(`--rounds must be at least ${minimumRounds} and --seconds positive`);
 
-const figureOrder = ['1', '4', '3', '2', '8', '5', '9', '10', '11'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
@@ -55,6 +60,7 @@ const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[
   '3': figureRegister,
   '2': figureLogin,
   '8': figureSessionCheck,
+  '12': figureIntrospection,
   '5': figureLivenessUnderLogin,
   '9': figureBetterAuth,
   '10': figureSizing,
@@ -65,7 +71,7 @@ const selected = new Set<string>(
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5 and 8-11; 6 and 7 are measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8-12; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
@@ -91,7 +97,7 @@ if (modes.includes('scaled') && !fs.existsSync(pgbouncerBinary)) {
 const modeFigures: Record<Mode, readonly FigureId[]> = {
   embedded: figureOrder,
   production: figureOrder,
-  scaled: ['2', '8'],
+  scaled: ['2', '8', '12'],
 };
 
 /**
@@ -105,6 +111,7 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   '3': (r, s) => r * (3 * s + 3) + 10 + memorySeconds(r),
   '2': (r, s) => r * (3 * s + 3) + 5 * s + 10 + memorySeconds(r),
   '8': (r, s) => r * (2 * s + 1) + 10 + memorySeconds(r),
+  '12': (r, s) => r * (2 * s + 1) + 10 + memorySeconds(r),
   '5': (r, s) => r * (2 * s + 1) + 2 + 10 + memorySeconds(r),
   '9': (r, s) => r * (5 * s + 6) + 30 + memorySeconds(0),
   '10': (r, s) => r * 2 * (s + 2) + 3 * (statisticsDelayMs / 1000 + 2) + 10 + memorySeconds(0),

@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { descendantsPssMb, listeningPort, residentMb } from './proc.js';
-import { defaultHashThreads } from '../src/auth/hash-pool.js';
+import { descendantsPssMb, listeningPorts, residentMb } from './proc.js';
+import { defaultHashThreads } from '../src/auth/rules/hash-pool.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** The built command, as `npm start` and the package run it (bench/run.ts builds it first). */
@@ -20,6 +21,8 @@ export interface MemoryReading {
 export interface Server {
   name: string;
   url: string;
+  /** The service's admin listener, when it was started with one (`startService`'s `adminPort`). */
+  adminUrl?: string;
   pid: number;
   child: ChildProcess;
   /** Log lines at warn or above the service wrote, by level name, and the last few of them. */
@@ -51,12 +54,16 @@ function spawnNode(script: string, args: string[], env: Record<string, string>, 
   });
 }
 
-/** Resolves once the child listens on TCP; rejects when it exits first or takes too long. */
+/**
+ * Resolves with the port the child listens on once it does (and on every port of `alsoOn`, which
+ * the answer is not); rejects when it exits first or takes too long.
+ */
 function whenListening(
   name: string,
   child: ChildProcess,
   stderrText: () => string,
   timeoutMs: number,
+  alsoOn: readonly number[] = [],
 ): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -66,8 +73,9 @@ function whenListening(
     };
     child.once('exit', onExit);
     const timer = setInterval(() => {
-      const port = listeningPort(child.pid!);
-      if (port !== undefined) {
+      const ports = listeningPorts(child.pid!);
+      const port = ports.find((candidate) => !alsoOn.includes(candidate));
+      if (port !== undefined && alsoOn.every((other) => ports.includes(other))) {
         clearInterval(timer);
         child.off('exit', onExit);
         resolve(port);
@@ -88,6 +96,7 @@ async function startChild(
   env: Record<string, string>,
   nodeFlags: string[] = [],
   timeoutMs = 90_000,
+  alsoOn: readonly number[] = [],
 ): Promise<Server> {
   const child = spawnNode(script, args, { PORT: '0', ...env }, nodeFlags);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -115,7 +124,7 @@ async function startChild(
     lastLogLines.push(line.slice(0, 400));
     if (lastLogLines.length > 5) lastLogLines.shift();
   });
-  const port = await whenListening(name, child, () => stderr, timeoutMs);
+  const port = await whenListening(name, child, () => stderr, timeoutMs, alsoOn);
   const pid = child.pid!;
   return {
     name,
@@ -141,10 +150,32 @@ async function startChild(
   };
 }
 
-/** `storefront-auth serve`, built, as production runs it: PORT=0, LOG_LEVEL=warn, behind a trusted proxy. */
-export function startService(env: Record<string, string>, { cpuProfileDir }: { cpuProfileDir?: string } = {}) {
+/**
+ * `storefront-auth serve`, built, as production runs it: PORT=0, LOG_LEVEL=warn, behind a trusted
+ * proxy. With `adminPort`, its admin listener there too (the environment then names its tokens).
+ */
+export async function startService(
+  env: Record<string, string>,
+  { cpuProfileDir, adminPort }: { cpuProfileDir?: string; adminPort?: number } = {},
+): Promise<Server> {
   const flags = cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`];
-  return startChild('service', cliEntry, ['serve'], { LOG_LEVEL: 'warn', TRUST_PROXY: 'true', ...env }, flags);
+  const admin: Record<string, string> = adminPort === undefined ? {} : { ADMIN_PORT: String(adminPort) };
+  const environment = { LOG_LEVEL: 'warn', TRUST_PROXY: 'true', ...env, ...admin };
+  const alsoOn = adminPort === undefined ? [] : [adminPort];
+  const server = await startChild('service', cliEntry, ['serve'], environment, flags, undefined, alsoOn);
+  return adminPort === undefined ? server : { ...server, adminUrl: `http://127.0.0.1:${adminPort}` };
+}
+
+/** A port nothing listens on now, for a listener whose port must be known before it starts. */
+export async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }
 
 /** Fastify with no plugins, answering the same JSON on the same paths. */

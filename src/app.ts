@@ -1,22 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import Fastify, {
-  LogController,
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-} from 'fastify';
-import { HasherBusyError } from './auth/password.js';
-import { BackgroundBusyError } from './background.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { csrfHeaderName } from './http/csrf.js';
 import { acceptedKeys } from './keys.js';
 import { clientKey } from './http/client-address.js';
-import { ProblemError, problemDocument, type ProblemCode, type ProblemExtras } from './http/problems.js';
+import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from './http/common.js';
 import { accountRoutes } from './http/account/account.js';
 import { erasureRoutes } from './http/account/erasure.js';
 import { identityRoutes } from './http/account/identity.js';
@@ -26,16 +14,15 @@ import { csrfCookieRoute, platformRoutes, probeRoutes } from './http/platform/pl
 import { recoveryRoutes } from './http/recovery/routes.js';
 import { registrationRoutes } from './http/registration/routes.js';
 import { codeLoginRoutes } from './http/sign-in/code-login.js';
+import { forwardAuthRoutes } from './http/sign-in/forward-auth.js';
 import { passkeyLoginRoutes } from './http/sign-in/passkey-login.js';
 import { passwordSignInRoutes } from './http/sign-in/password.js';
 import { openApiPages, registerOpenApi } from './http/openapi.js';
 import { customerScope, probeScope, publicScope, unknownPathAnswer, type ScopeDeps } from './http/scopes.js';
-import { decodeUtf8, illFormedTextErrors, validationErrors } from './http/validation.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
 import { edgeOf, type Edge } from './http/edge.js';
 import { signInPage } from './web/page.js';
-import { DatabaseUnavailableError } from './storage/database.js';
 import type { StoreContext } from './store/store.js';
 
 declare module 'fastify' {
@@ -53,62 +40,8 @@ declare module 'fastify' {
   }
 }
 
-export const bodyLimitBytes = 16 * 1024;
-
-/** On every answer: the request id, and headers that keep browsers from sniffing, leaking or framing. */
-function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
-  reply.header('x-request-id', request.id);
-  reply.header('x-content-type-options', 'nosniff');
-  reply.header('referrer-policy', 'no-referrer');
-  if (!reply.hasHeader('content-security-policy')) {
-    reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
-  }
-}
-const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
-
-function sendProblem(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  code: ProblemCode,
-  extras: ProblemExtras = {},
-  headers: Record<string, string | number> = {},
-  detail?: string,
-) {
-  const body = problemDocument(code, request.id, detail, extras);
-  return reply.code(body.status).headers(headers).type('application/problem+json').send(body);
-}
-
-/** Maps anything thrown to a problem document; only ProblemError text ever reaches the client. */
-function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
-  if (error instanceof ProblemError) {
-    return sendProblem(request, reply, error.code, error.extras, error.headers, error.message);
-  }
-  const fastifyError = error as FastifyError;
-  if (fastifyError.validation !== undefined) {
-    return sendProblem(request, reply, 'validation_failed', { errors: validationErrors(fastifyError.validation) });
-  }
-  if (
-    error instanceof DatabaseUnavailableError ||
-    error instanceof HasherBusyError ||
-    error instanceof BackgroundBusyError
-  ) {
-    request.log.warn({ err: error }, 'answered 503: a dependency is unavailable or saturated');
-    return sendProblem(request, reply, 'service_unavailable', {}, { 'retry-after': 2 });
-  }
-  switch (fastifyError.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return sendProblem(request, reply, 'unsupported_media_type');
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return sendProblem(request, reply, 'payload_too_large');
-  }
-  const status = fastifyError.statusCode ?? 500;
-  if (status >= 400 && status < 500) {
-    // Unreadable bodies: malformed JSON, an empty JSON body, prototype poisoning.
-    return sendProblem(request, reply, 'validation_failed', { errors: { body: ['Must be a valid JSON object.'] } });
-  }
-  request.log.error({ err: error }, 'unhandled error');
-  return sendProblem(request, reply, 'internal_error');
-}
+/** The body limit of both listeners (http/common.ts), named here too for the documents' checks. */
+export { bodyLimitBytes } from './http/common.js';
 
 const gatedStore = Symbol('store');
 
@@ -140,7 +73,14 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     credentials: true,
     methods: ['GET', 'POST'],
     allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
-    exposedHeaders: ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+    exposedHeaders: [
+      'x-request-id',
+      'retry-after',
+      'ratelimit-limit',
+      'ratelimit-remaining',
+      'ratelimit-reset',
+      'x-xsrf-token',
+    ],
     maxAge: 600,
     // A plain OPTIONS (no Origin or requested method) is answered 204 rather than with a text error.
     strictPreflight: false,
@@ -162,60 +102,12 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   return app;
 }
 
-/** Fastify with the service's options: its logger, body limit, proxy trust, request ids and validator. */
+/** Fastify with the service's options (http/common.ts), trusting a proxy when TRUST_PROXY says so. */
 function createFastify(services: Edge) {
-  const { config } = services;
-  return Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
-    loggerInstance: services.logger,
-    // One line per request is written by the onResponse hook below instead.
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: bodyLimitBytes,
-    // A request read while the service shuts down is served like any other (with Connection:
-    // close), never refused: the listener is closed by then, so no new ones arrive.
-    return503OnClosing: false,
-    // Behind a proxy, trust only the hop next to us: the address it saw, not what the client claims.
-    trustProxy: config.trustProxy ? (_address: string, hop: number) => hop < 1 : false,
-    requestIdHeader: false,
-    genReqId: (request) => {
-      const given = request.headers['x-request-id'];
-      return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID();
-    },
-    // Requests Fastify refuses before routing (a path whose percent-encoding does not decode) get a
-    // problem document like everything else, not the framework's own error body.
-    frameworkErrors: (_error, request, reply) => {
-      setCommonHeaders(request, reply);
-      void sendProblem(request, reply, 'not_found');
-    },
-    ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  return createServiceFastify(services.logger, { trustProxy: services.config.trustProxy });
 }
 
 type App = ReturnType<typeof createFastify>;
-
-/**
- * Only JSON bodies are accepted; Fastify would otherwise also parse text/plain. An empty JSON body
- * counts as no body, since clients send the header on body-less POSTs such as logout. Every body is
- * read strictly as UTF-8 and every string in it must be well-formed Unicode, here once for all
- * routes, so that no two different inputs reach a hash or the database as one.
- */
-function acceptJsonOnly(app: App): void {
-  app.removeContentTypeParser(['text/plain', 'application/json']);
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
-    const text = decodeUtf8(bytes as Buffer);
-    if (text === null) {
-      done(new ProblemError('validation_failed', { errors: { body: ['Must be UTF-8 text.'] } }), undefined);
-    } else if (text === '') {
-      done(null, undefined);
-    } else {
-      parseJson(request, text, (error, body) => {
-        const errors = error ? {} : illFormedTextErrors(body);
-        if (Object.keys(errors).length > 0) done(new ProblemError('validation_failed', { errors }), undefined);
-        else done(error, body);
-      });
-    }
-  });
-}
 
 /** The client key, the common headers, the draining signal and the request log, for every request. */
 function addRequestHooks(app: App, services: Edge): void {
@@ -267,6 +159,7 @@ async function registerRoutes(app: App, services: Edge, scopes: ScopeDeps): Prom
     registrationRoutes,
     recoveryRoutes,
     passwordSignInRoutes,
+    forwardAuthRoutes,
     identityRoutes,
     erasureRoutes,
     accountRoutes,

@@ -1,5 +1,5 @@
 import { secondsBefore, type Clock } from './clock.js';
-import { deleteInBatch, type Queryable } from './storage/database.js';
+import { deleteInBatch, erasedValue, type Queryable } from './storage/database.js';
 
 export const auditEvents = [
   'customer.registered',
@@ -145,9 +145,16 @@ async function insertAudit(db: Queryable, batch: PendingEntry[]): Promise<void> 
   );
 }
 
-/** Writes one entry now, outside the trail's queue: for the command line, which has no queue to flush. */
-export async function writeAuditEntry(db: Queryable, clock: Clock, entry: AuditEntry): Promise<void> {
-  await insertAudit(db, [{ ...entry, occurredAt: clock.now() }]);
+/**
+ * Writes one entry at once, outside any request and the trail's queue (an operator's command,
+ * which has no queue to flush): there is no client address or request id.
+ */
+export async function writeAuditEntry(
+  db: Queryable,
+  clock: Clock,
+  entry: Pick<AuditEntry, 'event' | 'customerId' | 'details'>,
+): Promise<void> {
+  await insertAudit(db, [{ ...entry, clientAddress: null, requestId: null, occurredAt: clock.now() }]);
 }
 
 /**
@@ -162,7 +169,7 @@ export async function scrubAuditIdentity(tx: Queryable, customerId: string, iden
                                                          THEN to_jsonb($3::text) ELSE value END)
                          FROM jsonb_each(details))
       WHERE customer_id = $1 AND strpos(lower(details::text), lower($2)) > 0`,
-    [customerId, identityValue, '(erased)'],
+    [customerId, identityValue, erasedValue],
   );
 }
 
@@ -190,22 +197,6 @@ export interface AuditRecord {
   client_address: string | null;
   request_id: string | null;
   details: Record<string, string>;
-}
-
-/**
- * Writes one entry at once, outside any request (an operator's command): there is no client
- * address or request id, and no queue to wait for.
- */
-export async function recordAuditNow(
-  db: Queryable,
-  clock: Clock,
-  entry: Pick<AuditEntry, 'event' | 'customerId' | 'details'>,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO audit_events (occurred_at, event, customer_id, client_address, request_id, details)
-     VALUES ($1, $2, $3, NULL, NULL, $4::text::jsonb)`,
-    [clock.now(), entry.event, entry.customerId ?? null, JSON.stringify(entry.details ?? {})],
-  );
 }
 
 /** Newest first. */

@@ -109,11 +109,18 @@ export interface Config {
   /** NODE_ENV is not production: the log transport also prints each message's subject as a plain line. */
   development: boolean;
   cookieSecure: boolean;
+  /**
+   * COOKIE_DOMAIN: the parent domain the session and XSRF-TOKEN cookies are set for, so a
+   * frontend on a sibling host can read the token; undefined: host-only cookies.
+   */
+  cookieDomain: string | undefined;
   sessionCookieName: string;
   corsAllowedOrigins: string[];
   webauthn: WebAuthnSettings;
   /** Where Prometheus metrics are served; undefined: not served. */
   metrics: { port: number; host: string } | undefined;
+  /** The admin listener; undefined (not started) without ADMIN_TOKENS or INTROSPECTION_TOKENS. */
+  admin: AdminListenerConfig | undefined;
   /** Serve the sign-in page at `/`. */
   signInPage: boolean;
   trustProxy: boolean;
@@ -123,6 +130,139 @@ export interface Config {
    * so load balancers stop sending before the listener closes; all of it ends by `timeoutSeconds`.
    */
   shutdown: { delaySeconds: number; timeoutSeconds: number };
+  /** Variables set that are no setting but look like a mistyped one: warned of at start, else ignored. */
+  nearMisses: NearMiss[];
+}
+
+/** Every variable loadConfig reads. */
+export const configurationVariables: readonly string[] = [
+  'PORT',
+  'HOST',
+  'NODE_ENV',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'DATABASE_CA_FILE',
+  'DATABASE_POOL_SIZE',
+  'REDIS_URL',
+  'REDIS_KEY_PREFIX',
+  'REDIS_CA_FILE',
+  'SEARCH_URL',
+  'APP_SECRET',
+  'APP_SECRET_PREVIOUS',
+  'HASH_THREADS',
+  'PLATFORM_NAME',
+  'STORE_NAME',
+  'STORE_IDENTITY_MODE',
+  'STORE_VERIFICATION_REQUIRED',
+  'SMTP_URL',
+  'MAIL_FROM',
+  'SMTP_CA_FILE',
+  'SMS_WEBHOOK_URL',
+  'SMS_WEBHOOK_SECRET',
+  'DELIVERY_LOG_IN_PRODUCTION',
+  'SMS_ALLOWED_COUNTRY_CODES',
+  'DELIVERY_BUDGET_PER_HOUR',
+  'DELIVERY_RETRY_BASE_SECONDS',
+  'DELIVERY_WINDOW_SECONDS',
+  'COOKIE_SECURE',
+  'COOKIE_DOMAIN',
+  'SESSION_COOKIE_NAME',
+  'CORS_ALLOWED_ORIGINS',
+  'WEBAUTHN_RP_ID',
+  'WEBAUTHN_ORIGINS',
+  'TRUST_PROXY',
+  'SIGN_IN_PAGE',
+  'METRICS_PORT',
+  'METRICS_HOST',
+  'ADMIN_PORT',
+  'ADMIN_HOST',
+  'ADMIN_TOKENS',
+  'INTROSPECTION_TOKENS',
+  'LOG_LEVEL',
+  'SESSION_RETENTION_DAYS',
+  'CODE_RETENTION_DAYS',
+  'MESSAGE_RETENTION_DAYS',
+  'FAILED_MESSAGE_RETENTION_DAYS',
+  'AUDIT_RETENTION_DAYS',
+  'JANITOR_INTERVAL_SECONDS',
+  'SHUTDOWN_DELAY_SECONDS',
+  'SHUTDOWN_TIMEOUT_SECONDS',
+];
+
+/**
+ * The admin listener (ADMIN_PORT, ADMIN_HOST): a port of its own, never the customer's, and the
+ * bearer tokens that may call it, several per variable so one can be rotated out.
+ */
+export interface AdminListenerConfig {
+  port: number;
+  host: string;
+  /** ADMIN_TOKENS: may call every admin route. */
+  adminTokens: string[];
+  /** INTROSPECTION_TOKENS: may call only the session introspection (and read the admin API document). */
+  introspectionTokens: string[];
+}
+
+/** A variable that is no setting, and the setting it is one or two letters away from. */
+export interface NearMiss {
+  variable: string;
+  resembles: string;
+}
+
+/**
+ * Edits (insertions, deletions, substitutions, swaps of two neighbours) from `a` to `b`, counting
+ * only up to `limit`: anything further is `limit + 1`. Damerau–Levenshtein, optimal string alignment.
+ */
+export function editDistance(a: string, b: string, limit = 2): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let before: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let value = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) value = Math.min(value, before[j - 2]! + 1);
+      current.push(value);
+    }
+    [before, previous] = [previous, current];
+  }
+  return Math.min(previous[b.length]!, limit + 1);
+}
+
+/** What the start says of a near miss, naming the setting it resembles. */
+export function nearMissWarning({ variable, resembles }: NearMiss): string {
+  const fallback =
+    resembles === 'DATABASE_URL' ? ' (without DATABASE_URL the embedded PostgreSQL server in DATA_DIR is used)' : '';
+  return `${variable} is not a setting of storefront-auth and is ignored: did you mean ${resembles}?${fallback}`;
+}
+
+// Shorter names are too near too much else (PORT and HOST are four letters from many a word).
+const minNearMissLength = 6;
+
+/**
+ * The variables that are not settings but one or two edits from one (`DATABSE_URL`,
+ * `REDIS_ULR`, `database_url`), each with the setting it resembles most. Without it the mistake
+ * is silent: a mistyped DATABASE_URL starts the embedded server instead. Only names of six
+ * characters or more made like ours (letters, digits, `_`) are compared, so a machine's usual
+ * variables (PATH, HOME, HOSTNAME, …) pass unremarked.
+ */
+export function nearMissVariables(env: Env): NearMiss[] {
+  const known = new Set(configurationVariables);
+  const candidates = configurationVariables.filter((name) => name.length >= minNearMissLength);
+  const found: NearMiss[] = [];
+  for (const variable of Object.keys(env).sort()) {
+    if (known.has(variable) || variable.length < minNearMissLength || !/^[A-Za-z][A-Za-z0-9_]*$/.test(variable))
+      continue;
+    const name = variable.toUpperCase();
+    let nearest: { resembles: string; distance: number } | undefined;
+    for (const candidate of candidates) {
+      const distance = editDistance(name, candidate);
+      if (distance <= 2 && (nearest === undefined || distance < nearest.distance))
+        nearest = { resembles: candidate, distance };
+    }
+    if (nearest !== undefined) found.push({ variable, resembles: nearest.resembles });
+  }
+  return found;
 }
 
 /** The relying party passkeys are made for, and the pages allowed to use them. */
@@ -492,7 +632,7 @@ export function loadConfig(env: Env = process.env): Config {
   const appSecretPrevious = readPreviousSecrets(env, 'APP_SECRET_PREVIOUS', appSecret);
   const smsWebhook = readSmsWebhook(env);
   const production = read(env, 'NODE_ENV') === 'production';
-  const { cookieSecure, sessionCookieName } = readSessionCookie(env, production);
+  const { cookieSecure, cookieDomain, sessionCookieName } = readSessionCookie(env, production);
   const shutdown = readShutdown(env);
   const database = readDatabase(env, databaseServer, appSecret);
   // Read in development too, so a mistyped value is found before production.
@@ -500,6 +640,7 @@ export function loadConfig(env: Env = process.env): Config {
   const corsAllowedOrigins = readOrigins(env, 'CORS_ALLOWED_ORIGINS');
   const webauthn = readWebAuthn(env, corsAllowedOrigins);
   const initialStore = readInitialStore(env);
+  const metrics = readMetricsAddress(env);
 
   return {
     port,
@@ -528,11 +669,13 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryLogAllowed: !production || deliveryLogInProduction,
     development: !production,
     cookieSecure,
+    cookieDomain,
     sessionCookieName,
     corsAllowedOrigins,
     webauthn,
     signInPage: readBoolean(env, 'SIGN_IN_PAGE', true),
-    metrics: readMetricsAddress(env),
+    metrics,
+    admin: readAdminListener(env, port, metrics),
     trustProxy: readBoolean(env, 'TRUST_PROXY', false),
     logLevel: readChoice(
       env,
@@ -541,6 +684,7 @@ export function loadConfig(env: Env = process.env): Config {
       'info',
     ),
     shutdown,
+    nearMisses: nearMissVariables(env),
   };
 }
 
@@ -561,6 +705,72 @@ function readMetricsAddress(env: Env): Config['metrics'] {
   };
 }
 
+/**
+ * A comma-separated list of bearer tokens, several so one can be rotated out. Each is a secret at
+ * least as long as APP_SECRET, in the characters an `Authorization: Bearer` header carries (RFC
+ * 6750's token68); errors name a token by its place, never by its value.
+ */
+function readTokens(env: Env, name: string): string[] {
+  const text = read(env, name);
+  if (text === undefined) return [];
+  const tokens = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  tokens.forEach((token, index) => {
+    const which = `token ${index + 1} of ${tokens.length}`;
+    if (token.length < minSecretLength) {
+      throw new ConfigError(name, `${which} must be at least ${minSecretLength} characters`);
+    }
+    if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) {
+      throw new ConfigError(name, `${which} may hold only letters, digits and -._~+/ (and = at its end)`);
+    }
+  });
+  return tokens;
+}
+
+/**
+ * The admin listener, started only when a token may call it. Its address is read even without
+ * one, so a mistyped port stops the start before the day tokens are added; set without any token,
+ * it is a mistake, since nothing would listen there.
+ */
+function readAdminListener(env: Env, servicePort: number, metrics: Config['metrics']): Config['admin'] {
+  const port = readNumber(env, 'ADMIN_PORT', 3001, { min: 0, max: maxPort, integer: true });
+  const host = read(env, 'ADMIN_HOST') ?? '127.0.0.1';
+  const adminTokens = readTokens(env, 'ADMIN_TOKENS');
+  const introspectionTokens = readTokens(env, 'INTROSPECTION_TOKENS');
+  if (adminTokens.length === 0 && introspectionTokens.length === 0) {
+    for (const name of ['ADMIN_PORT', 'ADMIN_HOST']) {
+      if (read(env, name) !== undefined) {
+        throw new ConfigError(
+          name,
+          'is set, but the admin listener starts only with ADMIN_TOKENS or INTROSPECTION_TOKENS',
+        );
+      }
+    }
+    return undefined;
+  }
+  // A token in both lists would have two roles; the narrower one would be a promise not kept.
+  const both = introspectionTokens.findIndex((token) => adminTokens.includes(token));
+  if (both >= 0) {
+    throw new ConfigError(
+      'INTROSPECTION_TOKENS',
+      `token ${both + 1} is also in ADMIN_TOKENS: give each token one role`,
+    );
+  }
+  // The admin routes are never served where shoppers reach the service (0 is a free port each).
+  if (port !== 0 && port === servicePort) {
+    throw new ConfigError(
+      'ADMIN_PORT',
+      `is the customer port (PORT=${port}): the admin listener needs a port of its own`,
+    );
+  }
+  if (port !== 0 && port === metrics?.port) {
+    throw new ConfigError('ADMIN_PORT', `is the metrics port (METRICS_PORT=${port}): choose another`);
+  }
+  return { port, host, adminTokens, introspectionTokens };
+}
+
 /** The SMS hook and the secret that signs its requests: both or neither. */
 function readSmsWebhook(env: Env): Config['smsWebhook'] {
   const url = readUrl(env, 'SMS_WEBHOOK_URL', ['https:', 'http:']);
@@ -576,17 +786,40 @@ function readSmsWebhook(env: Env): Config['smsWebhook'] {
   return { url, secret };
 }
 
-function readSessionCookie(env: Env, production: boolean): Pick<Config, 'cookieSecure' | 'sessionCookieName'> {
+function readSessionCookie(
+  env: Env,
+  production: boolean,
+): Pick<Config, 'cookieSecure' | 'cookieDomain' | 'sessionCookieName'> {
   const cookieSecure = readBoolean(env, 'COOKIE_SECURE', production);
+  const cookieDomain = readCookieDomain(env);
+  // A __Host- cookie may not name a Domain, so a cookie for a parent domain is __Secure- instead.
+  const securePrefix = cookieDomain === undefined ? '__Host-' : '__Secure-';
   const sessionCookieName =
-    read(env, 'SESSION_COOKIE_NAME') ?? (cookieSecure ? '__Host-storefront_session' : 'storefront_session');
+    read(env, 'SESSION_COOKIE_NAME') ?? (cookieSecure ? `${securePrefix}storefront_session` : 'storefront_session');
   if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(sessionCookieName)) {
     throw new ConfigError('SESSION_COOKIE_NAME', 'is not a valid cookie name');
   }
-  if (sessionCookieName.startsWith('__Host-') && !cookieSecure) {
-    throw new ConfigError('SESSION_COOKIE_NAME', 'a __Host- cookie needs COOKIE_SECURE=true');
+  if (/^__(Host|Secure)-/.test(sessionCookieName) && !cookieSecure) {
+    throw new ConfigError('SESSION_COOKIE_NAME', 'a __Host- or __Secure- cookie needs COOKIE_SECURE=true');
   }
-  return { cookieSecure, sessionCookieName };
+  if (sessionCookieName.startsWith('__Host-') && cookieDomain !== undefined) {
+    throw new ConfigError(
+      'SESSION_COOKIE_NAME',
+      'a __Host- cookie cannot be set for COOKIE_DOMAIN; use a __Secure- name',
+    );
+  }
+  return { cookieSecure, cookieDomain, sessionCookieName };
+}
+
+/** A host name such as shop.example (a leading dot is dropped): no scheme, port, path or wildcard. */
+function readCookieDomain(env: Env): string | undefined {
+  const value = read(env, 'COOKIE_DOMAIN')?.toLowerCase().replace(/^\./, '');
+  if (value === undefined) return undefined;
+  const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+  if (value.length > 253 || !new RegExp(`^${label}(?:\\.${label})*$`).test(value)) {
+    throw new ConfigError('COOKIE_DOMAIN', 'must be a host name such as shop.example, without scheme, port or path');
+  }
+  return value;
 }
 
 function readShutdown(env: Env): Config['shutdown'] {

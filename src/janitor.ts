@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { deleteOldAuditEvents } from './audit.js';
-import { deleteFinishedChallenges } from './auth/codes.js';
-import { deleteOldKnownDevices, knownDeviceDays } from './auth/known-devices.js';
-import { deleteExpiredPasskeyChallenges } from './auth/passkey-challenges.js';
-import { deleteExpiredSessions } from './auth/sessions.js';
+import { deleteFinishedChallenges } from './auth/tables/codes.js';
+import { deleteOldKnownDevices, knownDeviceDays } from './auth/tables/known-devices.js';
+import { deleteExpiredPasskeyChallenges } from './auth/tables/passkey-challenges.js';
+import { deleteExpiredSessions } from './auth/tables/sessions.js';
 import type { Clock } from './clock.js';
 import type { RetentionSettings } from './config.js';
 import { deleteFinishedMessages } from './delivery/outbox.js';

@@ -4,8 +4,9 @@ import net from 'node:net';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
+import { buildAdminApp } from './http/admin/app.js';
 import { startMetricsServer } from './http/metrics-server.js';
-import type { Config } from './config.js';
+import { nearMissWarning, type Config } from './config.js';
 import { IdleCollector, processHeap } from './idle-collection.js';
 import { createLogger, openServices, type Services } from './services.js';
 import { DataFolderBusyError } from './storage/embedded-postgres.js';
@@ -75,6 +76,7 @@ function folderBusy(error: DataFolderBusyError): StartupError {
 
 const servicePort = { port: 'PORT', host: 'HOST' };
 const metricsPort = { port: 'METRICS_PORT', host: 'METRICS_HOST' };
+const adminPort = { port: 'ADMIN_PORT', host: 'ADMIN_HOST' };
 
 type MetricsServer = Awaited<ReturnType<typeof startMetricsServer>>;
 
@@ -84,6 +86,8 @@ interface Running {
   logger: FastifyBaseLogger;
   services: Services;
   app: FastifyInstance;
+  /** The admin listener's app, when ADMIN_TOKENS or INTROSPECTION_TOKENS asks for one. */
+  admin: FastifyInstance | undefined;
   metrics: MetricsServer | undefined;
   idleCollector: IdleCollector;
 }
@@ -97,9 +101,13 @@ function closeServer(server: http.Server | undefined): Promise<void> {
 
 /** Runs the service until SIGTERM or SIGINT, then drains and closes everything it opened. */
 export async function serve(config: Config): Promise<void> {
+  const logger = createLogger({ level: config.logLevel });
+  for (const { variable, resembles } of config.nearMisses) {
+    logger.warn({ variable, resembles }, nearMissWarning({ variable, resembles }));
+  }
   await assertCanListen(servicePort, config.port, config.host);
   if (config.metrics !== undefined) await assertCanListen(metricsPort, config.metrics.port, config.metrics.host);
-  const logger = createLogger({ level: config.logLevel });
+  if (config.admin !== undefined) await assertCanListen(adminPort, config.admin.port, config.admin.host);
   let services: Services;
   try {
     services = await openServices(config, logger);
@@ -111,9 +119,16 @@ export async function serve(config: Config): Promise<void> {
     await services.close();
     throw error;
   });
+  const admin =
+    config.admin === undefined
+      ? undefined
+      : await buildAdminApp(services).catch(async (error: unknown) => {
+          await services.close();
+          throw error;
+        });
   const metrics = await startMetrics(services, config.metrics, logger);
   const idleCollector = new IdleCollector(processHeap(), logger);
-  const shutdown = shutdownOnce({ config, logger, services, app, metrics, idleCollector });
+  const shutdown = shutdownOnce({ config, logger, services, app, admin, metrics, idleCollector });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 
@@ -125,18 +140,40 @@ export async function serve(config: Config): Promise<void> {
     await services.close();
     throw listenError(error, servicePort, config.port, config.host) ?? error;
   }
+  const adminAddress = await listenAdmin(admin, config.admin, async () => {
+    await app.close();
+    metrics?.server.close();
+    await services.close();
+  });
   idleCollector.start();
   const store = await services.store.get();
+  // One line names both addresses, so the admin one is found beside the customer one (ADMIN_PORT=0 too).
   logger.info(
     {
       address,
+      ...(adminAddress === undefined ? {} : { admin: adminAddress }),
       mode: config.database.mode === 'embedded' ? 'embedded' : 'postgres',
       store: store.name,
       identity_mode: store.identityMode,
       status: store.status,
     },
-    `Storefront Auth listening on ${address}`,
+    `Storefront Auth listening on ${address}${adminAddress === undefined ? '' : `, admin API on ${adminAddress}`}`,
   );
+}
+
+/** The admin listener, once the customer one listens; a failure to listen closes everything opened before. */
+async function listenAdmin(
+  admin: FastifyInstance | undefined,
+  address: Config['admin'],
+  closeOpened: () => Promise<void>,
+): Promise<string | undefined> {
+  if (admin === undefined || address === undefined) return undefined;
+  try {
+    return await admin.listen({ port: address.port, host: address.host });
+  } catch (error) {
+    await closeOpened();
+    throw listenError(error, adminPort, address.port, address.host) ?? error;
+  }
 }
 
 /** The metrics listener when METRICS_PORT asks for one; a failure to listen closes the services. */
@@ -180,7 +217,7 @@ function shutdownOnce(running: Running): (signal: NodeJS.Signals) => void {
  * already received, finish background work, close the pools last. All of it within the timeout.
  */
 async function drain(running: Running, signal: NodeJS.Signals, delaying: (end: () => void) => void): Promise<void> {
-  const { config, logger, services, app, metrics, idleCollector } = running;
+  const { config, logger, services, app, admin, metrics, idleCollector } = running;
   const startedMs = performance.now();
   const progress: { stage: ShutdownStage } = { stage: 'delay' };
   const cut = cutWhenTimedOut(running, progress, startedMs);
@@ -210,7 +247,9 @@ async function drain(running: Running, signal: NodeJS.Signals, delaying: (end: (
   );
   // Closes the listener and idle keep-alive connections, then waits for every request in
   // flight, those queued for a hashing thread included; their answers say Connection: close.
-  await app.close();
+  // The admin listener closes alongside: backends keep introspecting through the drain delay, as
+  // the shoppers' requests they serve are still being answered.
+  await Promise.all([app.close(), admin?.close()]);
   await closeServer(metrics?.server);
 
   progress.stage = 'background and pools';

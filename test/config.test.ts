@@ -3,7 +3,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError, loadConfig, type CountersConfig } from '../src/config.js';
+import {
+  ConfigError,
+  configurationVariables,
+  editDistance,
+  loadConfig,
+  nearMissVariables,
+  nearMissWarning,
+  type CountersConfig,
+} from '../src/config.js';
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 import { parseRedisClusterUrl } from '../src/storage/redis-address.js';
 
@@ -394,5 +402,72 @@ describe('configuration', () => {
       assert.equal(query.variable, 'SMTP_URL');
       assert.match(query.message, /takes no query parameters/);
     });
+  });
+});
+
+describe('a variable one or two letters off a setting', () => {
+  test('is reported with the setting it resembles, and a mistyped DATABASE_URL still means embedded mode', () => {
+    const config = loadConfig({ DATABSE_URL: 'postgres://auth@db:5432/storefront', DATA_DIR: '/tmp/sfa-near-miss' });
+    assert.equal(config.database.mode, 'embedded');
+    assert.deepEqual(config.nearMisses, [{ variable: 'DATABSE_URL', resembles: 'DATABASE_URL' }]);
+    assert.match(nearMissWarning(config.nearMisses[0]!), /DATABSE_URL .*ignored.*did you mean DATABASE_URL\?/);
+  });
+
+  test('swapped, missing, extra and changed letters, and a lower-case name, are caught', () => {
+    assert.deepEqual(
+      nearMissVariables({
+        REDIS_ULR: '',
+        APP_SECRT: '',
+        SMTP_URLS: '',
+        LOG_LEVLE: '',
+        database_url: '',
+        TRUST_PROXYS: '',
+      }),
+      [
+        { variable: 'APP_SECRT', resembles: 'APP_SECRET' },
+        { variable: 'LOG_LEVLE', resembles: 'LOG_LEVEL' },
+        { variable: 'REDIS_ULR', resembles: 'REDIS_URL' },
+        { variable: 'SMTP_URLS', resembles: 'SMTP_URL' },
+        { variable: 'TRUST_PROXYS', resembles: 'TRUST_PROXY' },
+        { variable: 'database_url', resembles: 'DATABASE_URL' },
+      ],
+    );
+  });
+
+  test('the settings themselves, short names and a machine’s usual variables are left alone', () => {
+    const usual = [
+      ...['PATH', 'HOME', 'HOSTNAME', 'HOSTTYPE', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'TERM'],
+      ...['COLORTERM', 'PWD', 'OLDPWD', 'SHLVL', 'TMPDIR', 'EDITOR', 'PAGER', 'DISPLAY', 'MAIL', 'MAILPATH'],
+      ...['TZ', 'NODE_OPTIONS', 'NODE_PATH', 'NODE_VERSION', 'NODE_EXTRA_CA_CERTS', 'XDG_RUNTIME_DIR', 'XDG_DATA_DIRS'],
+      ...['SSH_AUTH_SOCK', 'DEBIAN_FRONTEND', 'JAVA_HOME', 'GOPATH', 'PYTHONPATH', 'HISTSIZE', 'INIT_CWD'],
+      ...['KUBERNETES_SERVICE_HOST', 'KUBERNETES_PORT', 'PGHOST', 'PGUSER', 'PGPASSWORD', 'PGDATABASE', 'PGDATA'],
+      ...['REDIS_HOST', 'REDIS_PORT', 'SMTP_HOST', 'SMTP_PORT', 'SMTP_USER', 'DATABASE_HOST', 'MAIL_HOST'],
+      ...['npm_config_cache', 'npm_lifecycle_event', 'npm_package_name', 'npm_execpath', 'npm_node_execpath'],
+      ...['STOREFRONT_TEST_SERVER_URL', 'STOREFRONT_TEST_DIRECT_URL', 'CHROMIUM_PATH', 'SCREENSHOT_DIR'],
+    ];
+    const env = Object.fromEntries([...usual, ...configurationVariables].map((name) => [name, 'x']));
+    assert.deepEqual(nearMissVariables(env), []);
+    // Under six characters a name is near too much else: PORTS is no mistake for PORT worth a warning.
+    assert.deepEqual(nearMissVariables({ PORTS: '', HOSTS: '', HOSTED: '', PORTAL: '' }), []);
+    assert.deepEqual(loadConfig({}).nearMisses, []);
+  });
+
+  test('the edit distance counts a swap of neighbours as one edit, and stops counting past the limit', () => {
+    assert.equal(editDistance('DATABASE_URL', 'DATABASE_URL'), 0);
+    assert.equal(editDistance('REDIS_ULR', 'REDIS_URL'), 1);
+    assert.equal(editDistance('DATABSE_URL', 'DATABASE_URL'), 1);
+    assert.equal(editDistance('APP_SECRT', 'APP_SECRET'), 1);
+    assert.equal(editDistance('SMTP_URI', 'SMTP_URL'), 1);
+    assert.equal(editDistance('DTAABSE_URL', 'DATABASE_URL'), 2);
+    assert.equal(editDistance('HOSTNAME', 'HOST'), 3, 'past the limit of 2');
+    assert.equal(editDistance('LOG_FORMAT', 'LOG_LEVEL', 10), 6, 'counted in full under a higher limit');
+  });
+
+  test('every variable src/config.ts reads is in configurationVariables, and only those', () => {
+    const source = fs
+      .readFileSync(path.join(import.meta.dirname, '..', 'src', 'config.ts'), 'utf8')
+      .replace(/export const configurationVariables[\s\S]*?\n\];/, '');
+    const read = new Set([...source.matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)'/g)].map(([, name]) => name!));
+    assert.deepEqual([...read].sort(), [...configurationVariables].sort());
   });
 });

@@ -4,9 +4,9 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { bodyLimitBytes } from '../src/app.js';
-import { codeLifetimeSeconds, maxCodeAttempts } from '../src/auth/codes.js';
-import { maxPasswordLength, minPasswordLength } from '../src/auth/password.js';
-import { sessionAbsoluteLifetimeSeconds, sessionIdleTimeoutSeconds } from '../src/auth/sessions.js';
+import { maxPasswordLength, minPasswordLength } from '../src/auth/rules/password.js';
+import { codeLifetimeSeconds, maxCodeAttempts } from '../src/auth/tables/codes.js';
+import { sessionAbsoluteLifetimeSeconds, sessionIdleTimeoutSeconds } from '../src/auth/tables/sessions.js';
 import { problemCatalogue } from '../src/http/problems.js';
 import { limits } from '../src/http/rate-limit.js';
 

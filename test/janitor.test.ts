@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { consumeChallenge, issueChallenge } from '../src/auth/codes.js';
-import { createArgon2Hasher, testArgon2 } from '../src/auth/password.js';
-import { createSession, findSessionCustomer, hashSessionId } from '../src/auth/sessions.js';
+import { createArgon2Hasher } from '../src/auth/rules/password.js';
+import { consumeChallenge, issueChallenge } from '../src/auth/tables/codes.js';
+import { createSession, findSessionCustomer, hashSessionId } from '../src/auth/tables/sessions.js';
 import { runAdminCommand } from '../src/cli/commands.js';
 import { ConfigError, defaultRetention, loadConfig } from '../src/config.js';
 import { enqueueMessage } from '../src/delivery/outbox.js';
@@ -14,6 +14,7 @@ import type { Database, Queryable } from '../src/storage/database.js';
 import { MemoryCounterStore } from '../src/storage/counters.js';
 import { migrate } from '../src/storage/migrations.js';
 import { openPostgres } from '../src/storage/postgres.js';
+import { testArgon2 } from './helpers/argon2.js';
 import { FakeClock } from './helpers/clock.js';
 import { openTestDatabase, truncateAll, type TestDatabase } from './helpers/database.js';
 import { capturingLogger } from './helpers/logs.js';
@@ -68,8 +69,9 @@ describe('the janitor', () => {
   test('a session is deleted one day after it ended, by idle timeout or by absolute lifetime alike', async () => {
     const { clock, moveTo } = timeline();
     const customerId = await insertCustomer(clock.now());
-    const idle = (await createSession(db, clock, customerId, 1))!; // never used again: ends at 14 days
-    const busy = (await createSession(db, clock, customerId, 1))!; // used every 10 days: ends at 30 days
+    const opening = { customerId, credentialVersion: 1 };
+    const idle = (await createSession(db, clock, opening))!.session; // never used again: ends at 14 days
+    const busy = (await createSession(db, clock, opening))!.session; // used every 10 days: ends at 30 days
     const pass = () => prune({ db, clock, retention: defaultRetention });
     const stored = () => ids('SELECT id_hash AS id FROM sessions');
     for (const offset of [10, 20, 28]) {

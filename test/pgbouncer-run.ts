@@ -12,10 +12,19 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { testDirectUrlVariable } from './helpers/database.js';
 import { startPgBouncer, testPoolerAdminVariable } from './helpers/pgbouncer.js';
+import { prepareMachine } from './helpers/prerequisites.js';
 import { repoRoot } from './helpers/service-process.js';
 
 const upstream = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+// PgBouncer and the servers behind it first; test/run.ts checks what the suites need besides.
+const missing = await prepareMachine(['test/pgbouncer-run.ts'], {
+  env: { ...process.env, DATABASE_URL: upstream, REDIS_URL: redisUrl },
+});
+if (missing !== undefined) {
+  process.stderr.write(`test/pgbouncer-run.ts: no test was run. ${missing}`);
+  process.exit(1);
+}
 const bouncer = await startPgBouncer({ upstream });
 const database = decodeURIComponent(new URL(upstream).pathname.slice(1)) || 'postgres';
 process.stdout.write(`PgBouncer (transaction mode) on 127.0.0.1:${bouncer.port} in front of ${upstream}\n`);

@@ -3,6 +3,12 @@
  * global setup), hands its URL to the test files, each of which makes a database of its own on it,
  * and removes the server afterwards. With DATABASE_URL set, the files use that server instead.
  *
+ * Before anything starts it checks what the chosen files need of the machine
+ * (helpers/prerequisites.ts): the programs their suites spawn (openssl, redis-server, redis-cli,
+ * PgBouncer), installed here when the run may (root on Debian or Ubuntu, with apt-get), and the
+ * servers the run is pointed at (DATABASE_URL, REDIS_URL or the machine's Redis). When one is
+ * missing it stops within seconds, exit 1, naming what to install or start.
+ *
  *   node --import tsx test/run.ts [test files…]   (default: every test/**\/*.test.ts)
  */
 import { spawn } from 'node:child_process';
@@ -10,6 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from './helpers/service-process.js';
 import { startTestServer, testServerUrlVariable, type TestServer } from './helpers/embedded-server.js';
+import { prepareMachine } from './helpers/prerequisites.js';
 
 const given = process.argv.slice(2);
 const files =
@@ -19,6 +26,12 @@ const files =
         .filter((file) => file.endsWith('.test.ts'))
         .map((file) => path.join('test', file))
         .sort();
+
+const missing = await prepareMachine(files);
+if (missing !== undefined) {
+  process.stderr.write(`test/run.ts: no test was run. ${missing}`);
+  process.exit(1);
+}
 
 let testServer: TestServer | undefined;
 const env = { ...process.env };

@@ -3,7 +3,7 @@ import type { IdentityMode } from '../config.js';
 import type { Channel } from '../delivery/message.js';
 import type { Keys } from '../keys.js';
 import type { Database } from '../storage/database.js';
-import type { PasswordHasher } from './password.js';
+import type { PasswordHasher } from './rules/password.js';
 
 /**
  * What the auth flows may touch. Each flow names the parts it uses (`Pick<AuthDeps, …>`), so a

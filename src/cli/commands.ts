@@ -1,17 +1,18 @@
-import { listAudit, recordAuditNow, writeAuditEntry, type AuditEvent } from '../audit.js';
-import { eraseAccount } from '../auth/erasure.js';
+import { listAudit, writeAuditEntry, type AuditEvent } from '../audit.js';
+import { eraseAccount } from '../auth/flows/erasure.js';
 import type { Keys } from '../keys.js';
 import type { Clock } from '../clock.js';
 import { defaultRetention, deliveryProblem, type Config, type RetentionSettings } from '../config.js';
-import { countCustomers, findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/customers.js';
-import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions } from '../auth/sessions.js';
-import { listPasskeys, removePasskey } from '../auth/passkeys.js';
-import { normalizeIdentity } from '../auth/identity.js';
+import { countCustomers, findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/tables/customers.js';
+import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions } from '../auth/tables/sessions.js';
+import { listPasskeys, removePasskey } from '../auth/tables/passkeys.js';
+import { parseIdentity } from '../auth/rules/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
 import { prune, PruneError } from '../janitor.js';
 import type { Database } from '../storage/database.js';
 import { migrate } from '../storage/migrations.js';
 import { loadStore, updateStore, type StoreChanges } from '../store/store.js';
+import { counted } from './counted.js';
 
 /** What an operator can ask for. */
 export type AdminCommand =
@@ -71,8 +72,7 @@ function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>
 async function customerNamed(db: Database, identity: string): Promise<CustomerRow | string> {
   const store = await loadStore(db);
   if (store === null) return 'no store yet: start the service once';
-  const value = normalizeIdentity(store.identityMode, identity);
-  const row = value === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+  const row = await findCustomerByIdentity(db, parseIdentity(store.identityMode, identity));
   return row ?? `no customer with ${store.identityMode} ${identity}`;
 }
 
@@ -126,7 +126,7 @@ async function setStore({ db, clock, config }: AdminDeps, command: CommandNamed<
   if (result.reason !== 'identity_mode_in_use') return noStore();
   return {
     ok: false,
-    error: `the store has ${result.customers} customers registered by its current identity mode; add --force to switch anyway (they will not be able to sign in)`,
+    error: `the store has ${counted(result.customers, 'customer')} registered by its current identity mode; add --force to switch anyway (they will not be able to sign in)`,
   };
 }
 
@@ -134,8 +134,7 @@ async function deleteCustomer({ db, clock, keys }: AdminDeps, identity: string):
   const store = await loadStore(db);
   if (store === null) return noStore();
   if (keys === undefined) return { ok: false, error: 'customer delete needs the deployment keys' };
-  const value = normalizeIdentity(store.identityMode, identity);
-  const row = value === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+  const row = await findCustomerByIdentity(db, parseIdentity(store.identityMode, identity));
   if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
   // The same erasure as the customer's own, without a password; a running service's
   // dispatcher finds the queued notice on its next poll.
@@ -144,8 +143,6 @@ async function deleteCustomer({ db, clock, keys }: AdminDeps, identity: string):
   await writeAuditEntry(db, clock, {
     event: 'account.deleted',
     customerId: row.id,
-    clientAddress: null,
-    requestId: null,
     details: { by: 'operator' },
   });
   return { ok: true, output: { id: row.id, status: 'deleted' } };
@@ -166,7 +163,7 @@ async function runCustomerCommand(
       return { ok: true, output: await listCustomerSessions(db, clock, row.id) };
     case 'customer.revoke-sessions': {
       const count = await revokeCustomerSessions(db, clock, row.id);
-      await recordAuditNow(db, clock, {
+      await writeAuditEntry(db, clock, {
         event: 'session.revoked',
         customerId: row.id,
         details: { count: String(count), by: 'operator' },
@@ -178,7 +175,7 @@ async function runCustomerCommand(
     case 'customer.remove-passkey':
       if (!(await removePasskey(db, row.id, command.id)))
         return { ok: false, error: `no passkey ${command.id} for ${command.identity}` };
-      await recordAuditNow(db, clock, {
+      await writeAuditEntry(db, clock, {
         event: 'passkey.removed',
         customerId: row.id,
         details: { passkey: command.id, by: 'operator' },
@@ -191,8 +188,8 @@ async function listAuditEntries(db: Database, command: CommandNamed<'audit.list'
   let customerId: string | undefined;
   if (command.identity !== undefined) {
     const store = await loadStore(db);
-    const value = store === null ? null : normalizeIdentity(store.identityMode, command.identity);
-    const row = value === null || store === null ? null : await findCustomerByIdentity(db, store.identityMode, value);
+    const row =
+      store === null ? null : await findCustomerByIdentity(db, parseIdentity(store.identityMode, command.identity));
     if (row === null) return { ok: false, error: `no customer with identity ${command.identity}` };
     customerId = row.id;
   }

@@ -1,9 +1,10 @@
-import { countCustomers, lockCustomers } from '../auth/customers.js';
+import { countCustomers, lockCustomers } from '../auth/tables/customers.js';
 import { attributeUnownedMessages } from '../delivery/outbox.js';
 import type { Database } from '../storage/database.js';
 import { migrations } from '../storage/migrations.js';
 import { LegacyFolderError, openLegacyFolder, type OpenOptions } from '../storage/pglite-folder.js';
 import { copyTables, type CopyProgress } from '../storage/table-copy.js';
+import { counted } from './counted.js';
 
 /**
  * `storefront-auth import <folder>`: the rows of a PGlite data folder of an earlier version, copied
@@ -63,10 +64,10 @@ export async function importLegacyFolder(
     let nextMark = progressEvery;
     const progress = ({ table, rows, done }: CopyProgress) => {
       if (done) {
-        report(`${table}: ${rows} rows`);
+        report(`${table}: ${counted(rows, 'row')}`);
         nextMark = progressEvery;
       } else if (rows >= nextMark) {
-        report(`${table}: ${rows} rows so far`);
+        report(`${table}: ${counted(rows, 'row')} so far`);
         nextMark = (Math.floor(rows / progressEvery) + 1) * progressEvery;
       }
     };
@@ -75,7 +76,7 @@ export async function importLegacyFolder(
       const customers = await countCustomers(tx);
       if (customers > 0)
         throw new ImportRefusedError(
-          `the store already holds ${customers} customer${customers === 1 ? '' : 's'}: import only into a store without customers; nothing was imported`,
+          `the store already holds ${counted(customers, 'customer')}: import only into a store without customers; nothing was imported`,
         );
       report(`reading ${folder} (migrations ${versions.join(', ')})`);
       const { copied, skipped } = await copyTables(source, tx, { progress });

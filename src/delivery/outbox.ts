@@ -1,6 +1,6 @@
 import { secondsBefore, type Clock } from '../clock.js';
 import type { Keys } from '../keys.js';
-import { deleteInBatch, type Queryable } from '../storage/database.js';
+import { deleteInBatch, erasedValue, type Queryable } from '../storage/database.js';
 import type { Channel, MessagePurpose } from './message.js';
 import { sealContent } from './seal.js';
 import { renderMessage, type SignInDetails } from './templates.js';
@@ -90,9 +90,6 @@ export async function attributeUnownedMessages(tx: Queryable): Promise<number> {
   return row?.n ?? 0;
 }
 
-/** What stands in the recipient column once an address has been erased (account deletion). */
-export const erasedRecipient = '(erased)';
-
 /**
  * Forgets a customer everywhere in the outbox, in the caller's transaction (account deletion):
  * every message about them, whatever address it went to, and every message to their current
@@ -115,7 +112,7 @@ export async function eraseCustomerMessages(
               WHERE customer_id = $1 OR (channel = $2 AND recipient = $3) FOR UPDATE) old
       WHERE o.id = old.id
       RETURNING old.dropped`,
-    [customerId, current.channel, current.recipient, erasedRecipient, clock.now()],
+    [customerId, current.channel, current.recipient, erasedValue, clock.now()],
   );
   return rows.filter((row) => row.dropped).length;
 }
@@ -214,7 +211,7 @@ export interface ClaimedMessage {
 /**
  * Leases up to `limit` due messages until `leaseEnd`, with FOR UPDATE SKIP LOCKED so instances
  * sharing the outbox never claim one message twice. Whether a message's code is still usable is
- * read in the same statement (the one read of `challenges` outside src/auth/codes.ts), so a code
+ * read in the same statement (the one read of `challenges` outside src/auth/tables/codes.ts), so a code
  * spent before the claim is never sent.
  */
 export async function claimDueMessages(
@@ -270,7 +267,7 @@ export async function markSent(db: Queryable, id: string, now: Date): Promise<vo
             sent_at = $2, updated_at = $2,
             recipient = CASE WHEN purpose = 'account_deleted' THEN $3 ELSE recipient END
       WHERE id = $1`,
-    [id, now, erasedRecipient],
+    [id, now, erasedValue],
   );
 }
 

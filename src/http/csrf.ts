@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { hashSessionId } from '../auth/sessions.js';
+import { hashSessionId } from '../auth/tables/sessions.js';
 import { ProblemError } from './problems.js';
 
 export const csrfCookieName = 'XSRF-TOKEN';
@@ -76,10 +76,10 @@ function originIsTrusted(origin: string, request: FastifyRequest, allowed: Reado
 /** docs/reference.md, CSRF: the origin check, then the token check, for browser requests with unsafe methods. */
 export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
   if (!unsafeMethods.has(request.method)) return;
+  // Only browsers can be tricked cross-site.
+  if (!fromBrowser(request)) return;
   const origin = request.headers.origin;
   const fetchSite = request.headers['sec-fetch-site'];
-  // Without either header the caller is not a browser, and only browsers can be tricked cross-site.
-  if (origin === undefined && fetchSite === undefined) return;
 
   const sameOrigin = fetchSite === 'same-origin' || fetchSite === 'none';
   if (!sameOrigin && !(origin !== undefined && originIsTrusted(origin, request, options.allowedOrigins))) {
@@ -99,11 +99,47 @@ export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
   }
 }
 
-export function setCsrfCookie(reply: FastifyReply, key: Buffer, sessionId: string | undefined, secure: boolean): void {
-  reply.setCookie(csrfCookieName, issueCsrfToken(key, sessionId), {
-    httpOnly: false, // the storefront's script reads it and echoes it in X-XSRF-TOKEN
-    sameSite: 'lax',
-    path: '/',
-    secure,
-  });
+/** Where the service's cookies go: `Secure`, and for COOKIE_DOMAIN's hosts or this host only. */
+export interface CookieSettings {
+  cookieSecure: boolean;
+  cookieDomain: string | undefined;
+}
+
+/** The path, domain and `Secure` flag every cookie the service sets shares (not the passkey challenge's). */
+export function cookieScope(settings: CookieSettings) {
+  return { path: '/', secure: settings.cookieSecure, ...(settings.cookieDomain && { domain: settings.cookieDomain }) };
+}
+
+/**
+ * Sets a fresh XSRF-TOKEN cookie and returns the token. With COOKIE_DOMAIN the cookie is the
+ * parent domain's, so a storefront's script on a sibling host can read it.
+ */
+export function setCsrfCookie(
+  reply: FastifyReply,
+  key: Buffer,
+  sessionId: string | undefined,
+  settings: CookieSettings,
+): string {
+  const token = issueCsrfToken(key, sessionId);
+  // httpOnly off: the storefront's script reads it and echoes it in X-XSRF-TOKEN.
+  reply.setCookie(csrfCookieName, token, { httpOnly: false, sameSite: 'lax', ...cookieScope(settings) });
+  return token;
+}
+
+/** Without an Origin or a Sec-Fetch-Site header the caller is not a browser. */
+function fromBrowser(request: FastifyRequest): boolean {
+  return request.headers.origin !== undefined || request.headers['sec-fetch-site'] !== undefined;
+}
+
+/**
+ * Whether a browser came to a host the cookies can be set for: with COOKIE_DOMAIN, that domain or
+ * a host under it (a browser drops a cookie whose Domain does not cover the host that set it). A
+ * server calling on an internal address passes: it relays the cookies to the browser, whose host
+ * is the storefront's.
+ */
+export function onCookieDomain(settings: CookieSettings, request: FastifyRequest): boolean {
+  const domain = settings.cookieDomain;
+  if (domain === undefined || !fromBrowser(request)) return true;
+  const host = request.hostname.toLowerCase();
+  return host === domain || host.endsWith(`.${domain}`);
 }

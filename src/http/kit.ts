@@ -1,18 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../audit.js';
-import type { CustomerRow } from '../auth/customers.js';
+import type { CustomerRow } from '../auth/tables/customers.js';
 import type { AuthDeps, FieldErrors } from '../auth/deps.js';
-import type { SignedIn } from '../auth/login.js';
+import type { SignedIn } from '../auth/rules/sign-in.js';
 import type { StoreContext } from '../store/store.js';
-import { parseIdentity, type ParsedIdentity } from '../auth/identity.js';
-import { findSessionCustomer } from '../auth/sessions.js';
+import { parseIdentity, type ParsedIdentity } from '../auth/rules/identity.js';
+import { findSessionCustomer } from '../auth/tables/sessions.js';
 import type { Edge } from './edge.js';
-import { setCsrfCookie } from './csrf.js';
-import { ProblemError, type ProblemCode } from './problems.js';
+import { ProblemError } from './problems.js';
 import { limits, type LimitHit, type LimitRule } from './rate-limit.js';
-import { AcceptedStatus, bodyProblemResponses, IdentityBody } from './schemas.js';
-import { reportSignInNotice, startSessionCookies } from './session-cookie.js';
+import { declareRoute, type Outcome, type Outcomes, type StoreFeature } from './declare.js';
+import { AcceptedStatus, IdentityBody } from './schemas.js';
+import { endSessionCookies, reportSignInNotice, startSessionCookies } from './session-cookie.js';
 import { textFields, validationErrors } from './validation.js';
 
 /**
@@ -39,9 +39,6 @@ export function authDeps(services: AuthDepsSource): AuthDeps {
   };
 }
 
-/** A part of the API that a store setting turns on: the setting's field in the store context. */
-export type StoreFeature = 'signInWithCode' | 'passkeys';
-
 /** The signed-in customer of a route declared with `session: true`, resolved by the customer scope. */
 export interface Account {
   customer: CustomerRow;
@@ -53,30 +50,6 @@ export function accountOf(request: FastifyRequest): Account {
   if (request.account === null) throw new Error(`${request.routeOptions.url ?? request.url} is not a session route`);
   return request.account;
 }
-
-/**
- * A route's OpenAPI tag, ids and words. `session` marks the account area's routes, which need the
- * session cookie: they are tagged `account`, every other customer route `auth`.
- */
-export function describe(operationId: string, summary: string, description: string, { session = false } = {}) {
-  return session
-    ? { tags: ['account'], operationId, summary, description, security: [{ session: [] as string[] }] }
-    : { tags: ['auth'], operationId, summary, description, security: [] as Array<Record<string, string[]>> };
-}
-
-/** What a failure of a flow answers: its problem, and what the audit trail and metrics record. */
-export interface Outcome {
-  problem: ProblemCode;
-  /** The problem's detail, where one text must cover several causes. */
-  detail?: string;
-  /** Recorded with the customer the failure names, when it names one. */
-  audit?: { event: AuditEvent; details?: Record<string, string> };
-  /** The label the route's metric counts the failure under. */
-  metric?: string;
-}
-
-/** Every failure kind of a flow mapped to its outcome: a kind a flow adds fails to compile until mapped. */
-export type Outcomes<E extends string> = { readonly [Kind in E]: Outcome };
 
 /** The failure part of a flow's result, as the outcome tables read it. */
 export interface Refusal<E extends string> {
@@ -98,32 +71,34 @@ export async function resolveAccount(
   services: Pick<Edge, 'db' | 'clock' | 'config'>,
   request: FastifyRequest,
 ): Promise<Account> {
-  const sessionId = request.cookies[services.config.sessionCookieName];
-  const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
-  if (sessionId === undefined || customer === null) throw new ProblemError('unauthenticated');
-  return { customer, sessionId };
+  const account = await findAccount(services, request);
+  if (account === null) throw new ProblemError('unauthenticated');
+  return account;
 }
 
-/** The kit of one route module, built once from the services. */
-export function routeKit(services: KitSource) {
-  const { config, keys, metrics, limiter } = services;
+/**
+ * The request's session cookie and its live customer (sliding the session's idle window), or null:
+ * for a route that answers a missing session its own way rather than with `resolveAccount`'s 401.
+ */
+export async function findAccount(
+  services: Pick<Edge, 'db' | 'clock' | 'config'>,
+  request: FastifyRequest,
+): Promise<Account | null> {
+  const sessionId = request.cookies[services.config.sessionCookieName];
+  const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
+  return sessionId === undefined || customer === null ? null : { customer, sessionId };
+}
 
-  /** Records a security event of the request behind the answer. */
-  function audit(
-    request: FastifyRequest,
-    event: AuditEvent,
-    customerId: string | null,
-    details?: Record<string, string>,
-  ) {
-    services.audit({
-      event,
-      customerId,
-      clientAddress: request.ip,
-      requestId: request.id,
-      ...(details && { details }),
-    });
-  }
+/** Records a security event of the request behind the answer. */
+function requestAuditor(record: Edge['audit']) {
+  return (request: FastifyRequest, event: AuditEvent, customerId: string | null, details?: Record<string, string>) =>
+    record({ event, customerId, clientAddress: request.ip, requestId: request.id, ...(details && { details }) });
+}
 
+type RequestAuditor = ReturnType<typeof requestAuditor>;
+
+/** The limits a route counts, forgives, and counts around a check of the current password. */
+function limiting(limiter: Edge['limiter']) {
   /** Counts the hits before anything is checked; a refusal is also counted by `throttled`. */
   async function limit(request: FastifyRequest, hits: LimitHit[], throttled?: () => void): Promise<void> {
     await limiter.consume(request, hits).catch((error: unknown) => {
@@ -135,25 +110,6 @@ export function routeKit(services: KitSource) {
   /** Forgives the subject's count of a rule (a right password after wrong ones). */
   function forget(request: FastifyRequest, rule: LimitRule, subject: string): void {
     limiter.forget(rule, subject, request.log);
-  }
-
-  /**
-   * A flow's failure as its outcome says: the metric counted, the audit event recorded (about the
-   * customer the failure names, or the signed-in one), and the problem to throw.
-   */
-  function refusal<E extends string>(
-    request: FastifyRequest,
-    outcomes: Outcomes<E>,
-    failure: Refusal<E>,
-    {
-      customerId = failure.customerId ?? null,
-      count,
-    }: { customerId?: string | null; count?: (label: string) => void } = {},
-  ): ProblemError {
-    const outcome: Outcome = outcomes[failure.error];
-    if (outcome.metric !== undefined) count?.(outcome.metric);
-    if (outcome.audit !== undefined) audit(request, outcome.audit.event, customerId, outcome.audit.details);
-    return new ProblemError(outcome.problem, failure.fields ? { errors: failure.fields } : {}, {}, outcome.detail);
   }
 
   /**
@@ -177,6 +133,51 @@ export function routeKit(services: KitSource) {
     return result;
   }
 
+  return { limit, forget, reauthenticated };
+}
+
+/**
+ * A flow's failure as its outcome says: the metric counted, the audit event recorded (about the
+ * customer the failure names, or the signed-in one), and the problem to throw.
+ */
+function refusals(audit: RequestAuditor) {
+  return <E extends string>(
+    request: FastifyRequest,
+    outcomes: Outcomes<E>,
+    failure: Refusal<E>,
+    {
+      customerId = failure.customerId ?? null,
+      count,
+    }: { customerId?: string | null; count?: (label: string) => void } = {},
+  ): ProblemError => {
+    const outcome: Outcome = outcomes[failure.error];
+    if (outcome.metric !== undefined) count?.(outcome.metric);
+    if (outcome.audit !== undefined) audit(request, outcome.audit.event, customerId, outcome.audit.details);
+    return new ProblemError(outcome.problem, failure.fields ? { errors: failure.fields } : {}, {}, outcome.detail);
+  };
+}
+
+/**
+ * Answers 202 before any lookup and leaves the work behind the answer, so the time to answer
+ * cannot tell who has an account. When this instance has too much work waiting, the work is not
+ * taken and the request answers 503 service_unavailable with Retry-After instead (a
+ * BackgroundBusyError): decided by the queue alone, before any lookup, so every identity gets the
+ * same answer, and never a 202 for work that is then dropped.
+ */
+function accepting(background: Edge['background']) {
+  return (reply: FastifyReply, operation: string, work: () => Promise<void>) => {
+    background.admit(operation, work);
+    reply.code(202);
+    return { status: 'accepted' as const };
+  };
+}
+
+/** The kit of one route module, built once from the services. */
+export function routeKit(services: KitSource) {
+  const { config, keys, metrics } = services;
+  const audit = requestAuditor(services.audit);
+  const { limit, forget, reauthenticated } = limiting(services.limiter);
+
   /**
    * The end of every way of signing in, once its session is open (Kratos' post-login hooks):
    * the login counted and audited, the new-device notice reported, the identity's failed logins
@@ -197,31 +198,17 @@ export function routeKit(services: KitSource) {
     return { auth_type: 'session' as const, customer: signedIn.customer };
   }
 
-  /** Ends the browser's session: the cookie expired, and a fresh XSRF-TOKEN bound to no session. */
-  function signOut(reply: FastifyReply): void {
-    reply.clearCookie(config.sessionCookieName, {
-      path: '/',
-      httpOnly: true,
-      sameSite: 'lax',
-      secure: config.cookieSecure,
-    });
-    setCsrfCookie(reply, keys.csrf, undefined, config.cookieSecure);
-  }
-
-  /**
-   * Answers 202 before any lookup and leaves the work behind the answer, so the time to answer
-   * cannot tell who has an account. When this instance has too much work waiting, the work is not
-   * taken and the request answers 503 service_unavailable with Retry-After instead (a
-   * BackgroundBusyError): decided by the queue alone, before any lookup, so every identity gets the
-   * same answer, and never a 202 for work that is then dropped.
-   */
-  function accept(reply: FastifyReply, operation: string, work: () => Promise<void>) {
-    services.background.admit(operation, work);
-    reply.code(202);
-    return { status: 'accepted' as const };
-  }
-
-  return { deps: authDeps(services), audit, limit, forget, refusal, reauthenticated, signInSucceeded, signOut, accept };
+  return {
+    deps: authDeps(services),
+    audit,
+    limit,
+    forget,
+    refusal: refusals(audit),
+    reauthenticated,
+    signInSucceeded,
+    signOut: (reply: FastifyReply) => endSessionCookies(reply, config, keys.csrf),
+    accept: accepting(services.background),
+  };
 }
 
 export type RouteKit = ReturnType<typeof routeKit>;
@@ -274,14 +261,15 @@ export function messageRequestRoute(
   return async (app) => {
     app.post(
       route.path,
-      {
-        ...(feature && { config: { feature } }),
-        schema: {
-          ...describe(route.operationId, route.summary, route.description ?? messageRequestDescription),
-          body: IdentityBody,
-          response: { 202: AcceptedStatus, ...bodyProblemResponses(IdentityBody, feature ? ['not_found'] : []) },
-        },
-      },
+      declareRoute({
+        operationId: route.operationId,
+        summary: route.summary,
+        description: route.description ?? messageRequestDescription,
+        ...(feature && { feature }),
+        body: IdentityBody,
+        answer: AcceptedStatus,
+        status: 202,
+      }),
       async (request, reply) => {
         const identity = identityOf(request);
         // A full queue refuses before the limits count, so the retry it asks for is not a 429.

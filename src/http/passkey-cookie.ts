@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { passkeyChallengeLifetimeSeconds } from '../auth/passkey-challenges.js';
+import { passkeyChallengeLifetimeSeconds } from '../auth/tables/passkey-challenges.js';
 
 /**
  * The cookie that binds a passkey ceremony to the browser that asked for it: a random handle

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { maxPasswordLength } from '../auth/password.js';
+import { maxPasswordLength } from '../auth/rules/password.js';
 import { maxRawNameLength } from './schemas.js';
 
 // The WebAuthn JSON shapes, as @simplewebauthn/browser sends and reads them. Objects stay open

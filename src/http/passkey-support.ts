@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RelyingParty } from '../auth/relying-party.js';
+import type { RelyingParty } from '../auth/rules/relying-party.js';
 import { isOnRpId } from '../config.js';
 import { acceptedKeys } from '../keys.js';
 import type { Edge } from './edge.js';
@@ -18,7 +18,7 @@ export function relyingParty(services: Pick<Edge, 'config'>, request: FastifyReq
   return { id: rpId, name: request.store.name, origins: ownUsable ? [...origins, own] : origins };
 }
 
-/** What both passkey route modules share: the store setting and the options calls. */
+/** What both passkey route modules share: the options calls and the challenge cookie. */
 export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'limiter' | 'audit'>) {
   const { keys, limiter } = services;
   const secure = services.config.cookieSecure;
@@ -36,12 +36,6 @@ export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'li
   }
 
   return {
-    /**
-     * Every passkey route's options: a customer route of the `auth.passkeys` setting. While it is
-     * off, the customer scope answers every path 404 before the session or the body is looked at,
-     * as if it did not exist (http/scopes.ts).
-     */
-    gate: { config: { feature: 'passkeys' } as const },
     ceremonyOptions,
     /** Keys that may have signed a challenge cookie, the current one first. */
     cookieKeys: acceptedKeys(keys, 'csrf'),

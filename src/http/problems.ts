@@ -13,7 +13,9 @@ export const problemCatalogue = {
   invalid_identity_challenge: {
     status: 422,
     title: 'Invalid identity challenge',
-    detail: 'The code is wrong, expired or already used.',
+    // One text for every cause (wrong, expired, used, replaced, dead after five tries, no such
+    // account): which one it was is never told, and a new code is the way on from each.
+    detail: 'The code is wrong, has expired or was already used. Check it, or ask for a new code.',
   },
   unauthenticated: { status: 401, title: 'Unauthenticated', detail: 'Sign in to continue.' },
   identity_unverified: {
@@ -31,10 +33,17 @@ export const problemCatalogue = {
     title: 'Unsupported media type',
     detail: 'Send the body as application/json.',
   },
+  misdirected_request: {
+    status: 421,
+    title: 'Misdirected request',
+    detail:
+      'This host is not under the domain the service sets its cookies for (COOKIE_DOMAIN): a browser would drop them. Call the service on a host of that domain.',
+  },
   csrf_token_mismatch: {
     status: 419,
     title: 'CSRF token mismatch',
-    detail: 'Fetch a fresh XSRF-TOKEN cookie and send it back in the X-XSRF-TOKEN header.',
+    detail:
+      'Get a token from GET /api/v1/csrf-cookie (the XSRF-TOKEN cookie, or its X-XSRF-TOKEN response header) and send it in the X-XSRF-TOKEN header of this request.',
   },
   rate_limited: { status: 429, title: 'Too many requests', detail: 'Too many requests; try again later.' },
   internal_error: { status: 500, title: 'Internal error', detail: 'Something went wrong on our side.' },
@@ -53,6 +62,30 @@ export const problemCatalogue = {
 
 export type ProblemCode = keyof typeof problemCatalogue;
 
+/**
+ * The codes only the admin listener answers (docs/reference.md, The admin listener). Kept apart:
+ * the catalogue above is the customer API's contract, which its typed client copies.
+ */
+export const adminProblemCatalogue = {
+  forbidden: { status: 403, title: 'Forbidden', detail: 'This token may not make this call.' },
+} as const;
+
+export type AdminProblemCode = keyof typeof adminProblemCatalogue;
+
+/** A code either listener answers with. */
+export type AnyProblemCode = ProblemCode | AdminProblemCode;
+
+const everyProblem: Record<AnyProblemCode, { status: number; title: string; detail: string }> = {
+  ...problemCatalogue,
+  ...adminProblemCatalogue,
+};
+
+/**
+ * Reason phrases for the status lines of statuses Node's http module does not name, which it would
+ * send as `419 unknown`. 419 is Laravel's, whose CSRF flow this API follows.
+ */
+export const reasonPhrases: Readonly<Partial<Record<number, string>>> = { 419: 'Page Expired' };
+
 export interface ProblemExtras {
   errors?: Record<string, string[]>;
   checks?: Record<string, boolean>;
@@ -62,18 +95,18 @@ export interface ProblemExtras {
 /** Thrown anywhere at the edge; the error handler turns it into a problem document. */
 export class ProblemError extends Error {
   constructor(
-    readonly code: ProblemCode,
+    readonly code: AnyProblemCode,
     readonly extras: ProblemExtras = {},
     readonly headers: Record<string, string | number> = {},
     detail?: string,
   ) {
-    super(detail ?? problemCatalogue[code].detail);
+    super(detail ?? everyProblem[code].detail);
     this.name = 'ProblemError';
   }
 }
 
-export function problemDocument(code: ProblemCode, requestId: string, detail?: string, extras: ProblemExtras = {}) {
-  const entry = problemCatalogue[code];
+export function problemDocument(code: AnyProblemCode, requestId: string, detail?: string, extras: ProblemExtras = {}) {
+  const entry = everyProblem[code];
   return {
     type: 'about:blank',
     title: entry.title,

@@ -1,7 +1,7 @@
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
-import { maxIdentityLength } from '../auth/identity.js';
-import { maxPasswordLength } from '../auth/password.js';
-import { maxNameLength } from '../auth/registration.js';
+import { maxNameLength } from '../auth/rules/fields.js';
+import { maxIdentityLength } from '../auth/rules/identity.js';
+import { maxPasswordLength } from '../auth/rules/password.js';
 import { problemCatalogue, type ProblemCode } from './problems.js';
 
 /** Caps a raw name before trimming; the name's own limit (maxNameLength) applies after it. */
@@ -285,6 +285,11 @@ export function problemResponses(...codes: ProblemCode[]) {
   return responsesFor(codes, {});
 }
 
+/** As problemResponses, in the operation's own words: its field errors, and details it words its own way. */
+export function ownProblemResponses(codes: ProblemCode[], own: ProblemExamples) {
+  return responsesFor(codes, own);
+}
+
 /**
  * As problemResponses, for a route with a JSON body: everything a body can be refused for as well,
  * with a validation example naming `body`'s own fields (or the given ones).
@@ -295,6 +300,7 @@ export function bodyProblemResponses(body: TObject, codes: ProblemCode[] = [], o
 
 /** What any customer route can answer before it runs: the gate, CSRF, limits, dependencies. */
 export const customerProblems: ProblemCode[] = [
+  'misdirected_request',
   'untrusted_origin',
   'csrf_token_mismatch',
   'rate_limited',

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { checkCsrf, type CsrfOptions } from './csrf.js';
+import { checkCsrf, onCookieDomain, type CsrfOptions } from './csrf.js';
 import type { Edge } from './edge.js';
-import { resolveAccount, type Account, type StoreFeature } from './kit.js';
+import type { StoreFeature } from './declare.js';
+import { resolveAccount, type Account } from './kit.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
 
@@ -106,6 +107,8 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
       // even a refusal that would tell the limit or the CSRF check was reached.
       request.store = await deps.services.store.get();
       if (request.store.status !== 'active') throw new ProblemError('store_unavailable');
+      // Cookies for COOKIE_DOMAIN set on another host would be dropped by the browser: say so instead.
+      if (!onCookieDomain(deps.services.config, request)) throw new ProblemError('misdirected_request');
       await countAndCheckCsrf(deps, request);
       await answerMissingPath(deps, request);
     });

@@ -1,13 +1,12 @@
 import type { FastifyReply } from 'fastify';
-import { sessionAbsoluteLifetimeSeconds } from '../auth/sessions.js';
+import { sessionAbsoluteLifetimeSeconds } from '../auth/tables/sessions.js';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SignInNotice } from '../auth/sign-in-notice.js';
+import type { SignInNotice } from '../auth/rules/sign-in.js';
 import type { Metrics } from '../metrics.js';
-import { setCsrfCookie } from './csrf.js';
+import { cookieScope, setCsrfCookie, type CookieSettings } from './csrf.js';
 
-export interface SessionCookieSettings {
+export interface SessionCookieSettings extends CookieSettings {
   sessionCookieName: string;
-  cookieSecure: boolean;
 }
 
 /**
@@ -21,13 +20,21 @@ export function startSessionCookies(
   sessionId: string,
 ): void {
   reply.setCookie(settings.sessionCookieName, sessionId, {
-    httpOnly: true,
-    sameSite: 'lax',
-    path: '/',
-    secure: settings.cookieSecure,
+    ...sessionCookieOptions(settings),
     maxAge: sessionAbsoluteLifetimeSeconds,
   });
-  setCsrfCookie(reply, csrfKey, sessionId, settings.cookieSecure);
+  setCsrfCookie(reply, csrfKey, sessionId, settings);
+}
+
+/** Ends the browser's session: the cookie expired, and a fresh XSRF-TOKEN bound to no session. */
+export function endSessionCookies(reply: FastifyReply, settings: SessionCookieSettings, csrfKey: Buffer): void {
+  reply.clearCookie(settings.sessionCookieName, sessionCookieOptions(settings));
+  setCsrfCookie(reply, csrfKey, undefined, settings);
+}
+
+/** What setting and clearing the session cookie share: a browser clears only a cookie of the same path and domain. */
+function sessionCookieOptions(settings: SessionCookieSettings) {
+  return { httpOnly: true, sameSite: 'lax', ...cookieScope(settings) } as const;
 }
 
 /** Counts what became of a sign-in's new-device notice; a failure to queue it is logged, the sign-in stands. */

@@ -2,6 +2,8 @@ import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 
 function fieldOf(error: FastifySchemaValidationError): string {
   if (error.keyword === 'required') return String(error.params['missingProperty']);
+  // A schema that refuses unknown fields (the admin API's) names the field it refused.
+  if (error.keyword === 'additionalProperties') return String(error.params['additionalProperty']);
   const field = error.instancePath.split('/')[1];
   return field === undefined || field === '' ? 'body' : field;
 }
@@ -12,6 +14,8 @@ function messageOf(error: FastifySchemaValidationError, field: string): string {
   switch (error.keyword) {
     case 'required':
       return 'Is required.';
+    case 'additionalProperties':
+      return 'Is not a field of this request.';
     case 'type':
       return field === 'body' ? 'Must be a JSON object.' : `Must be a ${String(error.params['type'])}.`;
     case 'minLength':

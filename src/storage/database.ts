@@ -21,6 +21,23 @@ export class DatabaseUnavailableError extends Error {
   }
 }
 
+/**
+ * The parameters of one statement whose parts different table owners write: each part asks for
+ * the placeholders of its own values, so no module counts another's parameters.
+ */
+export class StatementParams {
+  readonly values: unknown[] = [];
+
+  /** The placeholder (`$n`) of `value`, added as the next parameter. */
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** What stands in for personal data erased with an account: an outbox recipient, an audit detail. */
+export const erasedValue = '(erased)';
+
 /** Rows a table's own module wants gone; every name is a constant of that module, never input. */
 export interface BatchDelete {
   table: string;

@@ -87,102 +87,77 @@ export function isRefusedStatementTimeout(error: unknown): boolean {
   );
 }
 
-/**
- * A PostgreSQL server through node-postgres, with a pool whose waits are all bounded. It runs the
- * same behind PgBouncer in transaction mode: no session state outlives a transaction (no session
- * SET, advisory lock, LISTEN, temporary table or named prepared statement), and the statement limit
- * is also set inside every transaction, where a pooler cannot lose it. TLS follows the URL's
- * sslmode as `postgresTls` reads it. Its limits are the request path's unless given (Deadline); a
- * connection whose answer did not come in time is destroyed, not returned: its late answer would
- * otherwise be read as the next statement's. pg-pool's `query` releases a client with its error,
- * which removes it, and `transaction` releases it as broken.
- */
-export function openPostgres(
-  url: string,
-  {
-    max = defaultDatabasePoolSize,
-    statementTimeoutMs = requestDeadline.statementTimeoutMs,
-    queryTimeoutMs = requestDeadline.queryTimeoutMs,
-    ca,
-    notice,
-  }: PostgresOptions = {},
-): PostgresDatabase {
-  const { connectionString, ssl } = postgresTls(url, ca);
-  const statementTimeout = Math.max(1, Math.round(statementTimeoutMs));
-  const createPool = (startupStatementTimeout: boolean) => {
-    const created = new pg.Pool({
-      connectionString,
-      ssl,
-      max,
-      // Short enough that a customer call answers 503 within two seconds while the server is away.
-      connectionTimeoutMillis: 1_500,
-      // Kept for five minutes without use, as the hashing threads are (src/auth/hash-pool.ts): a
-      // burst after a shorter lull finds them open instead of forking a server process for each.
-      idleTimeoutMillis: 5 * 60_000,
-      // Bound any single statement, so a stuck lock or a silent server cannot hold a request forever.
-      ...(startupStatementTimeout ? { statement_timeout: statementTimeout } : {}),
-      query_timeout: queryTimeoutMs,
-      application_name: 'storefront-auth',
-    });
-    created.on('error', () => {}); // an idle client lost its server; the next checkout reconnects
-    return created;
-  };
-  let pool = createPool(true);
+/** What a pool connects with, and the limits each connection starts with. */
+interface PoolSettings {
+  connectionString: string;
+  ssl: ReturnType<typeof postgresTls>['ssl'];
+  max: number;
+  /** The server's statement limit, in whole milliseconds. */
+  statementTimeout: number;
+  queryTimeoutMs: number;
+  notice: ((message: string) => void) | undefined;
+}
 
-  /**
-   * Runs `use` on the pool. When the server refuses the statement limit as a connection parameter,
-   * the pool is replaced by one that connects without it, once, and `use` runs again: statements in
-   * a transaction keep their limit (SET LOCAL), single statements get the role's statement_timeout.
-   */
-  async function onPool<T>(use: (current: pg.Pool) => Promise<T>): Promise<T> {
-    const current = pool;
-    try {
-      return await use(current);
-    } catch (error) {
-      // Queries report it already translated into unavailability; a checkout reports it as it came.
-      const reported = error instanceof DatabaseUnavailableError ? error.cause : error;
-      if (!isRefusedStatementTimeout(reported)) throw error;
-      if (current === pool) {
-        pool = createPool(false);
-        void current.end().catch(() => {});
-        notice?.(
-          'the database refused statement_timeout as a connection parameter (a pooler such as PgBouncer): statements inside transactions keep their limit; give the database role a statement_timeout for the others',
-        );
-      }
-      return use(pool);
-    }
-  }
+function createPool(settings: PoolSettings, startupStatementTimeout: boolean): pg.Pool {
+  const created = new pg.Pool({
+    connectionString: settings.connectionString,
+    ssl: settings.ssl,
+    max: settings.max,
+    // Short enough that a customer call answers 503 within two seconds while the server is away.
+    connectionTimeoutMillis: 1_500,
+    // Kept for five minutes without use, as the hashing threads are (src/auth/rules/hash-pool.ts): a
+    // burst after a shorter lull finds them open instead of forking a server process for each.
+    idleTimeoutMillis: 5 * 60_000,
+    // Bound any single statement, so a stuck lock or a silent server cannot hold a request forever.
+    ...(startupStatementTimeout ? { statement_timeout: settings.statementTimeout } : {}),
+    query_timeout: settings.queryTimeoutMs,
+    application_name: 'storefront-auth',
+  });
+  created.on('error', () => {}); // an idle client lost its server; the next checkout reconnects
+  return created;
+}
 
-  const close = () => pool.end();
+/** The pool, which a pooler's refusal of the startup statement limit replaces once. */
+interface ReplaceablePool {
+  onPool<T>(use: (current: pg.Pool) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+function replaceablePool(settings: PoolSettings): ReplaceablePool {
+  let pool = createPool(settings, true);
   return {
-    query: (text, params) => onPool((current) => wrap(current).query(text, params)),
-    exec: (text) => onPool((current) => wrap(current).exec(text)),
-    transaction: (work) => transaction(work),
-    close,
-    withDeadline: (deadline) => ({
-      query: (text, params) => transaction((tx) => tx.query(text, params), deadline),
-      exec: (text) => transaction((tx) => tx.exec(text), deadline),
-      transaction: (work) => transaction(work, deadline),
-      close,
-    }),
-  };
-
-  /** `work` in one transaction, under `deadline` when given, else the pool's own. */
-  async function transaction<T>(work: (tx: Queryable) => Promise<T>, deadline?: Deadline): Promise<T> {
-    // A deadlock or a serialization failure is the server undoing one transaction of two so the
-    // other can go on: nothing of it was kept, so it runs again. Past the attempts it is a
-    // contention to wait out (503), never a bug (500).
-    for (let attempt = 1; ; attempt += 1) {
+    /**
+     * Runs `use` on the pool. When the server refuses the statement limit as a connection
+     * parameter, the pool is replaced by one that connects without it, once, and `use` runs again:
+     * statements in a transaction keep their limit (SET LOCAL), single statements get the role's
+     * statement_timeout.
+     */
+    async onPool(use) {
+      const current = pool;
       try {
-        return await runTransaction(work, deadline);
+        return await use(current);
       } catch (error) {
-        const code = (error as { code?: unknown }).code;
-        if (code !== '40P01' && code !== '40001') throw error;
-        if (attempt === transactionAttempts) throw new DatabaseUnavailableError(error);
+        // Queries report it already translated into unavailability; a checkout reports it as it came.
+        const reported = error instanceof DatabaseUnavailableError ? error.cause : error;
+        if (!isRefusedStatementTimeout(reported)) throw error;
+        if (current === pool) {
+          pool = createPool(settings, false);
+          void current.end().catch(() => {});
+          settings.notice?.(
+            'the database refused statement_timeout as a connection parameter (a pooler such as PgBouncer): statements inside transactions keep their limit; give the database role a statement_timeout for the others',
+          );
+        }
+        return use(pool);
       }
-    }
-  }
+    },
+    close: () => pool.end(),
+  };
+}
 
+type Transaction = <T>(work: (tx: Queryable) => Promise<T>, deadline?: Deadline) => Promise<T>;
+
+/** Runs `work` in one transaction on the pool, under `deadline` when given, else the pool's own. */
+function transactionsOn({ onPool }: ReplaceablePool, statementTimeout: number): Transaction {
   async function runTransaction<T>(work: (tx: Queryable) => Promise<T>, deadline?: Deadline): Promise<T> {
     let client: pg.PoolClient;
     try {
@@ -215,4 +190,58 @@ export function openPostgres(
       client.release(broken);
     }
   }
+
+  return async (work, deadline) => {
+    // A deadlock or a serialization failure is the server undoing one transaction of two so the
+    // other can go on: nothing of it was kept, so it runs again. Past the attempts it is a
+    // contention to wait out (503), never a bug (500).
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await runTransaction(work, deadline);
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (code !== '40P01' && code !== '40001') throw error;
+        if (attempt === transactionAttempts) throw new DatabaseUnavailableError(error);
+      }
+    }
+  };
+}
+
+/**
+ * A PostgreSQL server through node-postgres, with a pool whose waits are all bounded. It runs the
+ * same behind PgBouncer in transaction mode: no session state outlives a transaction (no session
+ * SET, advisory lock, LISTEN, temporary table or named prepared statement), and the statement limit
+ * is also set inside every transaction, where a pooler cannot lose it. TLS follows the URL's
+ * sslmode as `postgresTls` reads it. Its limits are the request path's unless given (Deadline); a
+ * connection whose answer did not come in time is destroyed, not returned: its late answer would
+ * otherwise be read as the next statement's. pg-pool's `query` releases a client with its error,
+ * which removes it, and `transaction` releases it as broken.
+ */
+export function openPostgres(
+  url: string,
+  {
+    max = defaultDatabasePoolSize,
+    statementTimeoutMs = requestDeadline.statementTimeoutMs,
+    queryTimeoutMs = requestDeadline.queryTimeoutMs,
+    ca,
+    notice,
+  }: PostgresOptions = {},
+): PostgresDatabase {
+  const { connectionString, ssl } = postgresTls(url, ca);
+  const statementTimeout = Math.max(1, Math.round(statementTimeoutMs));
+  const pools = replaceablePool({ connectionString, ssl, max, statementTimeout, queryTimeoutMs, notice });
+  const transaction = transactionsOn(pools, statementTimeout);
+  const { onPool, close } = pools;
+  return {
+    query: (text, params) => onPool((current) => wrap(current).query(text, params)),
+    exec: (text) => onPool((current) => wrap(current).exec(text)),
+    transaction: (work) => transaction(work),
+    close,
+    withDeadline: (deadline) => ({
+      query: (text, params) => transaction((tx) => tx.query(text, params), deadline),
+      exec: (text) => transaction((tx) => tx.exec(text), deadline),
+      transaction: (work) => transaction(work, deadline),
+      close,
+    }),
+  };
 }

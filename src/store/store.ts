@@ -93,7 +93,7 @@ export interface StoreUpdateOptions {
   force?: boolean;
   /**
    * Counts the customers inside the update's transaction, after the store row is locked; needed to
-   * switch the identity mode without `force`. Handed in (countCustomers of src/auth/customers.ts)
+   * switch the identity mode without `force`. Handed in (countCustomers of src/auth/tables/customers.ts)
    * because the customers table is the domain's, and the store sits below the domain.
    */
   countCustomers?: (tx: Queryable) => Promise<number>;

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { changeName, changePassword, wrongCurrentPassword } from '../../src/auth/account.js';
-import { findCustomerById, type CustomerRow } from '../../src/auth/customers.js';
-import { deleteAccountWithPassword, eraseAccount, exportAccount } from '../../src/auth/erasure.js';
-import { checkIdentityChange, confirmIdentityChange } from '../../src/auth/identity-change.js';
-import { login } from '../../src/auth/login.js';
-import { register } from '../../src/auth/registration.js';
-import { revokeCustomerSession } from '../../src/auth/sessions.js';
+import { changeName, changePassword } from '../../src/auth/flows/account.js';
+import { deleteAccountWithPassword, eraseAccount, exportAccount } from '../../src/auth/flows/erasure.js';
+import { checkIdentityChange, confirmIdentityChange } from '../../src/auth/flows/identity-change.js';
+import { login } from '../../src/auth/flows/login.js';
+import { register } from '../../src/auth/flows/registration.js';
+import { wrongCurrentPassword } from '../../src/auth/rules/reauthentication.js';
+import { findCustomerById, type CustomerRow } from '../../src/auth/tables/customers.js';
+import { revokeCustomerSession } from '../../src/auth/tables/sessions.js';
 import { count } from '../helpers/customers.js';
 import { domainOf, type Domain, email } from '../helpers/domain.js';
 import { registration, useHarness, type TestApp } from '../helpers/harness.js';
@@ -19,14 +20,7 @@ const newPassword = 'difference engine 1822';
 async function signedIn(t: TestApp, domain: Domain): Promise<{ customer: CustomerRow; sessionId: string }> {
   const registered = await register(domain.deps, await domain.store(), registration());
   assert.ok(registered.ok, JSON.stringify(registered));
-  const opened = await login(
-    domain.deps,
-    await domain.store(),
-    email('ada@example.com'),
-    password,
-    undefined,
-    domain.client,
-  );
+  const opened = await login(domain.deps, await domain.attempt(), email('ada@example.com'), password);
   assert.ok(opened.ok, JSON.stringify(opened));
   const customer = await findCustomerById(t.db, registered.value.id);
   assert.ok(customer !== null);
@@ -41,7 +35,7 @@ describe('the account flows', () => {
     const domain = domainOf(t);
     const { customer, sessionId } = await signedIn(t, domain);
     const input = { current_password: 'not the password 1', password: 'short', password_confirmation: 'short' };
-    const refused = await changePassword(domain.deps, await domain.store(), customer, sessionId, input);
+    const refused = await changePassword(domain.deps, await domain.store(), { customer, sessionId }, input);
     assert.ok(!refused.ok && refused.error === 'wrong_password', JSON.stringify(refused));
     assert.deepEqual(Object.keys(refused.fields).sort(), ['current_password', 'password']);
     assert.deepEqual(refused.fields['current_password'], [wrongCurrentPassword]);
@@ -52,7 +46,7 @@ describe('the account flows', () => {
     const domain = domainOf(t);
     const { customer, sessionId } = await signedIn(t, domain);
     const input = { current_password: password, password: 'short', password_confirmation: 'short' };
-    const refused = await changePassword(domain.deps, await domain.store(), customer, sessionId, input);
+    const refused = await changePassword(domain.deps, await domain.store(), { customer, sessionId }, input);
     assert.ok(!refused.ok && refused.error === 'invalid', JSON.stringify(refused));
     assert.deepEqual(Object.keys(refused.fields), ['password']);
   });
@@ -62,7 +56,7 @@ describe('the account flows', () => {
     const domain = domainOf(t);
     const { customer, sessionId } = await signedIn(t, domain);
     const input = { current_password: password, password: newPassword, password_confirmation: newPassword };
-    const changed = await changePassword(domain.deps, await domain.store(), customer, sessionId, input);
+    const changed = await changePassword(domain.deps, await domain.store(), { customer, sessionId }, input);
     assert.ok(changed.ok, JSON.stringify(changed));
     assert.notEqual(changed.value.sessionId, sessionId);
     const current = await findCustomerById(t.db, customer.id);
@@ -72,7 +66,7 @@ describe('the account flows', () => {
       password: 'babbage engine 1871',
       password_confirmation: 'babbage engine 1871',
     };
-    assert.deepEqual(await changePassword(domain.deps, await domain.store(), current, sessionId, again), {
+    assert.deepEqual(await changePassword(domain.deps, await domain.store(), { customer: current, sessionId }, again), {
       ok: false,
       error: 'unauthenticated',
     });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { deviceFamily } from '../../src/auth/device-family.js';
+import { deviceFamily } from '../../src/auth/rules/device-family.js';
 
 describe('deviceFamily', () => {
   const cases: Array<[string, string]> = [

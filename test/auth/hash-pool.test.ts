@@ -3,8 +3,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { describe, test } from 'node:test';
 import { Algorithm } from '@node-rs/argon2';
-import { HashPool } from '../../src/auth/hash-pool.js';
-import { testArgon2 } from '../../src/auth/password.js';
+import { HashPool } from '../../src/auth/rules/hash-pool.js';
+import { testArgon2 } from '../helpers/argon2.js';
 import { loadConfig } from '../../src/config.js';
 import { configuredHasher } from '../../src/services.js';
 import { until } from '../helpers/races.js';
@@ -166,7 +166,7 @@ describe('HashPool', () => {
 
   test('an idle pool does not keep the process alive', () => {
     const script = `
-      import { HashPool } from './src/auth/hash-pool.ts';
+      import { HashPool } from './src/auth/rules/hash-pool.ts';
       const pool = new HashPool(2);
       console.log(await pool.verify(await pool.hash('exit after me 1', { memoryCost: 1024, timeCost: 1, parallelism: 1 }), 'exit after me 1'));
     `;

@@ -6,7 +6,7 @@ import {
   normalizeEmail,
   normalizeIdentity,
   normalizePhone,
-} from '../../src/auth/identity.js';
+} from '../../src/auth/rules/identity.js';
 
 const label63 = (c: string) => c.repeat(63);
 /** An address of exactly `length` characters: a long local part and three 63-character labels. */

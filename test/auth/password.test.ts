@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sharedHashPool } from '../../src/auth/hash-pool.js';
+import { sharedHashPool } from '../../src/auth/rules/hash-pool.js';
 import {
   createArgon2Hasher,
   dummyPasswordHash,
@@ -8,8 +8,8 @@ import {
   isCommonPassword,
   newPasswordProblems,
   productionArgon2,
-  testArgon2,
-} from '../../src/auth/password.js';
+} from '../../src/auth/rules/password.js';
+import { testArgon2 } from '../helpers/argon2.js';
 
 describe('newPasswordProblems', () => {
   const fine: Array<[string, string]> = [

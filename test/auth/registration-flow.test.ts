@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { register } from '../../src/auth/registration.js';
-import { verifyIdentity } from '../../src/auth/verification.js';
+import { register } from '../../src/auth/flows/registration.js';
+import { verifyIdentity } from '../../src/auth/flows/verification.js';
 import { otherThan } from '../helpers/assertions.js';
 import { verifiedAt } from '../helpers/customers.js';
 import { domainOf, email } from '../helpers/domain.js';
@@ -52,24 +52,20 @@ describe('the registration and verification flows', () => {
     const code = await t.codeFor('ada@example.com', 'verification');
 
     const refused = { ok: false, error: 'invalid_challenge' };
-    assert.deepEqual(await verifyIdentity(deps, await store(), email('ada@example.com'), otherThan(code)), refused);
+    assert.deepEqual(await verifyIdentity(deps, email('ada@example.com'), otherThan(code)), refused);
     assert.equal(await verifiedAt(t, registered.value.id), null);
     t.clock.advance(60);
-    const verified = await verifyIdentity(deps, await store(), email('ada@example.com'), code);
+    const verified = await verifyIdentity(deps, email('ada@example.com'), code);
     assert.ok(verified.ok, JSON.stringify(verified));
     assert.equal(verified.value.identity.verified_at, t.clock.now().toISOString());
-    assert.deepEqual(
-      await verifyIdentity(deps, await store(), email('ada@example.com'), code),
-      refused,
-      'a code is spent once',
-    );
+    assert.deepEqual(await verifyIdentity(deps, email('ada@example.com'), code), refused, 'a code is spent once');
   });
 
   test('verifyIdentity answers an unknown identity as it answers a wrong code', async () => {
     const t = await harness.start();
-    const { deps, store } = domainOf(t);
+    const { deps } = domainOf(t);
     const refused = { ok: false, error: 'invalid_challenge' };
-    assert.deepEqual(await verifyIdentity(deps, await store(), email('nobody@example.com'), '123456'), refused);
-    assert.deepEqual(await verifyIdentity(deps, await store(), email('not an email'), '123456'), refused);
+    assert.deepEqual(await verifyIdentity(deps, email('nobody@example.com'), '123456'), refused);
+    assert.deepEqual(await verifyIdentity(deps, email('not an email'), '123456'), refused);
   });
 });

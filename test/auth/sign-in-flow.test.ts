@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { loginWithCode, requestSignInCode } from '../../src/auth/code-login.js';
-import { login } from '../../src/auth/login.js';
-import { requestPasswordReset, resetPassword } from '../../src/auth/password-reset.js';
-import { register } from '../../src/auth/registration.js';
+import { loginWithCode, requestSignInCode } from '../../src/auth/flows/code-login.js';
+import { login } from '../../src/auth/flows/login.js';
+import { requestPasswordReset, resetPassword } from '../../src/auth/flows/password-reset.js';
+import { register } from '../../src/auth/flows/registration.js';
 import { updateStore } from '../../src/store/store.js';
 import { otherThan } from '../helpers/assertions.js';
 import { count, verifiedAt } from '../helpers/customers.js';
@@ -27,16 +27,16 @@ describe('the sign-in flows', () => {
   test('login with the password opens a session row; a wrong password and an unknown identity open none', async () => {
     const t = await harness.start();
     const domain = domainOf(t);
-    const { deps, store, client } = domain;
+    const { deps, attempt } = domain;
     const id = await registered(domain);
 
-    const wrong = await login(deps, await store(), email('ada@example.com'), 'not the password', undefined, client);
+    const wrong = await login(deps, await attempt(), email('ada@example.com'), 'not the password');
     assert.deepEqual(wrong, { ok: false, error: 'refused', customerId: id });
-    const unknown = await login(deps, await store(), email('nobody@example.com'), password, undefined, client);
+    const unknown = await login(deps, await attempt(), email('nobody@example.com'), password);
     assert.deepEqual(unknown, { ok: false, error: 'refused', customerId: null });
     assert.equal(await count(t, 'sessions'), 0);
 
-    const result = await login(deps, await store(), email('ADA@example.com'), password, undefined, client);
+    const result = await login(deps, await attempt(), email('ADA@example.com'), password);
     assert.ok(result.ok);
     assert.equal(result.value.customer.id, id);
     assert.equal(await count(t, 'sessions WHERE customer_id = $1 AND expires_at > $2', [id, t.clock.now()]), 1);
@@ -45,9 +45,9 @@ describe('the sign-in flows', () => {
   test('a password reset with the live code replaces the password, ends every session and verifies the customer', async () => {
     const t = await harness.start();
     const domain = domainOf(t);
-    const { deps, store, client } = domain;
+    const { deps, store, attempt } = domain;
     const id = await registered(domain);
-    assert.ok((await login(deps, await store(), email('ada@example.com'), password, undefined, client)).ok);
+    assert.ok((await login(deps, await attempt(), email('ada@example.com'), password)).ok);
 
     await requestPasswordReset(deps, await store(), email('ada@example.com'));
     const code = await t.codeFor('ada@example.com', 'password_reset');
@@ -63,8 +63,8 @@ describe('the sign-in flows', () => {
 
     assert.equal(await count(t, 'sessions'), 0);
     assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
-    assert.equal((await login(deps, await store(), email('ada@example.com'), password, undefined, client)).ok, false);
-    assert.equal((await login(deps, await store(), email('ada@example.com'), newPassword, undefined, client)).ok, true);
+    assert.equal((await login(deps, await attempt(), email('ada@example.com'), password)).ok, false);
+    assert.equal((await login(deps, await attempt(), email('ada@example.com'), newPassword)).ok, true);
   });
 
   test('a reset refuses a weak new password before it spends the code', async () => {
@@ -85,28 +85,21 @@ describe('the sign-in flows', () => {
   test('a sign-in code opens a session and verifies the customer, once', async () => {
     const t = await harness.start();
     const domain = domainOf(t);
-    const { deps, store, client } = domain;
+    const { deps, store, attempt } = domain;
     assert.ok((await updateStore(t.db, t.clock, { signInWithCode: true })).ok);
     const id = await registered(domain);
 
     await requestSignInCode(deps, await store(), email('ada@example.com'));
     const code = await t.codeFor('ada@example.com', 'sign_in');
-    const wrong = await loginWithCode(
-      deps,
-      await store(),
-      email('ada@example.com'),
-      otherThan(code),
-      undefined,
-      client,
-    );
+    const wrong = await loginWithCode(deps, await attempt(), email('ada@example.com'), otherThan(code));
     assert.deepEqual(wrong, { ok: false, error: 'refused', customerId: id });
 
-    const result = await loginWithCode(deps, await store(), email('ada@example.com'), code, undefined, client);
+    const result = await loginWithCode(deps, await attempt(), email('ada@example.com'), code);
     assert.ok(result.ok);
     assert.equal(result.value.customer.id, id);
     assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
     assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), 1);
-    const again = await loginWithCode(deps, await store(), email('ada@example.com'), code, undefined, client);
+    const again = await loginWithCode(deps, await attempt(), email('ada@example.com'), code);
     assert.equal(again.ok, false, 'a code is spent once');
   });
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { createStorefrontAuthClient, StorefrontAuthError } from '../../src/client/index.js';
+import { createStorefrontAuthClient, StorefrontAuthError } from '../../packages/client/src/index.js';
 import {
   assertAccessible,
   assertNoSidewaysScroll,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { createStorefrontAuthClient } from '../../src/client/index.js';
+import { createStorefrontAuthClient } from '../../packages/client/src/index.js';
 import {
   assertAccessible,
   assertNoSidewaysScroll,

@@ -160,6 +160,13 @@ describe('the command line on its own', () => {
     }
   });
 
+  test('no command at all is bad usage: exit 2 with the usage on stderr, nothing on stdout', async () => {
+    const result = await run([], cliEnv(freshFolder()));
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /^storefront-auth: no command given\n\nUsage: storefront-auth/);
+    assert.equal(result.stdout, '');
+  });
+
   test('an unknown command exits 2 with the usage on stderr', async () => {
     const result = await run(['frobnicate'], cliEnv(freshFolder()));
     assert.equal(result.code, 2);
@@ -189,6 +196,32 @@ describe('the command line on its own', () => {
         new RegExp(`^storefront-auth: PORT=${port} HOST=127\\.0\\.0\\.1: the port is in use; [^\\n]*PORT[^\\n]*\\n$`),
       );
       assert.equal(fs.existsSync(dataDir), false, 'no database was created first');
+    } finally {
+      taken.close();
+    }
+  });
+
+  test('serve warns in its log of a variable one or two letters off a setting, naming the setting', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    try {
+      // The port in use ends the start right after the warning, before any database is opened.
+      const env = cliEnv(path.join(freshFolder(), 'never-made'), {
+        PORT: String(port),
+        DATABSE_URL: 'postgres://auth@db:5432/storefront',
+      });
+      const result = await run(['serve'], env);
+      assert.equal(result.code, 1, result.stderr);
+      const warning = result.stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as LogLine)
+        .find((line) => line['variable'] === 'DATABSE_URL');
+      assert.ok(warning, `a warning names DATABSE_URL: ${result.stdout}`);
+      assert.equal(warning['level'], 40, 'logged as a warning');
+      assert.equal(warning['resembles'], 'DATABASE_URL');
+      assert.match(String(warning['msg']), /did you mean DATABASE_URL\?/);
     } finally {
       taken.close();
     }
@@ -434,6 +467,7 @@ describe('the command line beside a running service', { timeout: 180_000 }, () =
       const refused = await run(['store', 'set', '--identity-mode', 'phone'], env);
       assert.equal(refused.code, 1);
       assert.match(refused.stderr, /--force/);
+      assert.match(refused.stderr, /the store has 1 customer registered/, 'one customer, in the singular');
       assert.equal(refused.stdout, '');
 
       const shown = await run(['store', 'show'], env);

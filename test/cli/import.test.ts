@@ -26,6 +26,8 @@ const appSecret = 'i'.repeat(40);
 
 /** Rows per table of the seeded folder, in the order the import copies them (parents first). */
 const seededRows = { audit_events: 3, customers: 2, challenges: 1, outbox: 2, sessions: 1, store: 1 };
+/** The line the import writes for a copied table: `customers: 2 rows`, `store: 1 row`. */
+const copiedLine = (table: string, rows: number) => `${table}: ${rows} ${rows === 1 ? 'row' : 'rows'}`;
 
 async function rowCounts(t: Pick<TestApp, 'db'>): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
@@ -88,7 +90,7 @@ describe('storefront-auth import', () => {
     assert.deepEqual(summary.source_migrations, [1, 2]);
     assert.equal(summary.messages_attributed, 2, 'both messages name their customer');
     assert.match(lines[0]!, /\(migrations 1, 2\)$/);
-    for (const [table, rows] of Object.entries(seededRows)) assert.ok(lines.includes(`${table}: ${rows} rows`), table);
+    for (const [table, rows] of Object.entries(seededRows)) assert.ok(lines.includes(copiedLine(table, rows)), table);
 
     // The store row is the earlier version's, its settings included.
     const store = await loadStore(t.db);
@@ -309,7 +311,7 @@ describe('storefront-auth import', () => {
       assert.equal(summary.status, 'imported');
       assert.deepEqual(summary.rows, seededRows);
       for (const [table, rows] of Object.entries(seededRows))
-        assert.ok(imported.stderr.includes(`storefront-auth: ${table}: ${rows} rows\n`), imported.stderr);
+        assert.ok(imported.stderr.includes(`storefront-auth: ${copiedLine(table, rows)}\n`), imported.stderr);
       assert.ok(fs.existsSync(path.join(folder, 'PG_VERSION')), 'the folder is left where it was');
 
       // A second run finds the customers already there.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { StorefrontAuthError } from '../../src/client/index.js';
+import { StorefrontAuthError } from '../../packages/client/src/index.js';
 import { useClientService } from '../helpers/client-service.js';
 
 describe('the typed client on the account routes', () => {

@@ -7,7 +7,7 @@ import {
   StorefrontAuthError,
   type StorefrontAuthClientOptions,
   type StorefrontAuthErrorCode,
-} from '../../src/client/index.js';
+} from '../../packages/client/src/index.js';
 import { cliEnv, runCommand } from '../helpers/cli.js';
 import { useClientService } from '../helpers/client-service.js';
 import { waitForCode } from './service-codes.js';
@@ -227,6 +227,43 @@ describe('the typed client against a running service', () => {
   test('a call from a foreign origin is refused with untrusted_origin', async () => {
     const client = clientFor({ headers: { origin: 'https://evil.example' } });
     await assertFails(client.login({ identity: 'ada@example.com', password: 'whatever 1' }), 403, 'untrusted_origin');
+  });
+
+  test('a storefront backend acts for a shopper: their Cookie header seeds a client, and what the service sets goes back to them', async () => {
+    // The shopper's browser: the cookies the backend passed on to it, sent back on the next page.
+    const browser = new Map<string, string>();
+    const relayed: string[][] = [];
+    const cookieHeader = () =>
+      browser.size === 0 ? undefined : [...browser].map(([name, value]) => `${name}=${value}`).join('; ');
+    const keep = (lines: string[]) => {
+      relayed.push(lines);
+      for (const line of lines) {
+        const [pair = ''] = line.split(';');
+        const name = pair.slice(0, pair.indexOf('='));
+        const expires = /;\s*expires=([^;]+)/i.exec(line)?.[1];
+        const expired = /;\s*max-age=0\b/i.test(line) || (expires !== undefined && Date.parse(expires) <= Date.now());
+        if (expired) browser.delete(name);
+        else browser.set(name, pair.slice(name.length + 1));
+      }
+    };
+    // One client per request the backend serves, as a server makes it: no Origin of its own.
+    const forShopper = () =>
+      createStorefrontAuthClient({ baseUrl: running.service.url, cookie: cookieHeader(), onSetCookie: keep });
+
+    const body = registrationBody('Hedy Lamarr', 'hedy@example.com', 'frequency hopping 1942');
+    const registered = await forShopper().register(body);
+    assert.ok(browser.has('XSRF-TOKEN'), 'the token the client fetched went back to the shopper');
+    const signedIn = await forShopper().login({ identity: body.email, password: body.password });
+    assert.equal(signedIn.customer.id, registered.id);
+    const sessionLine = relayed.flat().find((line) => line.startsWith('storefront_session='));
+    assert.match(sessionLine ?? '', /HttpOnly/i, 'the Set-Cookie line is passed on as the service wrote it');
+
+    const later = forShopper();
+    assert.equal(later.cookies().get('storefront_session'), browser.get('storefront_session'), 'the jar is seeded');
+    assert.equal((await later.session()).customer.id, registered.id);
+    assert.deepEqual(await forShopper().logout(), { status: 'signed_out' });
+    assert.equal(browser.has('storefront_session'), false, 'the expired session cookie reached the shopper');
+    await assertFails(forShopper().session(), 401, 'unauthenticated');
   });
 
   test('a service that cannot be reached is a network_error with status 0', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { createStorefrontAuthClient, StorefrontAuthError } from '../../src/client/index.js';
+import { createStorefrontAuthClient, StorefrontAuthError } from '../../packages/client/src/index.js';
 import { createHarness, registeredCustomer } from '../helpers/harness.js';
 import { allowPasskeys } from '../helpers/passkeys.js';
 import { SoftAuthenticator } from '../helpers/webauthn.js';

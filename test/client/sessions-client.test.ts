@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { createStorefrontAuthClient, StorefrontAuthError } from '../../src/client/index.js';
+import { createStorefrontAuthClient, StorefrontAuthError } from '../../packages/client/src/index.js';
 import { useHarness, registeredCustomer } from '../helpers/harness.js';
 
 describe('the typed client: sessions', () => {

@@ -8,8 +8,11 @@ import type { TestContext } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { repoRoot, type ServiceProcess } from './service-process.js';
 
-/** Headless Chromium with nothing running in the background that could reach the network. */
-export function launchChromium(): Promise<Browser> {
+/**
+ * Headless Chromium with nothing running in the background that could reach the network, and
+ * any further command-line switches (host resolver rules, for a page on a named host).
+ */
+export function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
     args: [
@@ -21,6 +24,7 @@ export function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

@@ -3,19 +3,19 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before } from 'node:test';
-import { createStorefrontAuthClient, type StorefrontAuthClientOptions } from '../../src/client/index.js';
+import { createStorefrontAuthClient, type StorefrontAuthClientOptions } from '../../packages/client/src/index.js';
 import { startService, type ServiceProcess } from './service-process.js';
 
 /**
  * A `serve` process for the enclosing `describe`, on the embedded default in a temporary data
  * folder, stopped (cleanly, or the suite fails) after its last test; and typed clients for it.
  */
-export function useClientService(folderPrefix: string) {
+export function useClientService(folderPrefix: string, env: Record<string, string> = {}) {
   let dataDir: string | undefined;
   let service: ServiceProcess | undefined;
   before(async () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), folderPrefix));
-    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+    service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env });
   });
   after(async () => {
     assert.equal(await service?.stop(), 0, 'the service stops cleanly');

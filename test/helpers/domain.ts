@@ -1,6 +1,7 @@
 import type { AuthDeps } from '../../src/auth/deps.js';
-import { parseIdentity, type ParsedIdentity } from '../../src/auth/identity.js';
-import type { SessionClient } from '../../src/auth/sessions.js';
+import { parseIdentity, type ParsedIdentity } from '../../src/auth/rules/identity.js';
+import type { SignInAttempt } from '../../src/auth/rules/sign-in.js';
+import type { SessionClient } from '../../src/auth/tables/sessions.js';
 import type { StoreContext } from '../../src/store/store.js';
 import type { TestApp } from './harness.js';
 
@@ -14,9 +15,16 @@ export interface Domain {
   /** The store as the flows see it, read afresh (after `updateStore`). */
   store(): Promise<StoreContext>;
   client: SessionClient;
+  /** A sign-in from `client`, carrying no session, against the store read afresh. */
+  attempt(): Promise<SignInAttempt>;
 }
 
 export function domainOf(t: TestApp): Domain {
+  const client = { userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0', address: '203.0.113.9' };
+  const store = () => {
+    t.services.store.invalidate();
+    return t.services.store.get();
+  };
   return {
     deps: {
       db: t.db,
@@ -27,11 +35,9 @@ export function domainOf(t: TestApp): Domain {
       // The test delivers by draining the outbox itself.
       messagesQueued: () => {},
     },
-    store: () => {
-      t.services.store.invalidate();
-      return t.services.store.get();
-    },
-    client: { userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0', address: '203.0.113.9' },
+    store,
+    client,
+    attempt: async () => ({ store: await store(), client, previousSessionId: undefined }),
   };
 }
 

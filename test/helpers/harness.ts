@@ -1,6 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
+import { createArgon2Hasher } from '../../src/auth/rules/password.js';
+import { testArgon2 } from './argon2.js';
 import { loadConfig } from '../../src/config.js';
 import type { OutgoingMessage, Transport, Transports } from '../../src/delivery/message.js';
 import { openServices, type ServiceOverrides, type Services } from '../../src/services.js';

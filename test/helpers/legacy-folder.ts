@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { hashSessionId } from '../../src/auth/sessions.js';
-import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
+import { hashSessionId } from '../../src/auth/tables/sessions.js';
+import { createArgon2Hasher } from '../../src/auth/rules/password.js';
+import { testArgon2 } from './argon2.js';
 import { migrations } from '../../src/storage/migrations.js';
 
 /**

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { serverAccount } from '../../src/storage/embedded-postgres-folder.js';
+import { sparePort } from './ports.js';
 
 /**
  * A PgBouncer of its own in front of a PostgreSQL server, in transaction mode, for tests and the
@@ -53,17 +53,6 @@ export interface PgBouncer {
   /** Runs one admin console command and returns its rows. */
   admin<Row = Record<string, unknown>>(command: string): Promise<Row[]>;
   stop(): Promise<void>;
-}
-
-async function sparePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** `* = host=… port=…`: every database name the clients ask for, on the upstream server. */

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
-import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
+import { createArgon2Hasher, type PasswordHasher } from '../../src/auth/rules/password.js';
+import { testArgon2 } from './argon2.js';
 
 /**
  * Helpers that force an interleaving instead of hoping for one: a hasher that holds password

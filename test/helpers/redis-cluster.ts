@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { sparePort } from './ports.js';
 
 /**
  * A throwaway Redis Cluster of `redis-server` processes on spare loopback ports, in a temporary
@@ -34,19 +34,6 @@ export interface RedisClusterOptions {
    * Short here so a test sees the whole cluster go down without waiting Redis's default 15 s.
    */
   nodeTimeoutMs?: number;
-}
-
-/** A port nothing listens on right now (the kernel's choice). Another process may still take it first: callers retry. */
-function sparePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function poll(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {

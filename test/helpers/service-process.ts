@@ -9,6 +9,8 @@ const cliEntry = path.join(repoRoot, 'src/cli/main.ts');
 
 export interface ServiceProcess {
   url: string;
+  /** The admin listener's URL, when ADMIN_TOKENS or INTROSPECTION_TOKENS started one. */
+  adminUrl: string | undefined;
   child: ChildProcess;
   /** Every JSON log line so far. */
   logs: Array<Record<string, unknown>>;
@@ -68,6 +70,7 @@ export function startService(
         clearTimeout(timer);
         resolve({
           url: entry['address'] as string,
+          adminUrl: typeof entry['admin'] === 'string' ? entry['admin'] : undefined,
           child,
           logs,
           async stop() {

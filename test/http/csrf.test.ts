@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { describe, test } from 'node:test';
 import { issueCsrfToken } from '../../src/http/csrf.js';
 import { api, auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
@@ -124,6 +125,21 @@ describe('CSRF and CORS', () => {
       { 'sec-fetch-site': 'same-origin', 'x-xsrf-token': token },
       { status: 419, code: 'csrf_token_mismatch' },
     );
+  });
+
+  test('the 419 goes out with the status line "419 Page Expired", a phrase Node does not know', async () => {
+    const t = await harness.start();
+    const { port } = new URL(await t.app.listen({ port: 0, host: '127.0.0.1' }));
+    const socket = net.connect(Number(port), '127.0.0.1');
+    // Written, not ended: a client that half-closes first may be hung up on before the answer.
+    socket.write(
+      `POST ${auth}/logout HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nSec-Fetch-Site: same-origin\r\n` +
+        'Content-Length: 0\r\nConnection: close\r\n\r\n',
+    );
+    let answer = '';
+    for await (const chunk of socket) answer += String(chunk);
+    assert.equal(answer.split('\r\n')[0], 'HTTP/1.1 419 Page Expired');
+    assert.match(answer, /"code":"csrf_token_mismatch"/);
   });
 
   test('a token header that differs from the cookie answers 419, even when both are genuine', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { listKnownDevices } from '../../src/auth/known-devices.js';
+import { listKnownDevices } from '../../src/auth/tables/known-devices.js';
 import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 import { recording, type Recorded } from '../helpers/recording-db.js';
 

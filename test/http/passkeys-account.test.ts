@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
-import { parseCommand } from '../../src/cli/main.js';
+import { parseCommand } from '../../src/cli/arguments.js';
 import { prune } from '../../src/janitor.js';
 import { defaultRetention, loadConfig } from '../../src/config.js';
 import { updateStore } from '../../src/store/store.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { listKnownDevices } from '../../src/auth/known-devices.js';
+import { listKnownDevices } from '../../src/auth/tables/known-devices.js';
 import type { OutgoingMessage } from '../../src/delivery/message.js';
 import { prune } from '../../src/janitor.js';
 import { defaultRetention } from '../../src/config.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countCustomers } from '../../src/auth/customers.js';
+import { countCustomers } from '../../src/auth/tables/customers.js';
 import { loadStore, StoreCache, updateStore, type StoreStatus } from '../../src/store/store.js';
 import {
   api,

@@ -152,6 +152,44 @@ describe('verify', () => {
     assertChallengeRefused(await verify(phone, '+1 123 456 7890', '123456'));
   });
 
+  test('a wrong, used, replaced, expired or dead code and an unknown identity all tell the shopper the same: ask for a new code', async () => {
+    const t = await harness.start();
+    const refusal = async (identity: string, code: string) => {
+      const reply = await verify(t, identity, code);
+      assertChallengeRefused(reply);
+      return String(reply.body.detail);
+    };
+    const customers = [];
+    for (const name of ['wrong', 'used', 'replaced', 'dead', 'expired'])
+      customers.push(await registeredCustomer(t, { email: `${name}@example.com` }));
+    const [wrongOne, usedOne, replacedOne, deadOne, expiredOne] = customers;
+    const details: Record<string, string> = {};
+    const wrongCode = await t.codeFor(wrongOne!.identity, 'verification');
+    details['wrong'] = await refusal(wrongOne!.identity, otherThan(wrongCode));
+
+    const usedCode = await t.codeFor(usedOne!.identity, 'verification');
+    assert.equal((await verify(t, usedOne!.identity, usedCode)).status, 200);
+    details['used'] = await refusal(usedOne!.identity, usedCode);
+
+    const replacedCode = await t.codeFor(replacedOne!.identity, 'verification');
+    assert.equal((await t.post(`${auth}/verification/resend`, { identity: replacedOne!.identity })).status, 202);
+    await t.deliver();
+    details['replaced'] = await refusal(replacedOne!.identity, replacedCode);
+
+    const deadCode = await t.codeFor(deadOne!.identity, 'verification');
+    for (let i = 0; i < 5; i += 1) await refusal(deadOne!.identity, otherThan(deadCode));
+    details['dead after five tries'] = await refusal(deadOne!.identity, deadCode);
+
+    details['unknown identity'] = await refusal('nobody@example.com', deadCode);
+
+    const expiredCode = await t.codeFor(expiredOne!.identity, 'verification');
+    t.clock.advance(tenMinutes);
+    details['expired'] = await refusal(expiredOne!.identity, expiredCode);
+
+    assert.equal(new Set(Object.values(details)).size, 1, JSON.stringify(details, null, 2));
+    assert.match(details['wrong']!, /ask for a new code/i);
+  });
+
   test('an unknown identity and a wrong code give the same answer apart from request_id', async () => {
     const t = await harness.start();
     const customer = await registeredCustomer(t);

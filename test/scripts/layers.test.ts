@@ -26,25 +26,43 @@ const cleanTree: Record<string, string> = {
   'auth/customers.ts':
     "import { loadStore } from '../store/store.js';\nimport { queue } from '../delivery/outbox.js';\n",
   'auth/password.ts': 'export const maxPasswordLength = 1000;\n',
+  'auth/tables/sessions.ts': "import type { Queryable } from '../../storage/database.js';\n",
+  'auth/rules/reauthentication.ts': "import { deleteCustomerSessions } from '../tables/sessions.js';\n",
+  'auth/flows/account.ts':
+    "import { wrongCurrentPassword } from '../rules/reauthentication.js';\nimport { deleteCustomerSessions } from '../tables/sessions.js';\n",
+  'auth/flows/identity-change.ts': "import { wrongCurrentPassword } from '../rules/reauthentication.js';\n",
+  'http/account.ts': "import { changePassword } from '../auth/flows/account.js';\n",
   'http/problems.ts': "export type ProblemCode = 'invalid';\n",
   'http/schemas.ts': "import { maxPasswordLength } from '../auth/password.js';\n",
   'http/edge.ts': "import { findCustomer } from '../auth/customers.js';\n",
   'web/page.ts': "import type { Edge } from '../http/edge.js';\n",
-  'client/index.ts':
-    "import type { ProblemCode } from '../http/problems.js';\nimport type * as schemas from '../http/schemas.js';\n",
+};
+
+/** The client package's sources, beside src/ as packages/client/src: they import only each other. */
+const cleanClient: Record<string, string> = {
+  'api-types.ts': "export type ProblemCode = 'invalid';\n",
+  'index.ts': "import type { ProblemCode } from './api-types.js';\nexport * from './api-types.js';\n",
 };
 
 let trees = 0;
-/** The clean tree in a folder of its own, `planted` lines added to its files (or as new files). */
-function plantedTree(planted: Record<string, string> = {}): string {
-  const root = path.join(scratch, `src-${trees++}`);
-  const files = { ...cleanTree };
+function writeFiles(folder: string, clean: Record<string, string>, planted: Record<string, string>): void {
+  const files = { ...clean };
   for (const [name, text] of Object.entries(planted)) files[name] = (files[name] ?? '') + text;
   for (const [name, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
-    fs.writeFileSync(path.join(root, name), text);
+    fs.mkdirSync(path.dirname(path.join(folder, name)), { recursive: true });
+    fs.writeFileSync(path.join(folder, name), text);
   }
-  return root;
+}
+
+/**
+ * The clean tree in a folder of its own (its src/, and packages/client/src/ beside it), `planted`
+ * lines added to its src files and `plantedClient` lines to the client's (or as new files); the src folder.
+ */
+function plantedTree(planted: Record<string, string> = {}, plantedClient: Record<string, string> = {}): string {
+  const tree = path.join(scratch, `tree-${trees++}`);
+  writeFiles(path.join(tree, 'src'), cleanTree, planted);
+  writeFiles(path.join(tree, 'packages', 'client', 'src'), cleanClient, plantedClient);
+  return path.join(tree, 'src');
 }
 
 function theOneProblem(root: string): string {
@@ -94,16 +112,72 @@ describe('scripts/layers.ts', () => {
     );
   });
 
-  test('fails when the client imports the service, but for types of the wire schemas', () => {
-    const value = plantedTree({ 'client/index.ts': "import { Customer } from '../http/schemas.js';\n" });
+  test('fails when the client package imports the service, even a type of the wire schemas', () => {
+    const schemas = plantedTree({}, { 'index.ts': "import type { Customer } from '../../../src/http/schemas.js';\n" });
     assert.match(
-      theOneProblem(value),
-      /src\/client\/index\.ts imports src\/http\/schemas\.ts: the client takes only types/,
+      theOneProblem(schemas),
+      /packages\/client\/src\/index\.ts imports src\/http\/schemas\.ts: the client is a package of its own/,
     );
-    const domain = plantedTree({ 'client/index.ts': "import type { CustomerRow } from '../auth/customers.js';\n" });
-    assert.match(theOneProblem(domain), /src\/client\/index\.ts imports src\/auth\/customers\.ts/);
-    const served = plantedTree({ 'web/page.ts': "import { createClient } from '../client/index.js';\n" });
-    assert.match(theOneProblem(served), /src\/web\/page\.ts imports src\/client\/index\.ts: the client is not part/);
+    const domain = plantedTree({}, { 'index.ts': "const later = () => import('../../../src/auth/customers.js');\n" });
+    assert.match(theOneProblem(domain), /packages\/client\/src\/index\.ts imports src\/auth\/customers\.ts/);
+  });
+
+  test('fails when the client package imports any package: it has no dependencies', () => {
+    const typebox = plantedTree({}, { 'api-types.ts': "import type { Static } from '@sinclair/typebox';\n" });
+    assert.match(
+      theOneProblem(typebox),
+      /packages\/client\/src\/api-types\.ts imports @sinclair\/typebox: the client is a package of its own/,
+    );
+    const node = plantedTree({}, { 'index.ts': "import { Buffer } from 'node:buffer';\n" });
+    assert.match(theOneProblem(node), /packages\/client\/src\/index\.ts imports node:buffer/);
+  });
+
+  test('fails when the service imports the client, by its package name or by a path', () => {
+    const byName = plantedTree({
+      'web/page.ts': "import { createStorefrontAuthClient } from '@storefront-auth/client';\n",
+    });
+    assert.match(
+      theOneProblem(byName),
+      /src\/web\/page\.ts imports @storefront-auth\/client: the client is not part of the service/,
+    );
+    const byPath = plantedTree({
+      'cli/main.ts': "import type { Customer } from '../../packages/client/src/index.js';\n",
+    });
+    assert.match(
+      theOneProblem(byPath),
+      /src\/cli\/main\.ts imports packages\/client\/src\/index\.ts: the client is not part of the service/,
+    );
+  });
+
+  test('a client folder back in src/ has no layer', () => {
+    const root = plantedTree({ 'client/index.ts': "import type { ProblemCode } from '../http/problems.js';\n" });
+    assert.match(theOneProblem(root), /src\/client is in no layer/);
+  });
+
+  test('fails when a flow imports another flow (identity-change → account)', () => {
+    const root = plantedTree({ 'auth/flows/identity-change.ts': "import { changePassword } from './account.js';\n" });
+    assert.match(
+      theOneProblem(root),
+      /src\/auth\/flows\/identity-change\.ts imports src\/auth\/flows\/account\.ts: a flow never imports another flow/,
+    );
+  });
+
+  test('fails when a table owner imports a flow (tables → flows)', () => {
+    const root = plantedTree({ 'auth/tables/sessions.ts': "import type { SignedIn } from '../flows/account.js';\n" });
+    assert.match(
+      theOneProblem(root),
+      /src\/auth\/tables\/sessions\.ts imports src\/auth\/flows\/account\.ts: a table owner never imports a flow/,
+    );
+  });
+
+  test('fails when a rule imports a flow (rules → flows)', () => {
+    const root = plantedTree({
+      'auth/rules/reauthentication.ts': "const later = () => import('../flows/account.js');\n",
+    });
+    assert.match(
+      theOneProblem(root),
+      /src\/auth\/rules\/reauthentication\.ts imports src\/auth\/flows\/account\.ts: a rule never imports a flow/,
+    );
   });
 
   test('fails on a top-level module that has no layer', () => {

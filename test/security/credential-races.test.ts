@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createArgon2Hasher } from '../../src/auth/password.js';
+import { createArgon2Hasher } from '../../src/auth/rules/password.js';
 import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { heldHasher, loginsAgainstOpenWrite } from '../helpers/races.js';
 import { loginFrom as login, works } from '../helpers/customers.js';

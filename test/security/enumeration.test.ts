@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createArgon2Hasher, testArgon2 } from '../../src/auth/password.js';
-import { sharedHashPool } from '../../src/auth/hash-pool.js';
+import { createArgon2Hasher } from '../../src/auth/rules/password.js';
+import { sharedHashPool } from '../../src/auth/rules/hash-pool.js';
 import { problemCatalogue, type ProblemCode } from '../../src/http/problems.js';
-import { loginRefusedDetail } from '../../src/http/sign-in/password-schemas.js';
+import { loginRefusedDetail } from '../../src/http/sign-in/password.js';
+import { testArgon2 } from '../helpers/argon2.js';
 import { auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 
 /**
@@ -41,7 +42,8 @@ function snapshot(answer: Answer): Snapshot {
 
 const commonHeaders = {
   'access-control-allow-credentials': 'true',
-  'access-control-expose-headers': 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset',
+  'access-control-expose-headers':
+    'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, x-xsrf-token',
   'cache-control': 'no-store',
   connection: 'keep-alive',
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, test } from 'node:test';
-import { createArgon2Hasher, testArgon2, type PasswordHasher } from '../../src/auth/password.js';
+import { createArgon2Hasher, type PasswordHasher } from '../../src/auth/rules/password.js';
 import type { Database, Queryable } from '../../src/storage/database.js';
+import { testArgon2 } from '../helpers/argon2.js';
 import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
 

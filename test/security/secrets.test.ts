@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { createSession, hashSessionId } from '../../src/auth/sessions.js';
+import { createSession, hashSessionId } from '../../src/auth/tables/sessions.js';
 import type { Queryable } from '../../src/storage/database.js';
 import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { cookieValue, sessionCookie } from '../helpers/customers.js';
@@ -204,7 +204,8 @@ describe('secrets at rest and in logs', () => {
     const ids = new Set<string>();
     const ones = new Array<number>(256).fill(0);
     for (let i = 0; i < count; i += 1) {
-      const { sessionId } = (await createSession(recorder, clock, '00000000-0000-4000-8000-000000000001', 1))!;
+      const opening = { customerId: '00000000-0000-4000-8000-000000000001', credentialVersion: 1 };
+      const { sessionId } = (await createSession(recorder, clock, opening))!.session;
       ids.add(sessionId);
       const bytes = Buffer.from(sessionId, 'base64url');
       for (let bit = 0; bit < 256; bit += 1) ones[bit]! += (bytes[bit >> 3]! >> (bit & 7)) & 1;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { hashSessionId } from '../../src/auth/sessions.js';
+import { hashSessionId } from '../../src/auth/tables/sessions.js';
 import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createStorefrontAuthClient } from '../../src/client/index.js';
+import { createStorefrontAuthClient } from '../../packages/client/src/index.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/services.js';
 import { DatabaseUnavailableError } from '../../src/storage/database.js';

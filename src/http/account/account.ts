@@ -1,19 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { changeName, changePassword } from '../../auth/account.js';
-import { newPasswordErrors, validateName } from '../../auth/registration.js';
-import { accountOf, describe, refuseInvalidBody, routeKit, type KitSource, type Outcomes } from '../kit.js';
+import { changeName, changePassword } from '../../auth/flows/account.js';
+import { newPasswordErrors, validateName } from '../../auth/rules/fields.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
+import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
 import { startSessionCookies } from '../session-cookie.js';
-import { bodyProblemResponses, ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
+import { ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
 
 const passwordChangeOutcomes: Outcomes<'invalid' | 'wrong_password' | 'unauthenticated'> = {
   invalid: { problem: 'validation_failed', metric: 'invalid' },
-  // A guess at the password from a signed-in session, recorded as a failed login is.
-  wrong_password: {
-    problem: 'validation_failed',
-    metric: 'wrong_password',
-    audit: { event: 'reauthentication.failed', details: { operation: 'password.change' } },
-  },
+  wrong_password: wrongPasswordOutcome('password.change'),
   unauthenticated: { problem: 'unauthenticated' },
 };
 
@@ -22,6 +18,37 @@ const nameChangeOutcomes: Outcomes<'invalid' | 'unauthenticated'> = {
   unauthenticated: { problem: 'unauthenticated' },
 };
 
+const changePasswordRoute = declareRoute({
+  operationId: 'changePassword',
+  summary: 'Change the password',
+  description:
+    "Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), applies the password rules, signs every other session out, and replaces the caller's session cookie and XSRF-TOKEN with new ones. Sends the customer a notice.",
+  session: true,
+  body: ChangePasswordBody,
+  ownValidation: true,
+  answer: PasswordChangedStatus,
+  problems: [passwordChangeOutcomes],
+  examples: {
+    fieldErrors: {
+      current_password: ['Is not correct.'],
+      password: ['Must contain at least one number.'],
+      password_confirmation: ['Must match the password.'],
+    },
+  },
+});
+
+const changeProfileRoute = declareRoute({
+  operationId: 'changeProfile',
+  summary: 'Change the name',
+  description: 'Sets the name, by the same rules as at registration.',
+  session: true,
+  body: ProfileBody,
+  ownValidation: true,
+  answer: Customer,
+  problems: [nameChangeOutcomes],
+  examples: { fieldErrors: { name: ['Is required.'] } },
+});
+
 /** The signed-in customer's own account: password and name. */
 export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { config, keys, metrics } = services;
@@ -29,79 +56,36 @@ export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const countChange = (outcome: string) => metrics.passwordChanges.inc({ outcome });
 
   return async (app) => {
-    app.post(
-      '/password/change',
-      {
-        attachValidation: true,
-        config: { session: true },
-        schema: {
-          ...describe(
-            'changePassword',
-            'Change the password',
-            "Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), applies the password rules, signs every other session out, and replaces the caller's session cookie and XSRF-TOKEN with new ones. Sends the customer a notice.",
-            { session: true },
-          ),
-          body: ChangePasswordBody,
-          response: {
-            200: PasswordChangedStatus,
-            ...bodyProblemResponses(ChangePasswordBody, ['unauthenticated'], {
-              fieldErrors: {
-                current_password: ['Is not correct.'],
-                password: ['Must contain at least one number.'],
-                password_confirmation: ['Must match the password.'],
-              },
-            }),
-          },
-        },
-      },
-      async (request, reply) => {
-        const { sessionId, customer } = accountOf(request);
-        refuseInvalidBody(request, newPasswordErrors);
-        const client = { userAgent: request.headers['user-agent'], address: request.ip };
-        const result = await reauthenticated(
-          request,
-          customer,
-          () => changePassword(deps, request.store, customer, sessionId, request.body, client),
-          () => countChange('throttled'),
-        );
-        if (!result.ok)
-          throw refusal(request, passwordChangeOutcomes, result, { customerId: customer.id, count: countChange });
-        countChange('success');
-        audit(request, 'password.changed', customer.id);
-        startSessionCookies(reply, config, keys.csrf, result.value.sessionId);
-        return { status: 'password_changed' as const };
-      },
-    );
+    app.post('/password/change', changePasswordRoute, async (request, reply) => {
+      const { sessionId, customer } = accountOf(request);
+      refuseInvalidBody(request, newPasswordErrors);
+      const client = { userAgent: request.headers['user-agent'], address: request.ip };
+      const result = await reauthenticated(
+        request,
+        customer,
+        () => changePassword(deps, request.store, { customer, sessionId, client }, request.body),
+        () => countChange('throttled'),
+      );
+      if (!result.ok)
+        throw refusal(request, passwordChangeOutcomes, result, { customerId: customer.id, count: countChange });
+      countChange('success');
+      audit(request, 'password.changed', customer.id);
+      startSessionCookies(reply, config, keys.csrf, result.value.sessionId);
+      return { status: 'password_changed' as const };
+    });
 
-    app.post(
-      '/profile',
-      {
-        attachValidation: true,
-        config: { session: true },
-        schema: {
-          ...describe('changeProfile', 'Change the name', 'Sets the name, by the same rules as at registration.', {
-            session: true,
-          }),
-          body: ProfileBody,
-          response: {
-            200: Customer,
-            ...bodyProblemResponses(ProfileBody, ['unauthenticated'], { fieldErrors: { name: ['Is required.'] } }),
-          },
-        },
-      },
-      async (request) => {
-        const { customer } = accountOf(request);
-        refuseInvalidBody(request, (fields) => {
-          const errors = {};
-          if (fields['name'] !== undefined) validateName(fields['name'], errors);
-          return errors;
-        });
-        await limit(request, [[limits.profileChanges, customer.id]]);
-        const result = await changeName(deps, customer.id, request.body.name);
-        if (!result.ok) throw refusal(request, nameChangeOutcomes, result);
-        audit(request, 'profile.changed', customer.id);
-        return result.value;
-      },
-    );
+    app.post('/profile', changeProfileRoute, async (request) => {
+      const { customer } = accountOf(request);
+      refuseInvalidBody(request, (fields) => {
+        const errors = {};
+        if (fields['name'] !== undefined) validateName(fields['name'], errors);
+        return errors;
+      });
+      await limit(request, [[limits.profileChanges, customer.id]]);
+      const result = await changeName(deps, customer.id, request.body.name);
+      if (!result.ok) throw refusal(request, nameChangeOutcomes, result);
+      audit(request, 'profile.changed', customer.id);
+      return result.value;
+    });
   };
 }

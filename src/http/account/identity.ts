@@ -4,19 +4,15 @@ import {
   confirmIdentityChange,
   identityChangeErrors,
   requestIdentityChange,
-} from '../../auth/identity-change.js';
-import { accountOf, refuseInvalidBody, routeKit, type KitSource, type Outcomes } from '../kit.js';
+} from '../../auth/flows/identity-change.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
+import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
 import { limits, type LimitHit } from '../rate-limit.js';
-import { identityChangeSchema, identityConfirmSchema } from './identity-schemas.js';
+import { AcceptedStatus, Customer, IdentityChangeBody, IdentityConfirmBody } from '../schemas.js';
 
 const changeOutcomes: Outcomes<'invalid' | 'wrong_password'> = {
   invalid: { problem: 'validation_failed', metric: 'invalid' },
-  // A guess at the password from a signed-in session, recorded as a failed login is.
-  wrong_password: {
-    problem: 'validation_failed',
-    metric: 'wrong_password',
-    audit: { event: 'reauthentication.failed', details: { operation: 'identity.change' } },
-  },
+  wrong_password: wrongPasswordOutcome('identity.change'),
 };
 
 const confirmOutcomes: Outcomes<'invalid_challenge' | 'identity_unavailable' | 'unauthenticated'> = {
@@ -24,6 +20,31 @@ const confirmOutcomes: Outcomes<'invalid_challenge' | 'identity_unavailable' | '
   identity_unavailable: { problem: 'identity_unavailable', metric: 'identity_unavailable' },
   unauthenticated: { problem: 'unauthenticated', metric: 'unauthenticated' },
 };
+
+const changeIdentityRoute = declareRoute({
+  operationId: 'changeIdentity',
+  summary: 'Ask to change the email address or phone number',
+  description:
+    'Checks current_password as a login does (it counts toward the failed-login limit; a wrong one is a 422 on current_password), then answers 202 whether or not the new identity is free (503 service_unavailable with Retry-After instead while this instance has too much work waiting, before the password is checked). A free one is sent a code for POST /identity/confirm; one that already has an account is told so instead. Send `email` on an email store and `phone` on a phone store.',
+  session: true,
+  body: IdentityChangeBody,
+  ownValidation: true,
+  answer: AcceptedStatus,
+  status: 202,
+  problems: [changeOutcomes],
+  examples: { fieldErrors: { email: ['Must be a valid email address.'], current_password: ['Is not correct.'] } },
+});
+
+const confirmIdentityRoute = declareRoute({
+  operationId: 'confirmIdentity',
+  summary: 'Confirm the change of email address or phone number',
+  description:
+    'Switches the account to the new identity (verified now) when the code is the live change code, signs every other session out, and tells the old identity, naming the new one masked.',
+  session: true,
+  body: IdentityConfirmBody,
+  answer: Customer,
+  problems: [confirmOutcomes],
+});
 
 /** The signed-in customer moving their account to another email address or phone number. */
 export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
@@ -34,44 +55,40 @@ export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const countConfirm = countStep('confirm');
 
   return async (app) => {
-    app.post(
-      '/identity/change',
-      { attachValidation: true, config: { session: true }, schema: identityChangeSchema },
-      async (request, reply) => {
-        const { customer } = accountOf(request);
-        const store = request.store;
-        refuseInvalidBody(request, (fields) => identityChangeErrors(store, fields, deps.allowedCallingCodes));
-        // A full queue refuses before the password is checked or anything counted.
-        services.background.assertRoom('identity-change');
-        const checked = await reauthenticated(
-          request,
-          customer,
-          () => checkIdentityChange(deps, store, customer, request.body),
-          () => countRequest('throttled'),
-        );
-        if (!checked.ok)
-          throw refusal(request, changeOutcomes, checked, { customerId: customer.id, count: countRequest });
-        const newIdentityValue = checked.value;
-        // The message limits of resend and forgot, per new identity and per address.
-        const subject = `identity-change:${newIdentityValue}`;
-        const hits: LimitHit[] = [
-          [limits.messagesPerIdentityMinute, subject],
-          [limits.messagesPerIdentityHour, subject],
-          [limits.messagesPerAddress, request.clientKey],
-        ];
-        await limit(request, hits, () => countRequest('throttled'));
-        // Answered before the new identity is looked up, so the time to answer cannot tell whether
-        // it has an account (as forgot-password does).
-        const accepted = accept(reply, 'identity-change', () =>
-          requestIdentityChange(deps, store, customer.id, newIdentityValue),
-        );
-        countRequest('accepted');
-        audit(request, 'identity.change_requested', customer.id);
-        return accepted;
-      },
-    );
+    app.post('/identity/change', changeIdentityRoute, async (request, reply) => {
+      const { customer } = accountOf(request);
+      const store = request.store;
+      refuseInvalidBody(request, (fields) => identityChangeErrors(store, fields, deps.allowedCallingCodes));
+      // A full queue refuses before the password is checked or anything counted.
+      services.background.assertRoom('identity-change');
+      const checked = await reauthenticated(
+        request,
+        customer,
+        () => checkIdentityChange(deps, store, customer, request.body),
+        () => countRequest('throttled'),
+      );
+      if (!checked.ok)
+        throw refusal(request, changeOutcomes, checked, { customerId: customer.id, count: countRequest });
+      const newIdentityValue = checked.value;
+      // The message limits of resend and forgot, per new identity and per address.
+      const subject = `identity-change:${newIdentityValue}`;
+      const hits: LimitHit[] = [
+        [limits.messagesPerIdentityMinute, subject],
+        [limits.messagesPerIdentityHour, subject],
+        [limits.messagesPerAddress, request.clientKey],
+      ];
+      await limit(request, hits, () => countRequest('throttled'));
+      // Answered before the new identity is looked up, so the time to answer cannot tell whether
+      // it has an account (as forgot-password does).
+      const accepted = accept(reply, 'identity-change', () =>
+        requestIdentityChange(deps, store, customer.id, newIdentityValue),
+      );
+      countRequest('accepted');
+      audit(request, 'identity.change_requested', customer.id);
+      return accepted;
+    });
 
-    app.post('/identity/confirm', { config: { session: true }, schema: identityConfirmSchema }, async (request) => {
+    app.post('/identity/confirm', confirmIdentityRoute, async (request) => {
       const { sessionId, customer } = accountOf(request);
       await limit(request, [[limits.codeAttempts, request.clientKey]]);
       const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);

@@ -1,41 +1,79 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { FieldErrors } from '../../auth/deps.js';
-import { finishPasskeyRegistration, startPasskeyRegistration } from '../../auth/passkey-registration.js';
-import { listPasskeys, removePasskey } from '../../auth/passkeys.js';
-import { validateName } from '../../auth/registration.js';
-import { accountOf, routeKit, type KitSource, type Outcomes } from '../kit.js';
+import { finishPasskeyRegistration, startPasskeyRegistration } from '../../auth/flows/passkey-registration.js';
+import { validateName } from '../../auth/rules/fields.js';
+import { listPasskeys, removePasskey } from '../../auth/tables/passkeys.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
+import { accountOf, routeKit, type KitSource } from '../kit.js';
 import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
 import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import {
-  credentialRefused,
-  listPasskeysSchema,
-  registerPasskeySchema,
-  registrationOptionsSchema,
-  removePasskeySchema,
-} from './passkeys-schemas.js';
+import { Passkey, PasskeyCreationOptions, PasskeyList, PasskeyRegisterBody } from '../passkey-schemas.js';
+import { DeletedStatus } from '../schemas.js';
+
+export const credentialRefused = 'Could not be verified for this account and page; ask for new options and try again.';
 
 const registrationOutcomes: Outcomes<'credential_refused' | 'identity_unverified' | 'wrong_password'> = {
   identity_unverified: { problem: 'identity_unverified' },
-  // A guess at the password from a signed-in session, recorded as a failed login is.
-  wrong_password: {
-    problem: 'validation_failed',
-    audit: { event: 'reauthentication.failed', details: { operation: 'passkey.add' } },
-  },
+  wrong_password: wrongPasswordOutcome('passkey.add'),
   credential_refused: { problem: 'validation_failed' },
 };
+
+// Every route here needs the session and is a 404 while the store has passkeys off.
+const account = { session: true, feature: 'passkeys' } as const;
+
+const registrationOptions = declareRoute({
+  operationId: 'passkeyRegistrationOptions',
+  summary: 'Start adding a passkey',
+  description:
+    'Options for `navigator.credentials.create` (resident key required, user verification preferred), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser. An account whose email or phone is not yet proven (verified, reset or signed in with a code) cannot add a passkey: 403 identity_unverified.',
+  ...account,
+  answer: PasskeyCreationOptions,
+  problems: ['identity_unverified'],
+});
+
+const registration = declareRoute({
+  operationId: 'registerPasskey',
+  summary: 'Add a passkey',
+  description:
+    "Verifies the browser's answer against this browser's challenge (spent whatever the outcome) and keeps the passkey. A wrong origin or RP ID, a used, expired or other browser's challenge, or a credential already registered is a 422 on `credential`. An account that has a password must send it as `current_password` (checked as a login is, counted by the failed-login limit; a wrong one is a 422 on `current_password`). An unproven account gets 403 identity_unverified.",
+  ...account,
+  body: PasskeyRegisterBody,
+  answer: Passkey,
+  status: 201,
+  problems: [registrationOutcomes],
+  examples: { fieldErrors: { credential: [credentialRefused], current_password: ['Is not correct.'] } },
+});
+
+const list = declareRoute({
+  operationId: 'listPasskeys',
+  summary: 'List my passkeys',
+  description: "The signed-in customer's passkeys, newest first.",
+  ...account,
+  answer: PasskeyList,
+});
+
+const removal = declareRoute({
+  operationId: 'removePasskey',
+  summary: 'Remove a passkey',
+  description:
+    "Removes the passkey with this id; it can no longer sign in. Needs the session only. An id that is not one of the caller's passkeys answers 404 whether it exists or not.",
+  ...account,
+  params: Type.Object({ id: Type.String({ description: 'The `id` of a passkey from the list.' }) }),
+  answer: DeletedStatus,
+});
 
 /** Passkeys in the account area: adding one, listing them, removing one. Each needs the session. */
 export function passkeyRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { db } = services;
   const { deps, audit, limit, forget, refusal } = routeKit(services);
-  const { gate, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
-  const route = { config: { ...gate.config, session: true } };
+  const { ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
 
   return async (app) => {
-    app.post('/passkeys/register/options', { ...route, schema: registrationOptionsSchema }, async (request, reply) => {
+    app.post('/passkeys/register/options', registrationOptions, async (request, reply) => {
       const { customer } = accountOf(request);
       return ceremonyOptions(request, reply, async (rp) => {
         const started = await startPasskeyRegistration(deps, rp, customer);
@@ -44,7 +82,7 @@ export function passkeyRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       });
     });
 
-    app.post('/passkeys/register', { ...route, schema: registerPasskeySchema }, async (request, reply) => {
+    app.post('/passkeys/register', registration, async (request, reply) => {
       const { customer } = accountOf(request);
       // The current password is a guess like a login's: counted before the check, as one is.
       await limit(request, [
@@ -72,11 +110,11 @@ export function passkeyRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       return result.value;
     });
 
-    app.get('/passkeys', { ...route, schema: listPasskeysSchema }, async (request) => ({
+    app.get('/passkeys', list, async (request) => ({
       passkeys: await listPasskeys(db, accountOf(request).customer.id),
     }));
 
-    app.post('/passkeys/:id/delete', { ...route, schema: removePasskeySchema }, async (request) => {
+    app.post('/passkeys/:id/delete', removal, async (request) => {
       const { customer } = accountOf(request);
       await limit(request, [[limits.passkeyChanges, customer.id]]);
       if (!(await removePasskey(db, customer.id, request.params.id))) throw new ProblemError('not_found');

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Edge } from '../edge.js';
-import { setCsrfCookie } from '../csrf.js';
+import { csrfHeaderName, setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
 
@@ -87,14 +87,21 @@ export function csrfCookieRoute(services: Pick<Edge, 'config' | 'keys'>, url: st
           operationId: url.startsWith('/sanctum') ? 'sanctumCsrfCookie' : 'csrfCookie',
           summary: 'Get a fresh XSRF-TOKEN cookie',
           response: {
-            204: { description: 'The XSRF-TOKEN cookie is set.', type: 'null' },
+            204: {
+              description:
+                'The XSRF-TOKEN cookie is set (for COOKIE_DOMAIN when configured), and the same token is in the X-XSRF-TOKEN response header.',
+              type: 'null',
+              headers: { 'x-xsrf-token': { type: 'string', description: 'The token of the XSRF-TOKEN cookie.' } },
+            },
             ...problemResponses(...customerProblems),
           },
         },
       },
       async (request, reply) => {
         const sessionId = request.cookies[services.config.sessionCookieName];
-        setCsrfCookie(reply, services.keys.csrf, sessionId, services.config.cookieSecure);
+        const token = setCsrfCookie(reply, services.keys.csrf, sessionId, services.config);
+        // Also as a header (exposed to the allowed origins), for a frontend that cannot read the cookie.
+        reply.header(csrfHeaderName, token);
         return reply.code(204).send(null);
       },
     );

@@ -1,17 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { register, registrationErrors } from '../../auth/registration.js';
-import { resendVerification, verifyIdentity } from '../../auth/verification.js';
-import {
-  describe,
-  identityOf,
-  messageRequestRoute,
-  refuseInvalidBody,
-  routeKit,
-  type KitSource,
-  type Outcomes,
-} from '../kit.js';
+import { register, registrationErrors } from '../../auth/flows/registration.js';
+import { resendVerification, verifyIdentity } from '../../auth/flows/verification.js';
+import { declareRoute, type Outcomes } from '../declare.js';
+import { identityOf, messageRequestRoute, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
-import { bodyProblemResponses, Customer, RegisterBody, VerifyBody } from '../schemas.js';
+import { Customer, RegisterBody, VerifyBody } from '../schemas.js';
 
 const registerOutcomes: Outcomes<'invalid' | 'identity_unavailable'> = {
   invalid: { problem: 'validation_failed' },
@@ -20,68 +13,59 @@ const registerOutcomes: Outcomes<'invalid' | 'identity_unavailable'> = {
 
 const verifyOutcomes: Outcomes<'invalid_challenge'> = { invalid_challenge: { problem: 'invalid_identity_challenge' } };
 
+const registerRoute = declareRoute({
+  operationId: 'register',
+  summary: 'Register a customer',
+  description:
+    "Creates an unverified customer and sends a verification code through the store channel. Never creates a session. Send `email` on an email store and `phone` on a phone store; a 422 names every failing field at once, the store's identity field included.",
+  body: RegisterBody,
+  ownValidation: true,
+  answer: Customer,
+  status: 201,
+  problems: [registerOutcomes],
+  // The identity field is the store's (email or phone), so the schema alone cannot show it.
+  examples: {
+    fieldErrors: {
+      name: ['Is required.'],
+      email: ['Must be a valid email address.'],
+      password: ['Must contain at least one number.'],
+      password_confirmation: ['Must match the password.'],
+    },
+  },
+});
+
+const verifyRoute = declareRoute({
+  operationId: 'verify',
+  summary: 'Verify an identity with its code',
+  description:
+    'Sets verified_at when the code is the live verification code: the first proof of control, which ends every earlier session and passkey of the account and voids its other codes. Never creates a session.',
+  body: VerifyBody,
+  answer: Customer,
+  problems: [verifyOutcomes],
+});
+
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
 export function registrationRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { deps, audit, limit, refusal } = routeKit(services);
 
   return async (app) => {
-    app.post(
-      '/register',
-      {
-        attachValidation: true,
-        schema: {
-          ...describe(
-            'register',
-            'Register a customer',
-            "Creates an unverified customer and sends a verification code through the store channel. Never creates a session. Send `email` on an email store and `phone` on a phone store; a 422 names every failing field at once, the store's identity field included.",
-          ),
-          body: RegisterBody,
-          response: {
-            201: Customer,
-            ...bodyProblemResponses(RegisterBody, ['identity_unavailable'], {
-              // The identity field is the store's (email or phone), so the schema alone cannot show it.
-              fieldErrors: {
-                name: ['Is required.'],
-                email: ['Must be a valid email address.'],
-                password: ['Must contain at least one number.'],
-                password_confirmation: ['Must match the password.'],
-              },
-            }),
-          },
-        },
-      },
-      async (request, reply) => {
-        refuseInvalidBody(request, (fields) => registrationErrors(request.store, fields, deps.allowedCallingCodes));
-        await limit(request, [[limits.registrations, request.clientKey]]);
-        const result = await register(deps, request.store, request.body);
-        if (!result.ok) throw refusal(request, registerOutcomes, result);
-        audit(request, 'customer.registered', result.value.id);
-        reply.code(201);
-        return result.value;
-      },
-    );
+    app.post('/register', registerRoute, async (request, reply) => {
+      refuseInvalidBody(request, (fields) => registrationErrors(request.store, fields, deps.allowedCallingCodes));
+      await limit(request, [[limits.registrations, request.clientKey]]);
+      const result = await register(deps, request.store, request.body);
+      if (!result.ok) throw refusal(request, registerOutcomes, result);
+      audit(request, 'customer.registered', result.value.id);
+      reply.code(201);
+      return result.value;
+    });
 
-    app.post(
-      '/verify',
-      {
-        schema: {
-          ...describe(
-            'verify',
-            'Verify an identity with its code',
-            'Sets verified_at when the code is the live verification code: the first proof of control, which ends every earlier session and passkey of the account and voids its other codes. Never creates a session.',
-          ),
-          body: VerifyBody,
-          response: { 200: Customer, ...bodyProblemResponses(VerifyBody, ['invalid_identity_challenge']) },
-        },
-      },
-      async (request) => {
-        await limit(request, [[limits.codeAttempts, request.clientKey]]);
-        const result = await verifyIdentity(deps, request.store, identityOf(request), request.body.code);
-        if (!result.ok) throw refusal(request, verifyOutcomes, result);
-        audit(request, 'customer.verified', result.value.id);
-        return result.value;
-      },
-    );
+    app.post('/verify', verifyRoute, async (request) => {
+      await limit(request, [[limits.codeAttempts, request.clientKey]]);
+      const result = await verifyIdentity(deps, identityOf(request), request.body.code);
+      if (!result.ok) throw refusal(request, verifyOutcomes, result);
+      audit(request, 'customer.verified', result.value.id);
+      return result.value;
+    });
 
     await app.register(
       messageRequestRoute(services, {

@@ -1,16 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { loginWithCode, requestSignInCode } from '../../auth/code-login.js';
-import { describe, identityOf, messageRequestRoute, routeKit, type KitSource, type Outcomes } from '../kit.js';
+import { loginWithCode, requestSignInCode } from '../../auth/flows/code-login.js';
+import { declareRoute, signInRefused, type Outcomes } from '../declare.js';
+import { identityOf, messageRequestRoute, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
-import { AuthSession, bodyProblemResponses, VerifyBody } from '../schemas.js';
+import { AuthSession, VerifyBody } from '../schemas.js';
 
-const codeLoginOutcomes: Outcomes<'refused'> = {
-  refused: {
-    problem: 'invalid_identity_challenge',
-    audit: { event: 'login.failed', details: { method: 'code' } },
-    metric: 'failure',
-  },
-};
+const codeLoginOutcomes: Outcomes<'refused'> = { refused: signInRefused('code', 'invalid_identity_challenge') };
+
+const loginWithCodeRoute = declareRoute({
+  operationId: 'loginWithCode',
+  summary: 'Log in with a sign-in code',
+  description:
+    'Spends the sign-in code and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. Sets verified_at when it was null, and works on a store that requires verification. On an account whose identity was not yet proven it is the first proof of control: every earlier session and passkey ends, and so does the password set at registration (set a new one with forgot/reset). A wrong, expired or used code and an unknown identity are the same 422. 404 not_found while the store does not allow signing in with a code.',
+  feature: 'signInWithCode',
+  body: VerifyBody,
+  answer: AuthSession,
+  problems: [codeLoginOutcomes],
+});
 
 /**
  * Signing in with a code sent to the identity, where the store allows it
@@ -21,9 +27,6 @@ export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox 
   const { metrics } = services;
   const { deps, limit, refusal, signInSucceeded } = routeKit(services);
   const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
-
-  // The customer scope answers 404 while the setting is off, before the body is read (http/scopes.ts).
-  const config = { feature: 'signInWithCode' } as const;
 
   return async (app) => {
     await app.register(
@@ -39,33 +42,14 @@ export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox 
       }),
     );
 
-    app.post(
-      '/code/login',
-      {
-        config,
-        schema: {
-          ...describe(
-            'loginWithCode',
-            'Log in with a sign-in code',
-            'Spends the sign-in code and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. Sets verified_at when it was null, and works on a store that requires verification. On an account whose identity was not yet proven it is the first proof of control: every earlier session and passkey ends, and so does the password set at registration (set a new one with forgot/reset). A wrong, expired or used code and an unknown identity are the same 422. 404 not_found while the store does not allow signing in with a code.',
-          ),
-          body: VerifyBody,
-          response: {
-            200: AuthSession,
-            ...bodyProblemResponses(VerifyBody, ['invalid_identity_challenge', 'not_found']),
-          },
-        },
-      },
-      async (request, reply) => {
-        await limit(request, [[limits.codeAttempts, request.clientKey]], () => countLogin('throttled'));
-        const previous = request.cookies[services.config.sessionCookieName];
-        const result = await loginWithCode(deps, request.store, identityOf(request), request.body.code, previous, {
-          userAgent: request.headers['user-agent'],
-          address: request.ip,
-        });
-        if (!result.ok) throw refusal(request, codeLoginOutcomes, result, { count: countLogin });
-        return signInSucceeded(request, reply, result.value, 'code');
-      },
-    );
+    app.post('/code/login', loginWithCodeRoute, async (request, reply) => {
+      await limit(request, [[limits.codeAttempts, request.clientKey]], () => countLogin('throttled'));
+      const previous = request.cookies[services.config.sessionCookieName];
+      const client = { userAgent: request.headers['user-agent'], address: request.ip };
+      const attempt = { store: request.store, client, previousSessionId: previous };
+      const result = await loginWithCode(deps, attempt, identityOf(request), request.body.code);
+      if (!result.ok) throw refusal(request, codeLoginOutcomes, result, { count: countLogin });
+      return signInSucceeded(request, reply, result.value, 'code');
+    });
   };
 }

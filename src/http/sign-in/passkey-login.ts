@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
-import { loginWithPasskey, startPasskeyLogin, type PasskeyLoginFailure } from '../../auth/passkey-login.js';
-import { describe, routeKit, type KitSource, type Outcome, type Outcomes } from '../kit.js';
+import { loginWithPasskey, startPasskeyLogin, type PasskeyLoginFailure } from '../../auth/flows/passkey-login.js';
+import { declareRoute, type Outcome, type Outcomes } from '../declare.js';
+import { routeKit, type KitSource } from '../kit.js';
 import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
 import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
 import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { limits } from '../rate-limit.js';
-import { AuthSession, bodyProblemResponses, customerProblems, problemResponses } from '../schemas.js';
+import { AuthSession } from '../schemas.js';
 
 export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
 
@@ -21,71 +22,62 @@ const passkeyLoginOutcomes: Outcomes<PasskeyLoginFailure> = {
   unverified: refused,
 };
 
+const passkeyLoginOptionsRoute = declareRoute({
+  operationId: 'passkeyLoginOptions',
+  summary: 'Start signing in with a passkey',
+  description:
+    'Options for `navigator.credentials.get` with no credentials listed (discoverable passkeys; also for conditional UI), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser.',
+  feature: 'passkeys',
+  answer: PasskeyRequestOptions,
+});
+
+const loginWithPasskeyRoute = declareRoute({
+  operationId: 'loginWithPasskey',
+  summary: 'Log in with a passkey',
+  description:
+    "Verifies the assertion against this browser's challenge (spent whatever the outcome) and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. A passkey proves the authenticator, not the email or phone: it never sets verified_at, and on a store that requires verification an unproven account is refused like any other failure. Counts against the login limit per address. An unknown passkey, a bad signature, a reused, expired or other browser's challenge, a wrong origin or RP ID and a signature counter that went backwards are one identical 401.",
+  feature: 'passkeys',
+  body: PasskeyLoginBody,
+  answer: AuthSession,
+  problems: [passkeyLoginOutcomes],
+  examples: { details: { unauthenticated: passkeyLoginRefusedDetail } },
+});
+
 /** Signing in with a passkey: no session needed, and the answer of a login. */
 export function passkeyLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics } = services;
   const { deps, audit, limit, refusal, signInSucceeded } = routeKit(services);
-  const { gate, ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
+  const { ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
   const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
 
   return async (app) => {
-    app.post(
-      '/passkeys/login/options',
-      {
-        ...gate,
-        schema: {
-          ...describe(
-            'passkeyLoginOptions',
-            'Start signing in with a passkey',
-            'Options for `navigator.credentials.get` with no credentials listed (discoverable passkeys; also for conditional UI), and an HttpOnly cookie binding their challenge (single use, 5 minutes) to this browser.',
-          ),
-          response: { 200: PasskeyRequestOptions, ...problemResponses(...customerProblems, 'not_found') },
-        },
-      },
-      async (request, reply) => {
-        return ceremonyOptions(request, reply, (rp) => startPasskeyLogin(deps, rp));
-      },
-    );
+    app.post('/passkeys/login/options', passkeyLoginOptionsRoute, async (request, reply) => {
+      return ceremonyOptions(request, reply, (rp) => startPasskeyLogin(deps, rp));
+    });
 
-    app.post(
-      '/passkeys/login',
-      {
-        ...gate,
-        schema: {
-          ...describe(
-            'loginWithPasskey',
-            'Log in with a passkey',
-            "Verifies the assertion against this browser's challenge (spent whatever the outcome) and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. A passkey proves the authenticator, not the email or phone: it never sets verified_at, and on a store that requires verification an unproven account is refused like any other failure. Counts against the login limit per address. An unknown passkey, a bad signature, a reused, expired or other browser's challenge, a wrong origin or RP ID and a signature counter that went backwards are one identical 401.",
-          ),
-          body: PasskeyLoginBody,
-          response: {
-            200: AuthSession,
-            ...bodyProblemResponses(PasskeyLoginBody, ['unauthenticated', 'not_found'], {
-              details: { unauthenticated: passkeyLoginRefusedDetail },
-            }),
-          },
+    app.post('/passkeys/login', loginWithPasskeyRoute, async (request, reply) => {
+      await limit(request, [[limits.loginAttempts, request.clientKey]], () => countLogin('throttled'));
+      const result = await loginWithPasskey(
+        deps,
+        relyingParty(services, request),
+        {
+          store: request.store,
+          client: { userAgent: request.headers['user-agent'], address: request.ip },
+          previousSessionId: request.cookies[services.config.sessionCookieName],
         },
-      },
-      async (request, reply) => {
-        await limit(request, [[limits.loginAttempts, request.clientKey]], () => countLogin('throttled'));
-        const result = await loginWithPasskey(
-          deps,
-          request.store,
-          relyingParty(services, request),
-          passkeyHandle(request, cookieKeys),
-          request.body.credential as unknown as AuthenticationResponseJSON,
-          request.cookies[services.config.sessionCookieName],
-          { userAgent: request.headers['user-agent'], address: request.ip },
-        );
-        clearPasskeyCookie(reply, secure);
-        if (!result.ok) {
-          const details: Record<string, string> = { method: 'passkey', reason: result.error };
-          if (result.passkeyId !== undefined) details['passkey'] = result.passkeyId;
-          audit(request, 'login.failed', result.customerId, details);
-          throw refusal(request, passkeyLoginOutcomes, result, { count: countLogin });
-        }
-        return signInSucceeded(request, reply, result.value, 'passkey');
-      },
-    );
+        {
+          handle: passkeyHandle(request, cookieKeys),
+          response: request.body.credential as unknown as AuthenticationResponseJSON,
+        },
+      );
+      clearPasskeyCookie(reply, secure);
+      if (!result.ok) {
+        const details: Record<string, string> = { method: 'passkey', reason: result.error };
+        if (result.passkeyId !== undefined) details['passkey'] = result.passkeyId;
+        audit(request, 'login.failed', result.customerId, details);
+        throw refusal(request, passkeyLoginOutcomes, result, { count: countLogin });
+      }
+      return signInSucceeded(request, reply, result.value, 'passkey');
+    });
   };
 }

@@ -1,21 +1,49 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { toCustomer } from '../../auth/customers.js';
-import { login } from '../../auth/login.js';
-import { deleteSession } from '../../auth/sessions.js';
-import { accountOf, identityOf, routeKit, type KitSource, type Outcomes } from '../kit.js';
+import { login } from '../../auth/flows/login.js';
+import { toCustomer } from '../../auth/tables/customers.js';
+import { deleteSession } from '../../auth/tables/sessions.js';
+import { declareRoute, signInRefused, type Outcomes } from '../declare.js';
+import { accountOf, identityOf, routeKit, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { limits, type LimitHit } from '../rate-limit.js';
-import { loginRefusedDetail, loginSchema, logoutSchema, sessionSchema } from './password-schemas.js';
+import { AuthSession, LoginBody, SignedOutStatus } from '../schemas.js';
+
+export const loginRefusedDetail = 'The identity or password is not correct.';
 
 // One text for all three refusals: it must not tell which part was wrong.
 const loginOutcomes: Outcomes<'refused'> = {
-  refused: {
-    problem: 'unauthenticated',
-    detail: loginRefusedDetail,
-    audit: { event: 'login.failed', details: { method: 'password' } },
-    metric: 'failure',
-  },
+  refused: signInRefused('password', 'unauthenticated', loginRefusedDetail),
 };
+
+const loginRoute = declareRoute({
+  operationId: 'login',
+  summary: 'Log in',
+  description:
+    'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct." A login from a device the customer has not signed in from for 90 days queues a new_sign_in message (store setting auth.sign_in_notices); the answer does not depend on it.',
+  body: LoginBody,
+  answer: AuthSession,
+  problems: [loginOutcomes],
+  examples: { details: { unauthenticated: loginRefusedDetail } },
+});
+
+// Who am I and log out need the session, but belong with signing in.
+const signedIn = { session: true, tag: 'auth' } as const;
+
+const sessionRoute = declareRoute({
+  operationId: 'session',
+  summary: 'Who am I',
+  description: 'The customer of the session cookie. A reverse proxy asks `GET /forward` (forwardAuth) instead.',
+  ...signedIn,
+  answer: AuthSession,
+});
+
+const logoutRoute = declareRoute({
+  operationId: 'logout',
+  summary: 'Log out',
+  description: 'Deletes the session on the server, expires the cookie and issues a fresh XSRF-TOKEN.',
+  ...signedIn,
+  answer: SignedOutStatus,
+});
 
 /** Signing in with a password, asking who is signed in, and signing out. */
 export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTypebox {
@@ -24,7 +52,7 @@ export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTyp
   const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
 
   return async (app) => {
-    app.post('/login', { schema: loginSchema }, async (request, reply) => {
+    app.post('/login', loginRoute, async (request, reply) => {
       const identity = identityOf(request);
       // Counted before the password check so parallel guesses cannot exceed the limit; forgiven on success.
       const hits: LimitHit[] = [
@@ -34,18 +62,19 @@ export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTyp
       await limit(request, hits, () => countLogin('throttled'));
       const previous = request.cookies[services.config.sessionCookieName];
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
-      const result = await login(deps, request.store, identity, request.body.password, previous, client);
+      const attempt = { store: request.store, client, previousSessionId: previous };
+      const result = await login(deps, attempt, identity, request.body.password);
       if (!result.ok) throw refusal(request, loginOutcomes, result, { count: countLogin });
       return signInSucceeded(request, reply, result.value, 'password', identity.key);
     });
 
-    // Who am I: for storefront pages, and usable by a reverse proxy as a forward-auth check.
-    app.get('/session', { schema: sessionSchema, config: { session: true } }, async (request) => ({
+    // Who am I: for storefront pages (a reverse proxy asks forward-auth.ts instead).
+    app.get('/session', sessionRoute, async (request) => ({
       auth_type: 'session' as const,
       customer: toCustomer(accountOf(request).customer),
     }));
 
-    app.post('/logout', { schema: logoutSchema, config: { session: true } }, async (request, reply) => {
+    app.post('/logout', logoutRoute, async (request, reply) => {
       // Gone since the session was read (a parallel logout): that one signed out, not this one.
       const customerId = await deleteSession(db, clock, accountOf(request).sessionId);
       if (customerId === null) throw new ProblemError('unauthenticated');

@@ -1,0 +1,351 @@
+// Written by scripts/client-types.ts from the route schemas (src/http/schemas.ts,
+// src/http/passkey-schemas.ts) and the problem codes (src/http/problems.ts): do not edit it by
+// hand; run `npm run client:types` after changing them.
+
+/** Every error code the API can answer with (the `code` of its problem documents). */
+export type ProblemCode =
+  | 'validation_failed'
+  | 'identity_unavailable'
+  | 'invalid_identity_challenge'
+  | 'unauthenticated'
+  | 'identity_unverified'
+  | 'untrusted_origin'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'misdirected_request'
+  | 'csrf_token_mismatch'
+  | 'rate_limited'
+  | 'internal_error'
+  | 'store_unavailable'
+  | 'deployment_not_ready'
+  | 'service_unavailable';
+
+export interface RegisterBody {
+  /** Up to 120 characters once trimmed; no control characters. */
+  name: string;
+  /** Required on a store whose identity mode is email; refused on a phone store. */
+  email?: string;
+  /** E.164; required on a store whose identity mode is phone; refused on an email store. */
+  phone?: string;
+  /** At least 8 characters with a letter and a number; not a common password. */
+  password: string;
+  /** Must equal password. */
+  password_confirmation: string;
+}
+
+export interface VerifyBody {
+  /** The account's email address or phone number (E.164), by the store's identity mode. */
+  identity: string;
+  /** The six-digit code that was sent. */
+  code: string;
+}
+
+export interface IdentityBody {
+  /** The account's email address or phone number (E.164), by the store's identity mode. */
+  identity: string;
+}
+
+export interface LoginBody {
+  /** The account's email address or phone number (E.164), by the store's identity mode. */
+  identity: string;
+  password: string;
+}
+
+export interface ResetPasswordBody {
+  /** The account's email address or phone number (E.164), by the store's identity mode. */
+  identity: string;
+  /** The six-digit code that was sent. */
+  code: string;
+  /** The new password, by the same rules as at registration. */
+  password: string;
+  password_confirmation: string;
+}
+
+export interface ChangePasswordBody {
+  /** The password the account has now. */
+  current_password: string;
+  /** The new password, by the same rules as at registration. */
+  password: string;
+  password_confirmation: string;
+}
+
+export interface ProfileBody {
+  /** Up to 120 characters once trimmed; no control characters. */
+  name: string;
+}
+
+export interface IdentityChangeBody {
+  /** The new email address; required on an email store and refused on a phone store. */
+  email?: string;
+  /** The new phone number (E.164); required on a phone store and refused on an email store. */
+  phone?: string;
+  /** The password the account has now. */
+  current_password: string;
+}
+
+export interface IdentityConfirmBody {
+  /** The six-digit code that was sent. */
+  code: string;
+}
+
+export interface DeleteAccountBody {
+  /** Checked like a login; counts toward the failed-login limit. */
+  current_password: string;
+}
+
+export interface Customer {
+  id: string;
+  name: string;
+  identity: {
+    type: 'email' | 'phone';
+    value: string;
+    /** An ISO 8601 date and time (UTC). */
+    verified_at: string | null;
+  };
+}
+
+export interface AuthSession {
+  auth_type: 'session';
+  customer: Customer;
+}
+
+export interface AcceptedStatus {
+  status: 'accepted';
+}
+
+export interface PasswordResetStatus {
+  status: 'password_reset';
+}
+
+export interface PasswordChangedStatus {
+  status: 'password_changed';
+}
+
+export interface SignedOutStatus {
+  status: 'signed_out';
+}
+
+export interface Session {
+  /** A public handle for the session; never the cookie value or its hash. */
+  id: string;
+  /** Whether this is the session of the request. */
+  current: boolean;
+  /** An ISO 8601 date and time (UTC). */
+  created_at: string;
+  /** May lag by up to 5 minutes. */
+  last_seen_at: string;
+  /** An ISO 8601 date and time (UTC). */
+  expires_at: string;
+  client: {
+    /** What the browser sent at login, cut to 256 characters; null when it sent none. */
+    user_agent: string | null;
+    /** The device in a few words, e.g. `Firefox on Windows`: browser and system, no versions. */
+    device: string;
+    /** The login address masked to its /24 (IPv4) or /48 (IPv6), e.g. `203.0.113.0/24`. */
+    address: string | null;
+  };
+}
+
+export interface SessionList {
+  /** Newest first. */
+  sessions: Session[];
+}
+
+export interface RevokedStatus {
+  status: 'revoked';
+}
+
+export interface RevokedCountStatus {
+  status: 'revoked';
+  count: number;
+}
+
+export interface DeletedStatus {
+  status: 'deleted';
+}
+
+/** Everything kept about the signed-in customer, and nothing about anyone else. */
+export interface AccountExport {
+  /** An ISO 8601 date and time (UTC). */
+  exported_at: string;
+  customer: {
+    id: string;
+    name: string;
+    identity: {
+      type: 'email' | 'phone';
+      value: string;
+      /** An ISO 8601 date and time (UTC). */
+      verified_at: string | null;
+    };
+    /** An ISO 8601 date and time (UTC). */
+    created_at: string;
+  };
+  /** The live sessions, newest first, as `GET /sessions` lists them. */
+  sessions: Session[];
+  /** The devices remembered for new-sign-in notices (90 days), most recent first. */
+  known_devices: {
+    family: string;
+    masked_address: string;
+    /** An ISO 8601 date and time (UTC). */
+    last_seen_at: string;
+  }[];
+  /** The passkeys that can sign in to the account, newest first (never their keys). */
+  passkeys: {
+    id: string;
+    name: string;
+    /** An ISO 8601 date and time (UTC). */
+    created_at: string;
+    /** An ISO 8601 date and time (UTC). */
+    last_used_at: string | null;
+  }[];
+  /** Newest first. */
+  audit_events: {
+    /** An ISO 8601 date and time (UTC). */
+    occurred_at: string;
+    event: string;
+    client_address: string | null;
+    details: Record<string, string>;
+  }[];
+}
+
+export interface PlatformInfo {
+  name: string;
+  api_version: string;
+}
+
+export interface HealthStatus {
+  status: 'ok';
+}
+
+export interface ReadinessChecks {
+  database: boolean;
+  cache: boolean;
+  search: boolean;
+  store: boolean;
+}
+
+export interface HealthReady {
+  status: string;
+  checks: ReadinessChecks;
+  details?: {
+    store_id: string;
+    store_status: string;
+  };
+}
+
+/** PublicKeyCredentialCreationOptionsJSON: hand it to the browser's WebAuthn call as is. */
+export interface PasskeyCreationOptions {
+  /** base64url */
+  challenge: string;
+  rp: {
+    name: string;
+    id?: string;
+  };
+  user: {
+    /** base64url, at most 64 bytes */
+    id: string;
+    name: string;
+    displayName: string;
+  };
+  pubKeyCredParams: {
+    type: string;
+    alg: number;
+  }[];
+  timeout?: number;
+  excludeCredentials?: {
+    /** base64url, at most 1,023 bytes */
+    id: string;
+    type: string;
+    transports?: string[];
+  }[];
+  authenticatorSelection?: {
+    residentKey?: string;
+    requireResidentKey?: boolean;
+    userVerification?: string;
+  };
+  attestation?: string;
+  extensions?: {};
+  hints?: string[];
+}
+
+/** PublicKeyCredentialRequestOptionsJSON: hand it to the browser's WebAuthn call as is. */
+export interface PasskeyRequestOptions {
+  /** base64url */
+  challenge: string;
+  rpId?: string;
+  timeout?: number;
+  /** Always empty: discoverable credentials. */
+  allowCredentials?: {
+    /** base64url, at most 1,023 bytes */
+    id: string;
+    type: string;
+    transports?: string[];
+  }[];
+  userVerification?: string;
+  extensions?: {};
+  hints?: string[];
+}
+
+export interface PasskeyRegisterBody {
+  /** RegistrationResponseJSON, as the browser made it. */
+  credential: {
+    /** base64url, at most 1,023 bytes */
+    id: string;
+    /** base64url, at most 1,023 bytes */
+    rawId: string;
+    type: 'public-key';
+    clientExtensionResults?: {};
+    authenticatorAttachment?: string;
+    response: {
+      /** base64url */
+      clientDataJSON: string;
+      /** base64url */
+      attestationObject: string;
+      transports?: string[];
+    };
+  };
+  /** What to call the passkey: up to 120 characters once trimmed. Default: the device, e.g. "Chrome on macOS". */
+  name?: string;
+  /** The password the account has now; required when it has one, so a stolen session alone cannot add a lasting way in. */
+  current_password?: string;
+}
+
+export interface PasskeyLoginBody {
+  /** AuthenticationResponseJSON, as the browser made it. */
+  credential: {
+    /** base64url, at most 1,023 bytes */
+    id: string;
+    /** base64url, at most 1,023 bytes */
+    rawId: string;
+    type: 'public-key';
+    clientExtensionResults?: {};
+    authenticatorAttachment?: string;
+    response: {
+      /** base64url */
+      clientDataJSON: string;
+      /** base64url */
+      authenticatorData: string;
+      /** base64url */
+      signature: string;
+      /** base64url, at most 64 bytes */
+      userHandle?: string;
+    };
+  };
+}
+
+export interface Passkey {
+  /** A public handle for the passkey; never its credential id. */
+  id: string;
+  name: string;
+  /** An ISO 8601 date and time (UTC). */
+  created_at: string;
+  /** The last sign-in with it; null before the first. */
+  last_used_at: string | null;
+}
+
+export interface PasskeyList {
+  /** Newest first. */
+  passkeys: Passkey[];
+}

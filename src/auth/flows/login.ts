@@ -1,0 +1,51 @@
+import type { AuthDeps, MessagingDeps } from '../deps.js';
+import { fail } from '../result.js';
+import type { ParsedIdentity } from '../rules/identity.js';
+import { completeSignIn, deviceKeyOf, type LoginResult, type SignInAttempt } from '../rules/sign-in.js';
+import { findCustomerByIdentity, upgradePasswordHash } from '../tables/customers.js';
+import { createSession } from '../tables/sessions.js';
+
+/**
+ * Checks the password and opens a session. Unknown identity, wrong password and (on a store that
+ * requires it) an unverified account all do one full hash verification and fail alike, so the
+ * three cases cannot be told apart by answer or by time.
+ */
+export async function login(
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
+  attempt: SignInAttempt,
+  identity: ParsedIdentity,
+  password: string,
+): Promise<LoginResult> {
+  const customer = await findCustomerByIdentity(deps.db, identity);
+  if (customer === null) {
+    await deps.hasher.verifyDummy(password);
+    return fail('refused', { customerId: null });
+  }
+  const passwordMatches = await deps.hasher.verify(customer.password_hash, password);
+  if (!passwordMatches || (attempt.store.verificationRequired && customer.verified_at === null)) {
+    return fail('refused', { customerId: customer.id });
+  }
+
+  const passwordHash = customer.password_hash;
+  if (passwordHash !== null && deps.hasher.needsRehash(passwordHash)) {
+    // The same password under new parameters: the credential version stays, and so do sessions.
+    const upgraded = await deps.hasher.hash(password);
+    await upgradePasswordHash(deps.db, customer.id, passwordHash, upgraded);
+  }
+  // One statement opens the session, ends the one the request carried and refreshes a known
+  // device; no transaction is needed around it.
+  const device = deviceKeyOf(attempt.client);
+  const opened = await createSession(deps.db, deps.clock, {
+    customerId: customer.id,
+    credentialVersion: customer.credential_version,
+    client: attempt.client,
+    replaces: attempt.previousSessionId,
+    knownDevice: device,
+  });
+  // The password was changed while it was being checked: the one given is no longer the password.
+  if (opened === null) return fail('refused', { customerId: customer.id });
+  // After the session, outside its statement: the notice is a few more queries on the success path
+  // only (a wrong password never reaches here, so its timing is untouched), and a failure to queue
+  // it must not turn a correct password into a refused login. From a known device it costs none.
+  return completeSignIn(deps, attempt.store, { customer, device, ...opened });
+}

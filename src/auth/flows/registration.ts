@@ -1,0 +1,57 @@
+import { queueCode } from '../rules/queue-code.js';
+import { randomUUID } from 'node:crypto';
+import type { StoreContext } from '../../store/store.js';
+import { identityTaken, insertCustomer, toCustomer, type Customer } from '../tables/customers.js';
+import type { AuthDeps, FieldErrors } from '../deps.js';
+import { validateIdentity, validateName, validateNewPassword } from '../rules/fields.js';
+import { fail, failFields, ok, type Result } from '../result.js';
+
+export interface RegisterInput {
+  name: string;
+  email?: string | undefined;
+  phone?: string | undefined;
+  password: string;
+  password_confirmation: string;
+}
+
+export type RegisterResult = Result<Customer, 'invalid' | 'identity_unavailable'>;
+
+/**
+ * The field errors of a registration whose other fields were refused already (missing or not
+ * text): those are left undefined and not checked again, so one answer can name every failing
+ * field. The identity field is the store's, so only this check can say it is missing.
+ */
+export function registrationErrors(
+  store: StoreContext,
+  input: Partial<RegisterInput>,
+  allowedCallingCodes: readonly string[],
+): FieldErrors {
+  const errors: FieldErrors = {};
+  if (input.name !== undefined) validateName(input.name, errors);
+  validateIdentity(store, input, allowedCallingCodes, errors);
+  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
+  return errors;
+}
+
+/** Creates an unverified customer and sends the first verification code. Never creates a session. */
+export async function register(deps: AuthDeps, store: StoreContext, input: RegisterInput): Promise<RegisterResult> {
+  const errors: FieldErrors = {};
+  const name = validateName(input.name, errors);
+  const identity = validateIdentity(store, input, deps.allowedCallingCodes, errors);
+  validateNewPassword(input.password, input.password_confirmation, errors);
+  if (Object.keys(errors).length > 0) return failFields('invalid', errors);
+
+  const type = store.identityMode;
+  if (await identityTaken(deps.db, type, identity)) return fail('identity_unavailable');
+
+  const passwordHash = await deps.hasher.hash(input.password);
+  const result = await deps.db.transaction(async (tx): Promise<RegisterResult> => {
+    const now = deps.clock.now();
+    const row = await insertCustomer(tx, { id: randomUUID(), name, type, value: identity, passwordHash, now });
+    if (row === null) return fail('identity_unavailable');
+    await queueCode(tx, deps, store, row, 'verification');
+    return ok(toCustomer(row));
+  });
+  if (result.ok) deps.messagesQueued();
+  return result;
+}

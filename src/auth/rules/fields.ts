@@ -1,0 +1,75 @@
+import type { StoreContext } from '../../store/store.js';
+import { addFieldError, type FieldErrors } from '../deps.js';
+import { callingCodeOf, normalizeEmail, normalizePhone } from './identity.js';
+import { newPasswordProblems } from './password.js';
+
+/**
+ * The rules of the fields a customer types, shared by every flow that takes them: a name
+ * (registration, the profile, a passkey's name), a new password (registration, change, reset) and
+ * an identity (registration, identity change). Each adds its messages to `errors`.
+ */
+
+export const maxNameLength = 120;
+
+// C0 and C1 control characters, which have no place in a person's name.
+const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
+
+export function validateName(raw: string, errors: FieldErrors): string {
+  const name = raw.trim();
+  const length = [...name].length;
+  if (length === 0) addFieldError(errors, 'name', 'Is required.');
+  if (length > maxNameLength) addFieldError(errors, 'name', `Must be at most ${maxNameLength} characters.`);
+  if (controlCharacter.test(name)) addFieldError(errors, 'name', 'Must not contain control characters.');
+  return name;
+}
+
+/**
+ * The new password's errors when other fields were refused already (see registrationErrors): the
+ * password change and the password reset ask for it alike.
+ */
+export function newPasswordErrors(input: { password?: string; password_confirmation?: string }): FieldErrors {
+  const errors: FieldErrors = {};
+  if (input.password !== undefined) validateNewPassword(input.password, input.password_confirmation, errors);
+  return errors;
+}
+
+/** A confirmation left undefined was refused already (missing or not text), so it is not compared. */
+export function validateNewPassword(password: string, confirmation: string | undefined, errors: FieldErrors): void {
+  for (const problem of newPasswordProblems(password)) addFieldError(errors, 'password', problem);
+  if (confirmation !== undefined && password !== confirmation) {
+    addFieldError(errors, 'password_confirmation', 'Must match the password.');
+  }
+}
+
+export function validateIdentity(
+  store: StoreContext,
+  input: { email?: string | undefined; phone?: string | undefined },
+  allowedCallingCodes: readonly string[],
+  errors: FieldErrors,
+): string {
+  const [used, other] = store.identityMode === 'email' ? (['email', 'phone'] as const) : (['phone', 'email'] as const);
+  if (input[other] !== undefined) {
+    addFieldError(errors, other, `This store identifies customers by ${used}; do not send ${other}.`);
+  }
+  const raw = input[used];
+  if (raw === undefined) {
+    addFieldError(errors, used, 'Is required.');
+    return '';
+  }
+  const value = used === 'email' ? normalizeEmail(raw) : normalizePhone(raw);
+  if (value === null) {
+    addFieldError(
+      errors,
+      used,
+      used === 'email'
+        ? 'Must be a valid email address.'
+        : 'Must be a valid phone number in international format, such as +14155550123.',
+    );
+    return '';
+  }
+  if (used === 'phone' && allowedCallingCodes.length > 0 && !allowedCallingCodes.includes(callingCodeOf(value) ?? '')) {
+    addFieldError(errors, 'phone', 'Numbers from this country cannot be registered here.');
+    return '';
+  }
+  return value;
+}

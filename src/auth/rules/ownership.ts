@@ -1,0 +1,58 @@
+import type { Clock } from '../../clock.js';
+import type { Queryable } from '../../storage/database.js';
+import { voidLiveChallenges } from '../tables/codes.js';
+import { markProven, type CustomerRow } from '../tables/customers.js';
+import { deleteCustomerPasskeys } from '../tables/passkeys.js';
+import { deleteCustomerSessions } from '../tables/sessions.js';
+
+/**
+ * Who owns an account. Until its identity is proven (verified_at null) an account is only a claim:
+ * anyone can register someone else's address and wait for its owner (pre-account hijacking). So
+ * nothing lasting hangs on an unproven account, and the first proof of control of the identity,
+ * whichever way it comes, evicts whatever the claimant set up before it. Every way in that proves
+ * the identity goes through proveControl, and every change of a credential or of the identity
+ * through credentialsChanged, in the transaction that makes the change with the customer row locked.
+ */
+
+/**
+ * How the identity was proven. `retiresPassword`: a proof that sets no password of its own (a
+ * sign-in code) also ends the password set before it; a verification code keeps it, since the
+ * usual registrant verifies and then signs in with the password they chose, and a reset replaces it.
+ */
+export interface Proof {
+  retiresPassword: boolean;
+}
+
+/**
+ * Records a proof of control. On an account already proven it changes nothing. On the first: every
+ * session and passkey from before it ends, every other live code is voided, verified_at is set
+ * and, for a proof that sets no password, the password is retired (a new credential version).
+ * The caller holds the customer row locked and opens any new session after this, against the
+ * version it returns.
+ */
+export async function proveControl(
+  tx: Queryable,
+  clock: Clock,
+  customer: CustomerRow,
+  proof: Proof,
+): Promise<CustomerRow> {
+  if (customer.verified_at !== null) return customer;
+  await deleteCustomerSessions(tx, customer.id);
+  await deleteCustomerPasskeys(tx, customer.id);
+  await credentialsChanged(tx, clock, customer.id);
+  return markProven(tx, customer.id, clock.now(), { retirePassword: proof.retiresPassword });
+}
+
+/**
+ * A credential or the identity changed (reset, password change, identity change confirmed, first
+ * proof of control): no code sent before the change may act after it, whatever its purpose or
+ * the address it went to.
+ */
+export async function credentialsChanged(tx: Queryable, clock: Clock, customerId: string): Promise<void> {
+  await voidLiveChallenges(tx, clock, customerId);
+}
+
+/** Whether the account may take a lasting way in (a passkey, a provider link): only once proven. */
+export function isProven(customer: Pick<CustomerRow, 'verified_at'>): boolean {
+  return customer.verified_at !== null;
+}

@@ -1,0 +1,221 @@
+import type { IdentityMode } from '../../config.js';
+import type { Queryable } from '../../storage/database.js';
+import type { ParsedIdentity } from '../rules/identity.js';
+
+export interface CustomerRow {
+  id: string;
+  name: string;
+  identity_type: IdentityMode;
+  identity_value: string;
+  /** Null once retired: a proof of control that set no password ended the one set before it. */
+  password_hash: string | null;
+  verified_at: Date | null;
+  /** Raised by every change of password; sessions are only opened against the current one. */
+  credential_version: number;
+}
+
+/** The Customer resource as the API shows it. */
+export interface Customer {
+  id: string;
+  name: string;
+  identity: { type: IdentityMode; value: string; verified_at: string | null };
+}
+
+export function toCustomer(row: CustomerRow): Customer {
+  return {
+    id: row.id,
+    name: row.name,
+    identity: {
+      type: row.identity_type,
+      value: row.identity_value,
+      verified_at: row.verified_at === null ? null : new Date(row.verified_at).toISOString(),
+    },
+  };
+}
+
+/**
+ * This module owns the `customers` table: every statement that reads or writes it outside a join
+ * lives here. A change to the table's columns touches this file and the migrations only.
+ */
+const columnNames = [
+  'id',
+  'name',
+  'identity_type',
+  'identity_value',
+  'password_hash',
+  'verified_at',
+  'credential_version',
+];
+const customerColumns = columnNames.join(', ');
+
+/** The customer columns named through a table alias, for a join (`c.id, c.name, …`). */
+export function customerColumnsOf(alias: string): string {
+  return columnNames.map((column) => `${alias}.${column}`).join(', ');
+}
+
+/** Whether an account already holds the identity (a read outside any transaction). */
+export async function identityTaken(db: Queryable, type: IdentityMode, value: string): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM customers WHERE identity_type = $1 AND identity_value = $2', [
+    type,
+    value,
+  ]);
+  return rows.length > 0;
+}
+
+/**
+ * Adds an unverified customer; null when the identity is taken. The unique index decides between
+ * concurrent registrations of one identity: one row wins.
+ */
+export async function insertCustomer(
+  tx: Queryable,
+  customer: { id: string; name: string; type: IdentityMode; value: string; passwordHash: string; now: Date },
+): Promise<CustomerRow | null> {
+  const [row] = await tx.query<CustomerRow>(
+    `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $6)
+     ON CONFLICT (identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
+    [customer.id, customer.name, customer.type, customer.value, customer.passwordHash, customer.now],
+  );
+  return row ?? null;
+}
+
+/** Holds off new customers until the caller's transaction ends; reading stays open. */
+export async function lockCustomers(tx: Queryable): Promise<void> {
+  await tx.query('LOCK TABLE customers IN SHARE ROW EXCLUSIVE MODE');
+}
+
+/** How many customers there are (a store may change its identity mode only while there are none). */
+export async function countCustomers(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
+  return row?.n ?? 0;
+}
+
+/**
+ * Stores the same password under new hashing parameters. The credential version stays, and so do
+ * sessions; nothing changes when the password was replaced since it was read.
+ */
+export async function upgradePasswordHash(db: Queryable, id: string, from: string, to: string): Promise<void> {
+  await db.query('UPDATE customers SET password_hash = $2 WHERE id = $1 AND password_hash = $3', [id, to, from]);
+}
+
+/** A customer named by id, or by an identity as the edge parsed it (none when it did not parse). */
+export type CustomerKey = { id: string } | Pick<ParsedIdentity, 'mode' | 'value'>;
+
+// Built once per key kind, as every read of one customer is.
+const byId = `SELECT ${customerColumns} FROM customers WHERE id = $1`;
+const byIdentity = `SELECT ${customerColumns} FROM customers WHERE identity_type = $1 AND identity_value = $2`;
+
+async function selectCustomer(db: Queryable, key: CustomerKey, locking: string): Promise<CustomerRow | null> {
+  if ('id' in key) return (await db.query<CustomerRow>(byId + locking, [key.id]))[0] ?? null;
+  if (key.value === null) return null;
+  return (await db.query<CustomerRow>(byIdentity + locking, [key.mode, key.value]))[0] ?? null;
+}
+
+/** The customer holding the identity; null when none does, or the identity did not parse. */
+export async function findCustomerByIdentity(
+  db: Queryable,
+  identity: Pick<ParsedIdentity, 'mode' | 'value'>,
+): Promise<CustomerRow | null> {
+  return selectCustomer(db, identity, '');
+}
+
+export async function findCustomerById(db: Queryable, id: string): Promise<CustomerRow | null> {
+  return selectCustomer(db, { id }, '');
+}
+
+/** When the account was made: part of the customer's data export, not of the Customer resource. */
+export async function customerCreatedAt(db: Queryable, id: string): Promise<string | null> {
+  const rows = await db.query<{ created_at: Date }>('SELECT created_at FROM customers WHERE id = $1', [id]);
+  return rows[0] === undefined ? null : new Date(rows[0].created_at).toISOString();
+}
+
+/** Deletes the customer row; whatever still references it by foreign key goes with it. */
+export async function deleteCustomer(tx: Queryable, id: string): Promise<boolean> {
+  const rows = await tx.query('DELETE FROM customers WHERE id = $1 RETURNING 1', [id]);
+  return rows.length === 1;
+}
+
+/**
+ * Records the first proof of control of the identity (verified_at, while it is still null) and
+ * returns the row. With `retirePassword` the password set before the proof ends with it: no hash,
+ * and a new credential version, so no login that checked the old one opens a session.
+ */
+export async function markProven(
+  tx: Queryable,
+  id: string,
+  now: Date,
+  { retirePassword }: { retirePassword: boolean },
+): Promise<CustomerRow> {
+  const [row] = await tx.query<CustomerRow>(
+    `UPDATE customers
+        SET verified_at = $2, updated_at = $2,
+            password_hash = CASE WHEN $3 THEN NULL ELSE password_hash END,
+            credential_version = credential_version + CASE WHEN $3 THEN 1 ELSE 0 END
+      WHERE id = $1 AND verified_at IS NULL RETURNING ${customerColumns}`,
+    [id, now, retirePassword],
+  );
+  return row ?? (await findCustomerById(tx, id))!;
+}
+
+/**
+ * The customer's row, locked until the transaction ends: changes of credentials queue behind it.
+ * The one way any flow locks a customer, by id or by identity.
+ */
+export async function lockCustomer(tx: Queryable, key: CustomerKey): Promise<CustomerRow | null> {
+  return selectCustomer(tx, key, ' FOR UPDATE');
+}
+
+/**
+ * Replaces the password and raises the credential version, so no session can be opened against
+ * the old one any more (see createSession). Returns the new version.
+ */
+export async function replacePassword(tx: Queryable, id: string, passwordHash: string, now: Date): Promise<number> {
+  const [row] = await tx.query<{ credential_version: number }>(
+    `UPDATE customers SET password_hash = $2, credential_version = credential_version + 1, updated_at = $3
+      WHERE id = $1 RETURNING credential_version`,
+    [id, passwordHash, now],
+  );
+  return row!.credential_version;
+}
+
+/** Sets the display name; null when the customer is gone. */
+export async function updateCustomerName(
+  db: Queryable,
+  id: string,
+  name: string,
+  now: Date,
+): Promise<CustomerRow | null> {
+  const rows = await db.query<CustomerRow>(
+    `UPDATE customers SET name = $2, updated_at = $3 WHERE id = $1 RETURNING ${customerColumns}`,
+    [id, name, now],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Moves the customer to another identity, verified at `now`; null when an account already has it.
+ * The unique index decides against a concurrent switch or registration: its violation is undone
+ * to a savepoint, so the caller's transaction (and the code it spent) still commits.
+ */
+export async function switchIdentity(
+  tx: Queryable,
+  id: string,
+  type: IdentityMode,
+  value: string,
+  now: Date,
+): Promise<CustomerRow | null> {
+  await tx.query('SAVEPOINT switch_identity');
+  try {
+    const [row] = await tx.query<CustomerRow>(
+      `UPDATE customers SET identity_type = $2, identity_value = $3, verified_at = $4, updated_at = $4
+        WHERE id = $1 RETURNING ${customerColumns}`,
+      [id, type, value, now],
+    );
+    await tx.query('RELEASE SAVEPOINT switch_identity');
+    return row ?? null;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== '23505') throw error;
+    await tx.query('ROLLBACK TO SAVEPOINT switch_identity');
+    return null;
+  }
+}

@@ -1,0 +1,97 @@
+import swagger from '@fastify/swagger';
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.js';
+import { packageVersion } from '../../version.js';
+import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from '../common.js';
+import { edgeOf, type Edge } from '../edge.js';
+import { unknownPathAnswer } from '../scopes.js';
+import { introspectionRoutes } from './introspect.js';
+import { adminGuard, AdminTokens } from './tokens.js';
+
+/** Where every admin route lives, on the admin listener only. */
+export const adminPrefix = '/admin/v1';
+
+/**
+ * The admin listener's app: a Fastify instance of its own, listening apart from the customer app
+ * (ADMIN_PORT, ADMIN_HOST), so no route of it is ever reachable where shoppers are. It shares the
+ * customer app's wire format (http/common.ts) and services, not its scopes: no store gate, no
+ * CSRF (a bearer token is no ambient credential), no per-address limit, no CORS.
+ */
+export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
+  const listener = built.config.admin;
+  if (listener === undefined) throw new Error('the admin app needs ADMIN_TOKENS or INTROSPECTION_TOKENS');
+  const services = edgeOf(built);
+  // Backends reach it directly, not through the shoppers' proxy: X-Forwarded-For is nobody's word here.
+  const app = createServiceFastify(services.logger, { trustProxy: false });
+  app.decorateRequest('adminCaller', null);
+  acceptJsonOnly(app);
+  const unknownPath = unknownPathAnswer(app);
+
+  app.addHook('onRequest', adminGuard(new AdminTokens(listener)));
+  app.addHook('onSend', async (request, reply) => {
+    setCommonHeaders(request, reply);
+    // Answers about customers and about the service's own surface: no cache keeps them.
+    reply.header('cache-control', 'no-store');
+  });
+  addRequestLog(app, services);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(unknownPath);
+
+  await registerAdminOpenApi(app);
+  await app.register(introspectionRoutes(services), { prefix: adminPrefix });
+  // Any token may read the document: the backends that introspect are who it is written for.
+  app.get(`${adminPrefix}/openapi.json`, { config: { introspectionTokens: true }, schema: { hide: true } }, async () =>
+    app.swagger(),
+  );
+  return app;
+}
+
+/** One line per request, as the customer app writes, naming the token by its id; and the request metrics. */
+function addRequestLog(app: ReturnType<typeof createServiceFastify>, services: Pick<Edge, 'metrics'>): void {
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? null;
+    const labels = { method: request.method, route: route ?? 'unmatched', status: reply.statusCode };
+    services.metrics.requests.inc(labels);
+    services.metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
+    request.log.info(
+      {
+        listener: 'admin',
+        token: request.adminCaller?.tokenId ?? null,
+        method: request.method,
+        route,
+        url: request.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request',
+    );
+  });
+}
+
+/** The admin API's own OpenAPI 3.1 document, apart from the customer one: registered before the routes. */
+async function registerAdminOpenApi(app: ReturnType<typeof createServiceFastify>): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Storefront Auth admin API',
+        version: packageVersion,
+        description:
+          'Served only on the admin listener (ADMIN_PORT, ADMIN_HOST), never on the customer port. Every call needs `Authorization: Bearer <token>` with a token of ADMIN_TOKENS (every call) or INTROSPECTION_TOKENS (the introspection and this document); without one the answer is `401 unauthenticated`, and an introspection token on any other call is `403 forbidden`. Every failure is an RFC 9457 problem document with a stable `code`, as on the customer API.',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: '/', description: "this deployment's admin listener" }],
+      tags: [{ name: 'sessions', description: "Shoppers' sessions, as a backend asks about them" }],
+      components: {
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A token of ADMIN_TOKENS or INTROSPECTION_TOKENS.',
+          },
+        },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+}

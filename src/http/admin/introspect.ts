@@ -1,0 +1,135 @@
+import { fastifyCookie } from '@fastify/cookie';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type, type Static } from '@sinclair/typebox';
+import { toCustomer } from '../../auth/tables/customers.js';
+import { findLiveSession } from '../../auth/tables/sessions.js';
+import { bodyLimitBytes } from '../common.js';
+import type { Edge } from '../edge.js';
+import { ProblemError } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import { Customer, ownProblemResponses } from '../schemas.js';
+import { adminCallerOf, missingTokenDetail } from './tokens.js';
+
+export const IntrospectBody = Type.Object(
+  {
+    cookie: Type.Optional(
+      Type.String({
+        maxLength: bodyLimitBytes,
+        description:
+          'The `Cookie` header the shopper sent, whole. The session cookie (SESSION_COOKIE_NAME) is read from it as the customer API reads it; a header without it is an inactive session.',
+      }),
+    ),
+    session: Type.Optional(
+      Type.String({
+        minLength: 1,
+        // A browser keeps no cookie larger than this.
+        maxLength: 4096,
+        description: "The session cookie's value alone.",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'Exactly one of `cookie` and `session`; any other field is refused.',
+  },
+);
+export type IntrospectBody = Static<typeof IntrospectBody>;
+
+const time = Type.String({ format: 'date-time' });
+const notExactlyOne = { body: ['Send exactly one of cookie and session.'] };
+
+export const ActiveSession = Type.Object({
+  active: Type.Literal(true),
+  customer: Customer,
+  session: Type.Object({
+    id: Type.String({
+      description:
+        "The session's public handle, as the customer's session list shows it; never the cookie value or its hash.",
+    }),
+    created_at: time,
+    expires_at: Type.String({
+      format: 'date-time',
+      description: 'The absolute end (30 days from login); logout, revocation or 14 idle days end it sooner.',
+    }),
+  }),
+  store: Type.Object({
+    id: Type.String(),
+    status: Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('closed')], {
+      description:
+        'Reported, never judged: while it is not `active` the customer API refuses the shopper, and the backend decides.',
+    }),
+  }),
+});
+
+export const InactiveSession = Type.Object(
+  { active: Type.Literal(false) },
+  {
+    description: 'No live session: unknown, signed out, revoked, expired, or no session cookie in `cookie`.',
+  },
+);
+
+const introspectRoute = {
+  config: { introspectionTokens: true },
+  schema: {
+    tags: ['sessions'],
+    operationId: 'introspectSession',
+    summary: "Introspect a shopper's session",
+    description:
+      "For a backend that receives a shopper's request: whether its session cookie names a live session, and whose. Reads the same rows as the customer API's session check, so a session ended by logout or revocation is inactive at once, and slides its idle window as that check does. Answers while the store is paused or closed, reporting its status. Counted per token (`introspect`, 100,000 a minute, shared by every instance through REDIS_URL), never per address; not written to the audit trail one by one.",
+    security: [{ bearer: [] as string[] }],
+    body: IntrospectBody,
+    response: {
+      200: Type.Union([ActiveSession, InactiveSession], {
+        description: 'Whether the session is live (`active: true`, with whose it is) or not (`active: false`).',
+      }),
+      ...ownProblemResponses(
+        [
+          'validation_failed',
+          'unauthenticated',
+          'payload_too_large',
+          'unsupported_media_type',
+          'rate_limited',
+          'service_unavailable',
+          'internal_error',
+        ],
+        { fieldErrors: notExactlyOne, details: { unauthenticated: missingTokenDetail } },
+      ),
+    },
+  },
+};
+
+/** The session cookie's value a request carried, as the body gives it (which validation has allowed). */
+function sessionIdOf(body: IntrospectBody, cookieName: string): string | undefined {
+  if ((body.cookie === undefined) === (body.session === undefined)) {
+    throw new ProblemError('validation_failed', { errors: notExactlyOne });
+  }
+  return body.session ?? fastifyCookie.parse(body.cookie!)[cookieName];
+}
+
+/** `POST /sessions/introspect`: a backend asks whether a shopper's session is live. */
+export function introspectionRoutes(
+  services: Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter'>,
+): FastifyPluginAsyncTypebox {
+  const { db, clock, config, store, limiter } = services;
+  return async (app) => {
+    app.post('/sessions/introspect', introspectRoute, async (request) => {
+      await limiter.consume(request, [[limits.introspections, adminCallerOf(request).tokenId]]);
+      const sessionId = sessionIdOf(request.body, config.sessionCookieName);
+      // Not written to the audit trail: a backend asks on each of its requests, so the trail would
+      // hold little else and its writes would cost more than the read. The request log names the token.
+      const live = sessionId === undefined ? null : await findLiveSession(db, clock, sessionId);
+      if (live === null) return { active: false as const };
+      const { id, status } = await store.get();
+      return {
+        active: true as const,
+        customer: toCustomer(live.customer),
+        session: {
+          id: live.publicId,
+          created_at: live.createdAt.toISOString(),
+          expires_at: live.expiresAt.toISOString(),
+        },
+        store: { id, status },
+      };
+    });
+  };
+}

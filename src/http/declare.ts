@@ -1,0 +1,120 @@
+import type { TObject, TSchema } from '@sinclair/typebox';
+import type { AuditEvent } from '../audit.js';
+import type { ProblemCode } from './problems.js';
+import { bodyProblemResponses, customerProblems, problemResponses, type ProblemExamples } from './schemas.js';
+
+/** A part of the API that a store setting turns on: the setting's field in the store context. */
+export type StoreFeature = 'signInWithCode' | 'passkeys';
+
+/** What a failure of a flow answers: its problem, and what the audit trail and metrics record. */
+export interface Outcome {
+  problem: ProblemCode;
+  /** The problem's detail, where one text must cover several causes. */
+  detail?: string;
+  /** Recorded with the customer the failure names, when it names one. */
+  audit?: { event: AuditEvent; details?: Record<string, string> };
+  /** The label the route's metric counts the failure under. */
+  metric?: string;
+}
+
+/** Every failure kind of a flow mapped to its outcome: a kind a flow adds fails to compile until mapped. */
+export type Outcomes<E extends string> = { readonly [Kind in E]: Outcome };
+
+/** A wrong current password from a signed-in session: a 422, recorded as a failed login is. */
+export function wrongPasswordOutcome(operation: string): Outcome {
+  return {
+    problem: 'validation_failed',
+    metric: 'wrong_password',
+    audit: { event: 'reauthentication.failed', details: { operation } },
+  };
+}
+
+/** A refused sign-in: counted and recorded as a failed login of its method. */
+export function signInRefused(method: 'password' | 'code', problem: ProblemCode, detail?: string): Outcome {
+  return {
+    problem,
+    ...(detail && { detail }),
+    audit: { event: 'login.failed', details: { method } },
+    metric: 'failure',
+  };
+}
+
+/** What a customer route is: its words, what it needs, what it takes and every answer it gives. */
+export interface RouteDeclaration<Body extends TObject | undefined, Params extends TObject | undefined> {
+  operationId: string;
+  summary: string;
+  description: string;
+  /**
+   * Needs the session cookie: the customer scope resolves it before the body is validated
+   * (`accountOf`), the answer may be 401 unauthenticated, and the route is tagged `account`.
+   * `'handler'`: the handler reads it itself (`findAccount`) and answers a missing session its own
+   * way, documented in `answers`; the scope resolves nothing.
+   */
+  session?: boolean | 'handler';
+  /** The OpenAPI tag, where it is not the one `session` implies. */
+  tag?: 'auth' | 'account';
+  /** The store setting the route belongs to: while it is off, the route answers 404 not_found. */
+  feature?: StoreFeature;
+  body?: Body;
+  params?: Params;
+  /**
+   * A body that fails its schema reaches the handler, which names every failing field with
+   * `refuseInvalidBody` (the schema's and the domain's), instead of Fastify's first one.
+   */
+  ownValidation?: boolean;
+  /** The success answer's schema, and its status when it is not 200. */
+  answer: TSchema;
+  status?: 201 | 202;
+  /** Answers that are not problem documents, by status, besides the success answer. */
+  answers?: Record<number, TSchema>;
+  /**
+   * The route's own problems besides those of every customer route (and of a session, a feature
+   * and a body): its outcome tables' problems and any other it throws.
+   */
+  problems?: Array<ProblemCode | Outcomes<string>>;
+  examples?: ProblemExamples;
+}
+
+/** The problem codes a list of codes and outcome tables can answer, in their order. */
+function problemCodes(problems: Array<ProblemCode | Outcomes<string>>): ProblemCode[] {
+  return problems.flatMap((entry) =>
+    typeof entry === 'string' ? [entry] : Object.values(entry).map((outcome) => outcome.problem),
+  );
+}
+
+/**
+ * A customer route's options, from its declaration: the OpenAPI words and tag, the config the
+ * customer scope reads (session, feature), the schemas, and every answer documented, with the
+ * problems a session, a feature and a body bring derived rather than listed by hand.
+ */
+export function declareRoute<
+  Body extends TObject | undefined = undefined,
+  Params extends TObject | undefined = undefined,
+>(declaration: RouteDeclaration<Body, Params>) {
+  const { session = false, feature, body, params, examples } = declaration;
+  const codes = [
+    ...(session === true ? (['unauthenticated'] as const) : []),
+    ...problemCodes(declaration.problems ?? []),
+    ...(feature ? (['not_found'] as const) : []),
+  ];
+  const tag = declaration.tag ?? (session ? 'account' : 'auth');
+  return {
+    ...(declaration.ownValidation && { attachValidation: true }),
+    config: { session: session === true, ...(feature && { feature }) },
+    schema: {
+      tags: [tag],
+      operationId: declaration.operationId,
+      summary: declaration.summary,
+      description: declaration.description,
+      security: session ? [{ session: [] as string[] }] : ([] as Array<Record<string, string[]>>),
+      // Only the parts the route has; typed as declared, so the handler's request is typed by them.
+      ...((body ? { body } : {}) as { body: Body }),
+      ...((params ? { params } : {}) as { params: Params }),
+      response: {
+        [declaration.status ?? 200]: declaration.answer,
+        ...declaration.answers,
+        ...(body ? bodyProblemResponses(body, codes, examples) : problemResponses(...customerProblems, ...codes)),
+      },
+    },
+  };
+}
