@@ -799,10 +799,11 @@ function readSessionCookie(
   if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(sessionCookieName)) {
     throw new ConfigError('SESSION_COOKIE_NAME', 'is not a valid cookie name');
   }
-  if (/^__(Host|Secure)-/.test(sessionCookieName) && !cookieSecure) {
+  // Browsers match the prefixes whatever their case, and drop a cookie that breaks their rules.
+  if (/^__(host|secure)-/i.test(sessionCookieName) && !cookieSecure) {
     throw new ConfigError('SESSION_COOKIE_NAME', 'a __Host- or __Secure- cookie needs COOKIE_SECURE=true');
   }
-  if (sessionCookieName.startsWith('__Host-') && cookieDomain !== undefined) {
+  if (/^__host-/i.test(sessionCookieName) && cookieDomain !== undefined) {
     throw new ConfigError(
       'SESSION_COOKIE_NAME',
       'a __Host- cookie cannot be set for COOKIE_DOMAIN; use a __Secure- name',
@@ -816,9 +817,11 @@ function readCookieDomain(env: Env): string | undefined {
   const value = read(env, 'COOKIE_DOMAIN')?.toLowerCase().replace(/^\./, '');
   if (value === undefined) return undefined;
   const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
-  if (value.length > 253 || !new RegExp(`^${label}(?:\\.${label})*$`).test(value)) {
-    throw new ConfigError('COOKIE_DOMAIN', 'must be a host name such as shop.example, without scheme, port or path');
+  if (value.length > 253 || !new RegExp(`^${label}(?:\\.${label})+$`).test(value)) {
+    throw new ConfigError('COOKIE_DOMAIN', 'must be a domain such as shop.example, without scheme, port or path');
   }
+  // A browser keeps a Domain cookie only for a name, never for an address.
+  if (/^[\d.]+$/.test(value)) throw new ConfigError('COOKIE_DOMAIN', 'must be a domain name, not an IP address');
   return value;
 }
 

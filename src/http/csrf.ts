@@ -87,16 +87,40 @@ export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
   }
 
   const header = request.headers[csrfHeaderName];
-  const cookie = request.cookies[csrfCookieName];
-  const sessionId = request.cookies[options.sessionCookieName];
-  if (
-    typeof header !== 'string' ||
-    cookie === undefined ||
-    header !== cookie ||
-    !isGenuineCsrfToken(options.keys, header, sessionId)
-  ) {
+  // Any of the XSRF-TOKEN cookies the browser sent: with COOKIE_DOMAIN a stale host-only one (or
+  // another site's on the parent domain) may come first, and the header echoes the service's.
+  const cookies = cookieValues(request.headers.cookie, csrfCookieName);
+  const sessionId = soleCookie(request.headers.cookie, options.sessionCookieName);
+  if (typeof header !== 'string' || !cookies.includes(header) || !isGenuineCsrfToken(options.keys, header, sessionId)) {
     throw new ProblemError('csrf_token_mismatch');
   }
+}
+
+/** Every value a Cookie header gives `name`, in order (a browser may send one name several times). */
+export function cookieValues(header: string | undefined, name: string): string[] {
+  if (header === undefined) return [];
+  const values: string[] = [];
+  for (const pair of header.split(';')) {
+    const equals = pair.indexOf('=');
+    if (equals === -1 || pair.slice(0, equals).trim() !== name) continue;
+    let value = pair.slice(equals + 1).trim();
+    if (value.length > 1 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    try {
+      values.push(decodeURIComponent(value));
+    } catch {
+      values.push(value);
+    }
+  }
+  return values;
+}
+
+/**
+ * The value of a cookie the header gives exactly once. Twice is none: a cookie planted for the
+ * parent domain by another host under it must not choose which session a request acts in.
+ */
+export function soleCookie(header: string | undefined, name: string): string | undefined {
+  const values = cookieValues(header, name);
+  return values.length === 1 ? values[0] : undefined;
 }
 
 /** Where the service's cookies go: `Secure`, and for COOKIE_DOMAIN's hosts or this host only. */
@@ -122,8 +146,28 @@ export function setCsrfCookie(
 ): string {
   const token = issueCsrfToken(key, sessionId);
   // httpOnly off: the storefront's script reads it and echoes it in X-XSRF-TOKEN.
-  reply.setCookie(csrfCookieName, token, { httpOnly: false, sameSite: 'lax', ...cookieScope(settings) });
+  const options = { httpOnly: false, sameSite: 'lax', ...cookieScope(settings) } as const;
+  reply.setCookie(csrfCookieName, token, options);
+  expireHostOnly(reply, csrfCookieName, settings, options);
+  // Also as a header (exposed to the allowed origins): a frontend that cannot read the cookie, or
+  // reads a stale one first, takes the token from the answer that set it.
+  reply.header(csrfHeaderName, token);
   return token;
+}
+
+/**
+ * With COOKIE_DOMAIN, expires the host-only cookie of the same name that this host may have set
+ * before the domain was configured: the browser would send both, and keep the stale one.
+ */
+export function expireHostOnly(
+  reply: FastifyReply,
+  name: string,
+  settings: CookieSettings,
+  options: { path: string; domain?: string },
+): void {
+  if (settings.cookieDomain === undefined) return;
+  const { domain: _domain, ...hostOnly } = options;
+  reply.clearCookie(name, hostOnly);
 }
 
 /** Without an Origin or a Sec-Fetch-Site header the caller is not a browser. */

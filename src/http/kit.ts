@@ -12,7 +12,7 @@ import { ProblemError } from './problems.js';
 import { limits, type LimitHit, type LimitRule } from './rate-limit.js';
 import { declareRoute, type Outcome, type Outcomes, type StoreFeature } from './declare.js';
 import { AcceptedStatus, IdentityBody } from './schemas.js';
-import { endSessionCookies, reportSignInNotice, startSessionCookies } from './session-cookie.js';
+import { endSessionCookies, reportSignInNotice, sessionCookieOf, startSessionCookies } from './session-cookie.js';
 import { textFields, validationErrors } from './validation.js';
 
 /**
@@ -84,7 +84,7 @@ export async function findAccount(
   services: Pick<Edge, 'db' | 'clock' | 'config'>,
   request: FastifyRequest,
 ): Promise<Account | null> {
-  const sessionId = request.cookies[services.config.sessionCookieName];
+  const sessionId = sessionCookieOf(request, services.config);
   const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
   return sessionId === undefined || customer === null ? null : { customer, sessionId };
 }

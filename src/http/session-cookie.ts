@@ -1,9 +1,9 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sessionAbsoluteLifetimeSeconds } from '../auth/tables/sessions.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SignInNotice } from '../auth/rules/sign-in.js';
 import type { Metrics } from '../metrics.js';
-import { cookieScope, setCsrfCookie, type CookieSettings } from './csrf.js';
+import { cookieScope, expireHostOnly, setCsrfCookie, soleCookie, type CookieSettings } from './csrf.js';
 
 export interface SessionCookieSettings extends CookieSettings {
   sessionCookieName: string;
@@ -19,17 +19,23 @@ export function startSessionCookies(
   csrfKey: Buffer,
   sessionId: string,
 ): void {
-  reply.setCookie(settings.sessionCookieName, sessionId, {
-    ...sessionCookieOptions(settings),
-    maxAge: sessionAbsoluteLifetimeSeconds,
-  });
+  const options = sessionCookieOptions(settings);
+  reply.setCookie(settings.sessionCookieName, sessionId, { ...options, maxAge: sessionAbsoluteLifetimeSeconds });
+  expireHostOnly(reply, settings.sessionCookieName, settings, options);
   setCsrfCookie(reply, csrfKey, sessionId, settings);
 }
 
 /** Ends the browser's session: the cookie expired, and a fresh XSRF-TOKEN bound to no session. */
 export function endSessionCookies(reply: FastifyReply, settings: SessionCookieSettings, csrfKey: Buffer): void {
-  reply.clearCookie(settings.sessionCookieName, sessionCookieOptions(settings));
+  const options = sessionCookieOptions(settings);
+  reply.clearCookie(settings.sessionCookieName, options);
+  expireHostOnly(reply, settings.sessionCookieName, settings, options);
   setCsrfCookie(reply, csrfKey, undefined, settings);
+}
+
+/** The request's session cookie; none when the browser sent the name twice (see soleCookie). */
+export function sessionCookieOf(request: FastifyRequest, settings: Pick<SessionCookieSettings, 'sessionCookieName'>) {
+  return soleCookie(request.headers.cookie, settings.sessionCookieName);
 }
 
 /** What setting and clearing the session cookie share: a browser clears only a cookie of the same path and domain. */

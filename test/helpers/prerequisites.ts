@@ -167,11 +167,15 @@ export function planFor(missing: Program[], machine: Machine): Plan | undefined 
   return { stop: `The test suites need programs this machine lacks: ${names}.\n${how}` };
 }
 
-/** Runs a command to its end, its errors shown unless `quiet`; whether it succeeded. */
+// An unreachable mirror or a held package lock must not hang the run: it fails, and says so.
+const commandTimeoutMs = 5 * 60_000;
+
+/** Runs a command to its end (or its time limit), its errors shown unless `quiet`; whether it succeeded. */
 function run(command: string, args: string[], { quiet = false } = {}): boolean {
   const result = spawnSync(command, args, {
     stdio: ['ignore', 'ignore', quiet ? 'ignore' : 'inherit'],
     env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    timeout: commandTimeoutMs,
   });
   return result.status === 0;
 }
@@ -186,7 +190,7 @@ const servicesStartedOnInstall = ['pgbouncer', 'nginx'];
 function installDebianPackages(packages: string[], log: (line: string) => void): void {
   log(`test/run.ts: installing ${packages.join(' ')} (apt-get) for the suites that need them`);
   if (!run('apt-get', ['update', '-qq'])) log('test/run.ts: apt-get update failed; installing from the lists at hand');
-  run('apt-get', ['install', '-y', '-qq', ...packages]);
+  run('apt-get', ['install', '-y', '-qq', '-o', 'DPkg::Lock::Timeout=60', ...packages]);
   const quiet = { quiet: true };
   for (const service of servicesStartedOnInstall.filter((name) => packages.includes(name))) {
     const script = `/etc/init.d/${service}`;

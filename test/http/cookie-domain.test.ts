@@ -91,6 +91,52 @@ describe('COOKIE_DOMAIN: a storefront on a sibling host', () => {
     assert.equal((await t.get(`${api}/health/live`, { host: '10.0.0.7' })).status, 200);
   });
 
+  test('a stale host-only cookie of the same name is expired, and does not shadow the domain’s', async () => {
+    const t = await harness.start({ env: domainEnv });
+    const customer = await registeredCustomer(t);
+    const { token } = await tokenFor(t);
+    const login = await t.post(
+      `${auth}/login`,
+      { identity: customer.email, password: customer.password },
+      // A token from before COOKIE_DOMAIN, host-only, comes first: the header echoes the domain's.
+      { ...asStorefront(token), cookie: `XSRF-TOKEN=stale.token; XSRF-TOKEN=${token}` },
+    );
+    assert.equal(login.status, 200, JSON.stringify(login.body));
+    const setCookies = ([] as string[]).concat(login.headers['set-cookie'] ?? []);
+    for (const name of ['storefront_session', 'XSRF-TOKEN']) {
+      const hostOnly = setCookies.filter((line) => line.startsWith(`${name}=`) && !/;\s*Domain=/i.test(line));
+      assert.equal(hostOnly.length, 1, `${name}: one host-only Set-Cookie, expiring it: ${setCookies.join(' | ')}`);
+      assert.match(hostOnly[0]!, /Expires=Thu, 01 Jan 1970|Max-Age=0/i);
+    }
+    assert.equal(login.headers['x-xsrf-token'], cookieOf(login, 'XSRF-TOKEN').value, 'the new token in the header too');
+  });
+
+  test('a session cookie sent twice (one planted for the parent domain) is no session', async () => {
+    const t = await harness.start({ env: domainEnv });
+    const signIn = async (overrides: Record<string, unknown>) => {
+      const customer = await registeredCustomer(t, overrides);
+      const { token } = await tokenFor(t);
+      const login = await t.post(
+        `${auth}/login`,
+        { identity: customer.email, password: customer.password },
+        asStorefront(token),
+      );
+      return cookieOf(login, 'storefront_session').value;
+    };
+    const shopper = await signIn({ email: 'shopper@example.com' });
+    // Another host under the domain can plant its own account's session with a longer path, which
+    // the browser sends first: the request must not act in that account.
+    const planted = await signIn({ email: 'planter@example.com' });
+    const alone = await t.get(`${auth}/session`, { ...fromStorefront, cookie: `storefront_session=${shopper}` });
+    assert.equal(alone.status, 200);
+    const twice = await t.get(`${auth}/session`, {
+      ...fromStorefront,
+      cookie: `storefront_session=${planted}; storefront_session=${shopper}`,
+    });
+    assert.equal(twice.status, 401);
+    assert.equal(twice.body.code, 'unauthenticated');
+  });
+
   test('without COOKIE_DOMAIN the cookies stay host-only, on any host', async () => {
     const t = await harness.start();
     const { reply } = await tokenFor(t);
@@ -119,9 +165,20 @@ describe('COOKIE_DOMAIN configuration', () => {
         loadConfig({ ...base, COOKIE_SECURE: 'true', COOKIE_DOMAIN: 'shop.example', SESSION_COOKIE_NAME: '__Host-s' }),
       (error: unknown) => error instanceof ConfigError && /SESSION_COOKIE_NAME/.test(error.message),
     );
+    // Browsers match the prefixes whatever their case.
+    for (const env of [
+      { COOKIE_SECURE: 'true', COOKIE_DOMAIN: 'shop.example', SESSION_COOKIE_NAME: '__host-s' },
+      { COOKIE_SECURE: 'false', SESSION_COOKIE_NAME: '__secure-s' },
+    ]) {
+      assert.throws(
+        () => loadConfig({ ...base, ...env }),
+        (error: unknown) => error instanceof ConfigError && /SESSION_COOKIE_NAME/.test(error.message),
+        JSON.stringify(env),
+      );
+    }
   });
 
-  test('only a host name is accepted', () => {
+  test('only a domain name is accepted: no scheme, port, path, wildcard, single label or address', () => {
     for (const value of [
       'https://shop.example',
       'shop.example:443',
@@ -129,6 +186,8 @@ describe('COOKIE_DOMAIN configuration', () => {
       '*.shop.example',
       'shop..example',
       '-shop.example',
+      'localhost',
+      '10.0.0.7',
     ]) {
       assert.throws(
         () => loadConfig({ ...base, COOKIE_DOMAIN: value }),

@@ -57,7 +57,8 @@ export interface StorefrontAuthClientOptions {
   fetch?: Fetch;
   /**
    * Headers sent with every request. A server-side storefront that acts for a browser can pass the
-   * page's `Origin` here; the CSRF flow then works exactly as it does in the browser.
+   * page's `Origin` here; the CSRF flow then works exactly as it does in the browser (and, with the
+   * service's COOKIE_DOMAIN, `baseUrl` must then name a host under that domain, or the answer is 421).
    */
   headers?: Record<string, string>;
   /** Keep cookies in the client (`true`, the default outside a browser or with `cookie`) or leave them to the browser. */
@@ -137,6 +138,7 @@ export interface StorefrontAuthClient {
 }
 
 const csrfCookie = 'XSRF-TOKEN';
+const csrfHeader = 'x-xsrf-token';
 const authPath = '/api/v1/customer/auth';
 
 /**
@@ -196,6 +198,11 @@ interface Connection {
   headers: Record<string, string> | undefined;
   jar: CookieJar | undefined;
   onSetCookie: ((setCookies: string[]) => void) | undefined;
+  /**
+   * The newest token the service gave in an `X-XSRF-TOKEN` answer header (with every cookie it
+   * sets): a page on another host may not read the cookie, or may read a stale one first.
+   */
+  token: string | undefined;
 }
 
 function connect(options: StorefrontAuthClientOptions): Connection {
@@ -209,6 +216,7 @@ function connect(options: StorefrontAuthClientOptions): Connection {
     },
     jar: (options.cookieJar ?? (!inBrowser || options.cookie !== undefined)) ? jarOf(options.cookie) : undefined,
     onSetCookie: options.onSetCookie,
+    token: undefined,
   };
 }
 
@@ -216,6 +224,11 @@ function jarOf(cookieHeader: string | undefined): CookieJar {
   const jar = new CookieJar();
   if (cookieHeader !== undefined) jar.seed(cookieHeader);
   return jar;
+}
+
+/** The token to echo: the one the service last handed over, else the cookie's. */
+function csrfToken(connection: Connection): string | undefined {
+  return connection.token ?? readCookie(connection, csrfCookie);
 }
 
 function readCookie({ jar }: Connection, name: string): string | undefined {
@@ -247,8 +260,8 @@ async function exchange(
   const headers: Record<string, string> = { accept: 'application/json', ...connection.headers };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') {
-    const token = readCookie(connection, csrfCookie);
-    if (token !== undefined) headers['x-xsrf-token'] = token;
+    const token = csrfToken(connection);
+    if (token !== undefined) headers[csrfHeader] = token;
   }
   const cookieHeader = jar?.header();
   if (cookieHeader !== undefined) headers['cookie'] = cookieHeader;
@@ -262,6 +275,7 @@ async function exchange(
     redirect: 'manual',
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  connection.token = response.headers.get(csrfHeader) ?? connection.token;
   // getSetCookie: Node 20's fetch; a browser never shows Set-Cookie to scripts.
   const setCookies = typeof response.headers.getSetCookie === 'function' ? response.headers.getSetCookie() : [];
   if (setCookies.length > 0) {
@@ -274,7 +288,7 @@ async function exchange(
 /** A POST with the CSRF flow: a token when there is none, and one fresh token on a 419. */
 async function post<T>(connection: Connection, path: string, body?: unknown): Promise<T> {
   const refreshCsrfToken = () => send<undefined>(connection, 'GET', '/api/v1/csrf-cookie');
-  if (readCookie(connection, csrfCookie) === undefined) await refreshCsrfToken();
+  if (csrfToken(connection) === undefined) await refreshCsrfToken();
   try {
     return await send<T>(connection, 'POST', path, body);
   } catch (error) {

@@ -1,9 +1,9 @@
-import { fastifyCookie } from '@fastify/cookie';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
 import { toCustomer } from '../../auth/tables/customers.js';
 import { findLiveSession } from '../../auth/tables/sessions.js';
 import { bodyLimitBytes } from '../common.js';
+import { soleCookie } from '../csrf.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
@@ -103,7 +103,7 @@ function sessionIdOf(body: IntrospectBody, cookieName: string): string | undefin
   if ((body.cookie === undefined) === (body.session === undefined)) {
     throw new ProblemError('validation_failed', { errors: notExactlyOne });
   }
-  return body.session ?? fastifyCookie.parse(body.cookie!)[cookieName];
+  return body.session ?? soleCookie(body.cookie, cookieName);
 }
 
 /** `POST /sessions/introspect`: a backend asks whether a shopper's session is live. */

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Edge } from '../edge.js';
-import { csrfHeaderName, setCsrfCookie } from '../csrf.js';
+import { setCsrfCookie } from '../csrf.js';
 import { ProblemError } from '../problems.js';
 import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
+import { sessionCookieOf } from '../session-cookie.js';
 
 export const apiVersion = 'v1';
 
@@ -98,10 +99,8 @@ export function csrfCookieRoute(services: Pick<Edge, 'config' | 'keys'>, url: st
         },
       },
       async (request, reply) => {
-        const sessionId = request.cookies[services.config.sessionCookieName];
-        const token = setCsrfCookie(reply, services.keys.csrf, sessionId, services.config);
-        // Also as a header (exposed to the allowed origins), for a frontend that cannot read the cookie.
-        reply.header(csrfHeaderName, token);
+        const sessionId = sessionCookieOf(request, services.config);
+        setCsrfCookie(reply, services.keys.csrf, sessionId, services.config);
         return reply.code(204).send(null);
       },
     );

@@ -8,6 +8,7 @@ import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
 import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { limits } from '../rate-limit.js';
 import { AuthSession } from '../schemas.js';
+import { sessionCookieOf } from '../session-cookie.js';
 
 export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
 
@@ -63,7 +64,7 @@ export function passkeyLoginRoutes(services: KitSource): FastifyPluginAsyncTypeb
         {
           store: request.store,
           client: { userAgent: request.headers['user-agent'], address: request.ip },
-          previousSessionId: request.cookies[services.config.sessionCookieName],
+          previousSessionId: sessionCookieOf(request, services.config),
         },
         {
           handle: passkeyHandle(request, cookieKeys),

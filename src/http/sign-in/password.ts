@@ -7,6 +7,7 @@ import { accountOf, identityOf, routeKit, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { limits, type LimitHit } from '../rate-limit.js';
 import { AuthSession, LoginBody, SignedOutStatus } from '../schemas.js';
+import { sessionCookieOf } from '../session-cookie.js';
 
 export const loginRefusedDetail = 'The identity or password is not correct.';
 
@@ -60,7 +61,7 @@ export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTyp
         [limits.failedLogins, identity.key],
       ];
       await limit(request, hits, () => countLogin('throttled'));
-      const previous = request.cookies[services.config.sessionCookieName];
+      const previous = sessionCookieOf(request, services.config);
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
       const attempt = { store: request.store, client, previousSessionId: previous };
       const result = await login(deps, attempt, identity, request.body.password);
