@@ -29,6 +29,20 @@ function asStorefront(token: string, session?: string) {
   return { ...fromStorefront, 'x-xsrf-token': token, cookie: cookies.join('; ') };
 }
 
+/** A new customer signed in from the storefront; `cookie` replaces the Cookie header sent. */
+async function signIn(t: TestApp, overrides: Record<string, unknown> = {}, cookie?: (token: string) => string) {
+  const customer = await registeredCustomer(t, overrides);
+  const { token } = await tokenFor(t);
+  const headers = asStorefront(token);
+  const login = await t.post(
+    `${auth}/login`,
+    { identity: customer.email, password: customer.password },
+    cookie === undefined ? headers : { ...headers, cookie: cookie(token) },
+  );
+  assert.equal(login.status, 200, JSON.stringify(login.body));
+  return { customer, login };
+}
+
 describe('COOKIE_DOMAIN: a storefront on a sibling host', () => {
   const harness = useHarness();
 
@@ -49,14 +63,7 @@ describe('COOKIE_DOMAIN: a storefront on a sibling host', () => {
 
   test('signing in and out sets and clears the session cookie for the domain', async () => {
     const t = await harness.start({ env: domainEnv });
-    const customer = await registeredCustomer(t);
-    const { token } = await tokenFor(t);
-    const login = await t.post(
-      `${auth}/login`,
-      { identity: customer.email, password: customer.password },
-      asStorefront(token),
-    );
-    assert.equal(login.status, 200, JSON.stringify(login.body));
+    const { customer, login } = await signIn(t);
     const session = cookieOf(login, 'storefront_session');
     assert.equal(session.domain, 'shop.test');
     assert.equal(cookieOf(login, 'XSRF-TOKEN').domain, 'shop.test');
@@ -93,15 +100,8 @@ describe('COOKIE_DOMAIN: a storefront on a sibling host', () => {
 
   test('a stale host-only cookie of the same name is expired, and does not shadow the domain’s', async () => {
     const t = await harness.start({ env: domainEnv });
-    const customer = await registeredCustomer(t);
-    const { token } = await tokenFor(t);
-    const login = await t.post(
-      `${auth}/login`,
-      { identity: customer.email, password: customer.password },
-      // A token from before COOKIE_DOMAIN, host-only, comes first: the header echoes the domain's.
-      { ...asStorefront(token), cookie: `XSRF-TOKEN=stale.token; XSRF-TOKEN=${token}` },
-    );
-    assert.equal(login.status, 200, JSON.stringify(login.body));
+    // A token from before COOKIE_DOMAIN, host-only, comes first: the header echoes the domain's.
+    const { login } = await signIn(t, {}, (token) => `XSRF-TOKEN=stale.token; XSRF-TOKEN=${token}`);
     const setCookies = ([] as string[]).concat(login.headers['set-cookie'] ?? []);
     for (const name of ['storefront_session', 'XSRF-TOKEN']) {
       const hostOnly = setCookies.filter((line) => line.startsWith(`${name}=`) && !/;\s*Domain=/i.test(line));
@@ -113,20 +113,10 @@ describe('COOKIE_DOMAIN: a storefront on a sibling host', () => {
 
   test('a session cookie sent twice (one planted for the parent domain) is no session', async () => {
     const t = await harness.start({ env: domainEnv });
-    const signIn = async (overrides: Record<string, unknown>) => {
-      const customer = await registeredCustomer(t, overrides);
-      const { token } = await tokenFor(t);
-      const login = await t.post(
-        `${auth}/login`,
-        { identity: customer.email, password: customer.password },
-        asStorefront(token),
-      );
-      return cookieOf(login, 'storefront_session').value;
-    };
-    const shopper = await signIn({ email: 'shopper@example.com' });
+    const shopper = cookieOf((await signIn(t, { email: 'shopper@example.com' })).login, 'storefront_session').value;
     // Another host under the domain can plant its own account's session with a longer path, which
     // the browser sends first: the request must not act in that account.
-    const planted = await signIn({ email: 'planter@example.com' });
+    const planted = cookieOf((await signIn(t, { email: 'planter@example.com' })).login, 'storefront_session').value;
     const alone = await t.get(`${auth}/session`, { ...fromStorefront, cookie: `storefront_session=${shopper}` });
     assert.equal(alone.status, 200);
     const twice = await t.get(`${auth}/session`, {
