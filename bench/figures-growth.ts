@@ -31,12 +31,12 @@ function sessionId(n: number): string {
 async function seed(client: pg.Client, passwordHash: string, from: number, to: number): Promise<void> {
   await client.query(
     `WITH added AS (
-       INSERT INTO customers (id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
-         SELECT gen_random_uuid(), 'Growth ' || n, 'email', 'growth-' || n || '@bench.example', $1, now(), now(), now()
+       INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
+         SELECT 'default', gen_random_uuid(), 'Growth ' || n, 'email', 'growth-' || n || '@bench.example', $1, now(), now(), now()
            FROM generate_series($2::int, $3::int) AS n
-       RETURNING id, name)
-     INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at)
-       SELECT rtrim(translate(encode(sha256(convert_to('growth-session-' || substr(name, 8), 'UTF8')), 'base64'), '+/', '-_'), '='),
+       RETURNING store_id, id, name)
+     INSERT INTO sessions (store_id, id_hash, customer_id, created_at, last_seen_at, expires_at)
+       SELECT store_id, rtrim(translate(encode(sha256(convert_to('growth-session-' || substr(name, 8), 'UTF8')), 'base64'), '+/', '-_'), '='),
               id, now(), now(), now() + interval '1 day'
          FROM added`,
     [passwordHash, from + 1, to],

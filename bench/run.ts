@@ -19,6 +19,7 @@ import {
 } from './figures-http.js';
 import { figureBetterAuth } from './figures-peers.js';
 import { figureGrowth, growthSeconds, growthSizes } from './figures-growth.js';
+import { figureManyStores } from './figures-stores.js';
 import { figureSizing } from './figures-sizing.js';
 import { loadAverageText, measureHost } from './host.js';
 import { statisticsDelayMs } from './operations.js';
@@ -52,7 +53,7 @@ const minimumRounds = values.only === undefined && values.profile === undefined 
 if (!(rounds >= minimumRounds) || !(seconds > 0))
   throw new Error(`--rounds must be at least ${minimumRounds} and --seconds positive`);
 
-const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
@@ -65,13 +66,14 @@ const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[
   '9': figureBetterAuth,
   '10': figureSizing,
   '11': figureGrowth,
+  '13': figureManyStores,
 };
 const selected = new Set<string>(
   values.profile !== undefined ? [values.profile] : (values.only?.split(',') ?? figureOrder),
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5 and 8-12; 6 and 7 are measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8-13; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
@@ -117,6 +119,10 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   '10': (r, s) => r * 2 * (s + 2) + 3 * (statisticsDelayMs / 1000 + 2) + 10 + memorySeconds(0),
   // Seeding a million customers and sessions takes a minute or more.
   '11': (r) => 75 + growthSizes.length * r * 2 * (growthSeconds + 2) + 10 + memorySeconds(0),
+  // Two deployments seeded (a million customers and sessions take a minute or two) and started
+  // twice each; per round both run logins and session checks and settle (the larger two more
+  // session loads), then store B's three flood spans; the store changes take about 20 s.
+  '13': (r, s) => 150 + r * (2 * (2 * s + 1 + 17) + 2 * s) + r * 3 * (5 * s + 3) + 20 + memorySeconds(0),
 };
 
 /**

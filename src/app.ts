@@ -1,5 +1,5 @@
 import cookie from '@fastify/cookie';
-import cors from '@fastify/cors';
+import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { csrfHeaderName } from './http/csrf.js';
 import { acceptedKeys } from './keys.js';
@@ -18,12 +18,12 @@ import { forwardAuthRoutes } from './http/sign-in/forward-auth.js';
 import { passkeyLoginRoutes } from './http/sign-in/passkey-login.js';
 import { passwordSignInRoutes } from './http/sign-in/password.js';
 import { openApiPages, registerOpenApi } from './http/openapi.js';
-import { customerScope, probeScope, publicScope, unknownPathAnswer, type ScopeDeps } from './http/scopes.js';
+import { customerScope, hostOf, probeScope, publicScope, unknownPathAnswer, type ScopeDeps } from './http/scopes.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
 import { edgeOf, type Edge } from './http/edge.js';
 import { signInPage } from './web/page.js';
-import type { StoreContext } from './store/store.js';
+import { storeOrigins, type StoreContext } from './store/store.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -68,8 +68,7 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   const unknownPath = unknownPathAnswer(app);
 
   await app.register(cookie);
-  await app.register(cors, {
-    origin: config.corsAllowedOrigins,
+  const corsOptions = {
     credentials: true,
     methods: ['GET', 'POST'],
     allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
@@ -84,6 +83,20 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     maxAge: 600,
     // A plain OPTIONS (no Origin or requested method) is answered 204 rather than with a text error.
     strictPreflight: false,
+  } satisfies FastifyCorsOptions;
+  // The origins are the deployment's and those of the store the request's host names (its hosts
+  // over https, and its allowed origins): a storefront of one store is not trusted by another.
+  await app.register(cors, {
+    delegator: (request, callback) => {
+      const deployment = { ...corsOptions, origin: config.corsAllowedOrigins };
+      // Without an Origin there is nothing to allow, and a probe must not wait on the stores.
+      if (request.headers.origin === undefined) return callback(null, deployment);
+      services.store.resolve(hostOf(request)).then(
+        (store) => callback(null, { ...deployment, origin: [...config.corsAllowedOrigins, ...storeOrigins(store)] }),
+        // The stores cannot be read: the deployment's origins still hold; the store gate answers the rest.
+        () => callback(null, deployment),
+      );
+    },
   });
 
   addRequestHooks(app, services);

@@ -1,5 +1,5 @@
 import { secondsBefore, type Clock } from './clock.js';
-import { deleteInBatch, erasedValue, type Queryable } from './storage/database.js';
+import { deleteInBatch, erasedValue, type Queryable, type StoreQueryable } from './storage/database.js';
 
 export const auditEvents = [
   'customer.registered',
@@ -23,6 +23,8 @@ export const auditEvents = [
 export type AuditEvent = (typeof auditEvents)[number];
 
 export interface AuditEntry {
+  /** The store the event happened in: its trail is erased with it. */
+  storeId: string;
   event: AuditEvent;
   customerId?: string | null | undefined;
   /** Null for what an operator did from the command line. */
@@ -110,7 +112,7 @@ export class AuditTrail {
 
   private async writeQueue(): Promise<void> {
     while (this.queue.length > 0) {
-      // 1,000 rows of six parameters stay far below PostgreSQL's 65,535-parameter limit.
+      // 1,000 rows of seven parameters stay far below PostgreSQL's 65,535-parameter limit.
       const batch = this.queue.splice(0, 1000);
       try {
         await insertAudit(this.db, batch);
@@ -128,6 +130,7 @@ async function insertAudit(db: Queryable, batch: PendingEntry[]): Promise<void> 
   const values: unknown[] = [];
   const rows = batch.map((entry) => {
     values.push(
+      entry.storeId,
       entry.occurredAt,
       entry.event,
       entry.customerId ?? null,
@@ -136,10 +139,10 @@ async function insertAudit(db: Queryable, batch: PendingEntry[]): Promise<void> 
       JSON.stringify(entry.details ?? {}),
     );
     const n = values.length;
-    return `($${n - 5}, $${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n}::text::jsonb)`;
+    return `($${n - 6}, $${n - 5}, $${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n}::text::jsonb)`;
   });
   await db.query(
-    `INSERT INTO audit_events (occurred_at, event, customer_id, client_address, request_id, details)
+    `INSERT INTO audit_events (store_id, occurred_at, event, customer_id, client_address, request_id, details)
      VALUES ${rows.join(', ')}`,
     values,
   );
@@ -150,11 +153,12 @@ async function insertAudit(db: Queryable, batch: PendingEntry[]): Promise<void> 
  * which has no queue to flush): there is no client address or request id.
  */
 export async function writeAuditEntry(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   entry: Pick<AuditEntry, 'event' | 'customerId' | 'details'>,
 ): Promise<void> {
-  await insertAudit(db, [{ ...entry, clientAddress: null, requestId: null, occurredAt: clock.now() }]);
+  const storeId = db.storeId;
+  await insertAudit(db, [{ ...entry, storeId, clientAddress: null, requestId: null, occurredAt: clock.now() }]);
 }
 
 /**
@@ -162,23 +166,23 @@ export async function writeAuditEntry(
  * holds the identity value is replaced, compared without regard to case. Runs in the deletion's
  * transaction.
  */
-export async function scrubAuditIdentity(tx: Queryable, customerId: string, identityValue: string): Promise<void> {
+export async function scrubAuditIdentity(tx: StoreQueryable, customerId: string, identityValue: string): Promise<void> {
   await tx.query(
     `UPDATE audit_events
         SET details = (SELECT jsonb_object_agg(key, CASE WHEN strpos(lower(value #>> '{}'), lower($2)) > 0
                                                          THEN to_jsonb($3::text) ELSE value END)
                          FROM jsonb_each(details))
-      WHERE customer_id = $1 AND strpos(lower(details::text), lower($2)) > 0`,
-    [customerId, identityValue, erasedValue],
+      WHERE store_id = $4 AND customer_id = $1 AND strpos(lower(details::text), lower($2)) > 0`,
+    [customerId, identityValue, erasedValue, tx.storeId],
   );
 }
 
 /** Every event of one customer, newest first, for their data export. */
-export async function listCustomerAudit(db: Queryable, customerId: string): Promise<AuditRecord[]> {
+export async function listCustomerAudit(db: StoreQueryable, customerId: string): Promise<AuditRecord[]> {
   const rows = await db.query<AuditRecord & { occurred_at: Date }>(
     `SELECT id::text AS id, occurred_at, event, customer_id, client_address, request_id, details FROM audit_events
-      WHERE customer_id = $1 ORDER BY audit_events.id DESC`,
-    [customerId],
+      WHERE store_id = $2 AND customer_id = $1 ORDER BY audit_events.id DESC`,
+    [customerId, db.storeId],
   );
   return rows.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }));
 }
@@ -199,13 +203,13 @@ export interface AuditRecord {
   details: Record<string, string>;
 }
 
-/** Newest first. */
-export async function listAudit(db: Queryable, query: AuditQuery): Promise<AuditRecord[]> {
+/** The store's events, newest first. */
+export async function listAudit(db: StoreQueryable, query: AuditQuery): Promise<AuditRecord[]> {
   const rows = await db.query<AuditRecord & { occurred_at: Date }>(
     `SELECT id::text AS id, occurred_at, event, customer_id, client_address, request_id, details FROM audit_events
-      WHERE ($1::uuid IS NULL OR customer_id = $1) AND ($2::text IS NULL OR event = $2)
+      WHERE store_id = $4 AND ($1::uuid IS NULL OR customer_id = $1) AND ($2::text IS NULL OR event = $2)
       ORDER BY audit_events.id DESC LIMIT $3`,
-    [query.customerId ?? null, query.event ?? null, query.limit ?? 100],
+    [query.customerId ?? null, query.event ?? null, query.limit ?? 100, db.storeId],
   );
   return rows.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }));
 }
@@ -218,5 +222,20 @@ export async function deleteOldAuditEvents(
   limit: number,
 ): Promise<number> {
   const cutoff = secondsBefore(clock.now(), retentionSeconds);
-  return deleteInBatch(db, { table: 'audit_events', key: ['id'], where: 'occurred_at <= $1' }, [cutoff], limit);
+  return deleteInBatch(
+    db,
+    { table: 'audit_events', key: ['store_id', 'id'], where: 'occurred_at <= $1' },
+    [cutoff],
+    limit,
+  );
+}
+
+/** Deletes up to `limit` events of a deleted store; returns how many. */
+export async function deleteStoreAudit(db: Queryable, storeId: string, limit: number): Promise<number> {
+  return deleteInBatch(
+    db,
+    { table: 'audit_events', key: ['store_id', 'id'], where: 'store_id = $1' },
+    [storeId],
+    limit,
+  );
 }

@@ -1,14 +1,16 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { deleteOldAuditEvents } from './audit.js';
+import { deleteOldAuditEvents, deleteStoreAudit } from './audit.js';
 import { deleteFinishedChallenges } from './auth/tables/codes.js';
 import { deleteOldKnownDevices, knownDeviceDays } from './auth/tables/known-devices.js';
-import { deleteExpiredPasskeyChallenges } from './auth/tables/passkey-challenges.js';
+import { deleteExpiredPasskeyChallenges, deleteStorePasskeyChallenges } from './auth/tables/passkey-challenges.js';
+import { deleteStoreCustomers } from './auth/tables/customers.js';
 import { deleteExpiredSessions } from './auth/tables/sessions.js';
 import type { Clock } from './clock.js';
 import type { RetentionSettings } from './config.js';
-import { deleteFinishedMessages } from './delivery/outbox.js';
+import { deleteFinishedMessages, deleteStoreMessages } from './delivery/outbox.js';
 import { PeriodicTask } from './periodic.js';
 import type { Queryable } from './storage/database.js';
+import { deletedStores, dropStoreRow } from './store/store.js';
 
 export const janitorTables = [
   'sessions',
@@ -120,6 +122,39 @@ export async function prune(
   return removed;
 }
 
+/** The erasure's steps: messages first (they name customers), then the rest, then the customers with what cascades. */
+const steps: Array<[string, (db: Queryable, storeId: string, limit: number) => Promise<number>]> = [
+  ['outbox', deleteStoreMessages],
+  ['audit_events', deleteStoreAudit],
+  ['passkey_challenges', deleteStorePasskeyChallenges],
+  ['customers', deleteStoreCustomers],
+];
+
+/**
+ * Erases what deleted stores held, batch after batch, and then their rows. Every batch is a
+ * statement of its own and the store's row goes last, so a crash or a restart anywhere leaves a
+ * store still marked deleted, and the next pass takes up where this one stopped. Returns the rows
+ * removed per table.
+ */
+export async function eraseDeletedStores(
+  db: Queryable,
+  { batchSize, stopping }: { batchSize: number; stopping: () => boolean },
+): Promise<Record<string, number>> {
+  const removed: Record<string, number> = {};
+  for (const storeId of await deletedStores(db)) {
+    for (const [table, erase] of steps) {
+      for (;;) {
+        if (stopping()) return removed;
+        const rows = await erase(db, storeId, batchSize);
+        removed[table] = (removed[table] ?? 0) + rows;
+        if (rows < batchSize) break;
+      }
+    }
+    await dropStoreRow(db, storeId);
+  }
+  return removed;
+}
+
 export interface JanitorDeps extends PruneDeps {
   logger: FastifyBaseLogger;
   /** Told each pass that failed (for metrics). */
@@ -141,6 +176,9 @@ export class Janitor {
     };
     this.loop = new PeriodicTask(
       async (stopping) => {
+        // Deleted stores first: their hosts are already free, and what they held should not wait.
+        const erased = await eraseDeletedStores(deps.db, { batchSize: limits.batchSize, stopping });
+        if (Object.keys(erased).length > 0) deps.logger.info({ erased }, 'janitor erased deleted stores');
         try {
           logRemoved(await prune(deps, limits, stopping));
         } catch (error) {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { deploymentStores } from './store/store.js';
 import type http from 'node:http';
 import net from 'node:net';
 import { promisify } from 'node:util';
@@ -146,16 +147,20 @@ export async function serve(config: Config): Promise<void> {
     await services.close();
   });
   idleCollector.start();
-  const store = await services.store.get();
+  // One store is named in the line; a deployment of several says how many it serves.
+  const deployment = await deploymentStores(services.db);
+  const only = deployment.live === 1 ? await services.store.byId(deployment.anyId!) : null;
+  const stores =
+    only === null
+      ? { stores: deployment.live }
+      : { store: only.name, identity_mode: only.identityMode, status: only.status };
   // One line names both addresses, so the admin one is found beside the customer one (ADMIN_PORT=0 too).
   logger.info(
     {
       address,
       ...(adminAddress === undefined ? {} : { admin: adminAddress }),
       mode: config.database.mode === 'embedded' ? 'embedded' : 'postgres',
-      store: store.name,
-      identity_mode: store.identityMode,
-      status: store.status,
+      ...stores,
     },
     `Storefront Auth listening on ${address}${adminAddress === undefined ? '' : `, admin API on ${adminAddress}`}`,
   );

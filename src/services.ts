@@ -13,6 +13,7 @@ import { createLogTransport } from './delivery/transports/log.js';
 import { createSmsWebhookTransport } from './delivery/transports/sms-webhook.js';
 import { createSmtpTransport } from './delivery/transports/smtp.js';
 import { Janitor, type JanitorDeps } from './janitor.js';
+import { PeriodicTask } from './periodic.js';
 import { createUnconfiguredTransport } from './delivery/transports/unconfigured.js';
 import { deriveKeys, type Keys } from './keys.js';
 import { Metrics } from './metrics.js';
@@ -22,7 +23,8 @@ import { MemoryCounterStore, type CounterStore } from './storage/counters.js';
 import { migrate } from './storage/migrations.js';
 import { defaultServerSettings, startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
 import { maintenanceDeadline, openPostgres } from './storage/postgres.js';
-import { ensureStore, loadStore, StoreCache } from './store/store.js';
+import { StoreDirectory, storeFeedIntervalMs } from './store/directory.js';
+import { ensureStore, identityModesInUse } from './store/store.js';
 import { certificateFailure } from './tls.js';
 
 /** Everything the service is made of, built once from configuration and closed in reverse order. */
@@ -34,7 +36,8 @@ export interface Services {
   clock: Clock;
   hasher: PasswordHasher;
   keys: Keys;
-  store: StoreCache;
+  /** The stores, resolved by host; follows the change feed in the background. */
+  store: StoreDirectory;
   transports: Transports;
   dispatcher: Dispatcher;
   janitor: Janitor;
@@ -224,6 +227,7 @@ export async function openServices(
   const { db, maintenance } = opened;
   const clock = overrides.clock ?? systemClock;
   await prepareDatabase(opened, clock, config);
+  const store = await openStoreDirectory(opened);
   const keys = deriveKeys(opened.secret, config.appSecretPrevious);
   const counters = overrides.counters ?? (await configuredCounterStore(config, logger));
   const transports = { ...configuredTransports(config, logger), ...overrides.transports };
@@ -232,7 +236,17 @@ export async function openServices(
   const janitor = startJanitor({ db: maintenance, clock, logger }, metrics, config, overrides);
   const background = new BackgroundWork(logger, overrides.background);
   const auditTrail = openAuditTrail({ db, clock, logger }, background, metrics);
-  const parts = { background, auditTrail, dispatcher, janitor, transports, counters, logger };
+  const storeFeed = new PeriodicTask(
+    backingOff(() => store.refresh()),
+    {
+      intervalMs: storeFeedIntervalMs,
+      logger,
+      failureMessage: 'reading the store change feed failed; will retry',
+      failed: () => metrics.passFailures.inc({ loop: 'store_feed' }),
+    },
+  );
+  storeFeed.start();
+  const parts = { background, auditTrail, dispatcher, janitor, storeFeed, transports, counters, logger };
   return {
     config,
     logger,
@@ -241,7 +255,7 @@ export async function openServices(
     clock,
     hasher: overrides.hasher ?? configuredHasher(config),
     keys,
-    store: new StoreCache(db),
+    store,
     transports,
     dispatcher,
     janitor,
@@ -250,6 +264,46 @@ export async function openServices(
     audit: (entry) => auditTrail.record(entry),
     close: () => closeServices(parts, opened),
   };
+}
+
+/**
+ * A pass that, after a failure, sits out passes: 1, then 3, 7… up to 30 (about half a minute at the
+ * feed's pace). Reading every second while the database is away only keeps a pooler retrying its
+ * server login, which delays the recovery; the failures are still logged and counted.
+ */
+function backingOff(pass: () => Promise<unknown>): () => Promise<void> {
+  let failures = 0;
+  let skip = 0;
+  return async () => {
+    if (skip > 0) {
+      skip -= 1;
+      return;
+    }
+    try {
+      await pass();
+      failures = 0;
+    } catch (error) {
+      failures += 1;
+      skip = Math.min(2 ** failures - 1, 30);
+      throw error;
+    }
+  };
+}
+
+/**
+ * The stores, read once now: the change feed's starting point, and which stores the deployment
+ * has, so the first requests (and a refused probe's audit entry, see edge.ts) find them known.
+ */
+async function openStoreDirectory(opened: OpenedDatabase): Promise<StoreDirectory> {
+  const store = new StoreDirectory(opened.db);
+  try {
+    await store.refresh();
+    await store.resolve(null);
+    return store;
+  } catch (error) {
+    await opened.release();
+    throw error;
+  }
 }
 
 /** A database the caller opened (a test, the benchmark), and closes itself. */
@@ -266,10 +320,11 @@ async function prepareDatabase(opened: OpenedDatabase, clock: Clock, config: Con
   try {
     await migrate(maintenance);
     await ensureStore(maintenance, clock, config.initialStore);
-    // The store row, not STORE_IDENTITY_MODE, decides the channel: it may have been switched since.
-    const store = await loadStore(maintenance);
-    const problem = store === null ? undefined : deliveryProblem(config, store.identityMode);
-    if (problem !== undefined) throw new ConfigError(problem.variable, problem.reason);
+    // The store rows, not STORE_IDENTITY_MODE, decide the channels: they may have been switched since.
+    for (const mode of await identityModesInUse(maintenance)) {
+      const problem = deliveryProblem(config, mode);
+      if (problem !== undefined) throw new ConfigError(problem.variable, problem.reason);
+    }
   } catch (error) {
     await opened.release();
     throw error;
@@ -341,6 +396,7 @@ function openAuditTrail(
 async function closeServices(
   parts: Pick<Services, 'background' | 'dispatcher' | 'janitor' | 'transports' | 'counters' | 'logger'> & {
     auditTrail: AuditTrail;
+    storeFeed: PeriodicTask;
   },
   opened: OpenedDatabase,
 ): Promise<void> {
@@ -350,6 +406,7 @@ async function closeServices(
     await parts.auditTrail.flush().catch((error: unknown) => parts.logger.error({ err: error }, 'audit flush failed'));
     await parts.dispatcher.stop();
     await parts.janitor.stop();
+    await parts.storeFeed.stop();
     await Promise.all(Object.values(parts.transports).map((transport) => transport.close?.()));
   } finally {
     try {

@@ -4,7 +4,8 @@ import { createLogger } from '../src/services.js';
 import { AuditTrail, listAudit } from '../src/audit.js';
 import { BackgroundWork } from '../src/background.js';
 import { FakeClock } from './helpers/clock.js';
-import { truncateAll, useMigratedDatabase } from './helpers/database.js';
+import { seedFirstStore, truncateAll, useMigratedDatabase } from './helpers/database.js';
+import { firstStoreId } from '../src/store/store.js';
 
 const silent = createLogger({ level: 'silent' });
 
@@ -20,10 +21,16 @@ function blockedBackground() {
 describe('the audit trail under pressure', () => {
   const database = useMigratedDatabase();
 
-  const entry = (requestId: string) => ({ event: 'login.failed' as const, clientAddress: '127.0.0.1', requestId });
+  const entry = (requestId: string) => ({
+    storeId: firstStoreId,
+    event: 'login.failed' as const,
+    clientAddress: '127.0.0.1',
+    requestId,
+  });
 
   test('a flush dropped by a full background queue does not stop later entries from being written', async () => {
     await truncateAll(database.db);
+    const store = await seedFirstStore(database.db);
     const { background, release } = blockedBackground();
     const trail = new AuditTrail(database.db, new FakeClock(), (write) => background.run('audit', write));
     trail.record(entry('while-full'));
@@ -31,13 +38,14 @@ describe('the audit trail under pressure', () => {
     await background.drain();
     trail.record(entry('after-full'));
     await background.drain();
-    const written = (await listAudit(database.db, {})).map((row) => row.request_id).reverse();
+    const written = (await listAudit(store, {})).map((row) => row.request_id).reverse();
     assert.deepEqual(written, ['while-full', 'after-full']);
     assert.equal(trail.queued, 0);
   });
 
   test('a failed flush does not stop later ones', async () => {
     await truncateAll(database.db);
+    const store = await seedFirstStore(database.db);
     const background = new BackgroundWork(silent);
     let failNext = true;
     const flaky = {
@@ -58,13 +66,14 @@ describe('the audit trail under pressure', () => {
     await background.drain();
     trail.record(entry('kept'));
     await background.drain();
-    const written = (await listAudit(database.db, {})).map((row) => row.request_id);
+    const written = (await listAudit(store, {})).map((row) => row.request_id);
     assert.deepEqual(written, ['kept']);
     assert.deepEqual(dropped, [[1, 'write_failed']]);
   });
 
   test('keeps at most `maxQueued` entries while it cannot write, and reports how many it dropped', async () => {
     await truncateAll(database.db);
+    const store = await seedFirstStore(database.db);
     const { background, release } = blockedBackground();
     const dropped: Array<[number, string]> = [];
     const trail = new AuditTrail(database.db, new FakeClock(), (write) => background.run('audit', write), {
@@ -81,7 +90,7 @@ describe('the audit trail under pressure', () => {
     release();
     await background.drain();
     await trail.flush();
-    const written = (await listAudit(database.db, {})).map((row) => row.request_id).reverse();
+    const written = (await listAudit(store, {})).map((row) => row.request_id).reverse();
     assert.deepEqual(written, ['entry-00', 'entry-01', 'entry-02', 'entry-03', 'entry-04']);
   });
 });

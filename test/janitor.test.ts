@@ -10,13 +10,13 @@ import { enqueueMessage } from '../src/delivery/outbox.js';
 import { prune, type PruneLimits, type RemovedRows } from '../src/janitor.js';
 import { deriveKeys } from '../src/keys.js';
 import { createLogger, openServices } from '../src/services.js';
-import type { Database, Queryable } from '../src/storage/database.js';
+import type { Database, Queryable, StoreDatabase } from '../src/storage/database.js';
 import { MemoryCounterStore } from '../src/storage/counters.js';
 import { migrate } from '../src/storage/migrations.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { testArgon2 } from './helpers/argon2.js';
 import { FakeClock } from './helpers/clock.js';
-import { openTestDatabase, truncateAll, type TestDatabase } from './helpers/database.js';
+import { openTestDatabase, seedFirstStore, truncateAll, type TestDatabase } from './helpers/database.js';
 import { capturingLogger } from './helpers/logs.js';
 import { runCli } from './helpers/service-process.js';
 
@@ -44,19 +44,24 @@ function timeline() {
 describe('the janitor', () => {
   let database: TestDatabase;
   let db: Database;
+  /** The database as the first store's tables see it. */
+  let store: StoreDatabase;
   before(async () => {
     database = await openTestDatabase();
     db = database.db;
     await migrate(db);
   });
-  beforeEach(async () => truncateAll(db));
+  beforeEach(async () => {
+    await truncateAll(db);
+    store = await seedFirstStore(db);
+  });
   after(async () => database.drop());
 
   async function insertCustomer(createdAt: Date): Promise<string> {
     const id = randomUUID();
     await db.query(
-      `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, created_at, updated_at)
-       VALUES ($1, 'Ada', 'email', $2, 'not a hash', $3, $3)`,
+      `INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, created_at, updated_at)
+       VALUES ('default', $1, 'Ada', 'email', $2, 'not a hash', $3, $3)`,
       [id, `${id}@example.com`, createdAt],
     );
     return id;
@@ -70,24 +75,24 @@ describe('the janitor', () => {
     const { clock, moveTo } = timeline();
     const customerId = await insertCustomer(clock.now());
     const opening = { customerId, credentialVersion: 1 };
-    const idle = (await createSession(db, clock, opening))!.session; // never used again: ends at 14 days
-    const busy = (await createSession(db, clock, opening))!.session; // used every 10 days: ends at 30 days
+    const idle = (await createSession(store, clock, opening))!.session; // never used again: ends at 14 days
+    const busy = (await createSession(store, clock, opening))!.session; // used every 10 days: ends at 30 days
     const pass = () => prune({ db, clock, retention: defaultRetention });
     const stored = () => ids('SELECT id_hash AS id FROM sessions');
     for (const offset of [10, 20, 28]) {
       moveTo(offset * day);
-      assert.ok(await findSessionCustomer(db, clock, busy.sessionId), `the busy session is live at day ${offset}`);
+      assert.ok(await findSessionCustomer(store, clock, busy.sessionId), `the busy session is live at day ${offset}`);
     }
 
     moveTo(15 * day - 1);
-    assert.equal(await findSessionCustomer(db, clock, idle.sessionId), null, 'the idle session has ended');
+    assert.equal(await findSessionCustomer(store, clock, idle.sessionId), null, 'the idle session has ended');
     assert.deepEqual(await pass(), nothing, 'it is kept until a whole day has passed since its end');
     moveTo(15 * day);
     assert.deepEqual(await pass(), { ...nothing, sessions: 1 });
     assert.deepEqual(await stored(), [hashSessionId(busy.sessionId)]);
 
     moveTo(31 * day - 1);
-    assert.equal(await findSessionCustomer(db, clock, busy.sessionId), null, 'the busy session has ended');
+    assert.equal(await findSessionCustomer(store, clock, busy.sessionId), null, 'the busy session has ended');
     assert.deepEqual(await pass(), nothing);
     moveTo(31 * day);
     assert.deepEqual(await pass(), { ...nothing, sessions: 1 });
@@ -99,18 +104,18 @@ describe('the janitor', () => {
     const deps = { clock, keys };
     const ada = await insertCustomer(clock.now());
     const bob = await insertCustomer(clock.now());
-    const used = await issueChallenge(db, deps, ada, 'verification');
-    const guessed = await issueChallenge(db, deps, bob, 'verification');
+    const used = await issueChallenge(store, deps, ada, 'verification');
+    const guessed = await issueChallenge(store, deps, bob, 'verification');
     moveTo(30);
     const wrong = guessed.code === '000000' ? '111111' : '000000';
-    for (let i = 0; i < 5; i += 1) assert.equal(await consumeChallenge(db, deps, bob, 'verification', wrong), false);
-    assert.equal(await consumeChallenge(db, deps, bob, 'verification', guessed.code), false, 'dead after 5 tries');
+    for (let i = 0; i < 5; i += 1) assert.equal(await consumeChallenge(store, deps, bob, 'verification', wrong), false);
+    assert.equal(await consumeChallenge(store, deps, bob, 'verification', guessed.code), false, 'dead after 5 tries');
     moveTo(60);
-    assert.equal(await consumeChallenge(db, deps, ada, 'verification', used.code), true);
+    assert.equal(await consumeChallenge(store, deps, ada, 'verification', used.code), true);
     moveTo(120);
-    const replaced = await issueChallenge(db, deps, ada, 'password_reset');
+    const replaced = await issueChallenge(store, deps, ada, 'password_reset');
     moveTo(180);
-    const expired = await issueChallenge(db, deps, ada, 'password_reset'); // never used: expires at 780 s
+    const expired = await issueChallenge(store, deps, ada, 'password_reset'); // never used: expires at 780 s
 
     // Each code's end, in order: use, replacement, expiry after the wrong tries, plain expiry.
     const ends: Array<[string, number]> = [
@@ -139,7 +144,7 @@ describe('the janitor', () => {
       storeName: 'S',
     } as const;
     const enqueue = async (status: string, withBody: boolean) => {
-      const id = await enqueueMessage(db, { clock, keys }, { ...message, to: `${status}@example.com` });
+      const id = await enqueueMessage(store, { clock, keys }, { ...message, to: `${status}@example.com` });
       await db.query(
         `UPDATE outbox SET status = $2, updated_at = $3, sealed_body = CASE WHEN $4 THEN sealed_body END WHERE id = $1`,
         [id, status, at(0), withBody],
@@ -172,9 +177,9 @@ describe('the janitor', () => {
   test('a code stays while a message that still holds its body points at it, and goes with that message', async () => {
     const { clock, at, moveTo } = timeline();
     const ada = await insertCustomer(clock.now());
-    const issued = await issueChallenge(db, { clock, keys }, ada, 'verification');
+    const issued = await issueChallenge(store, { clock, keys }, ada, 'verification');
     const id = await enqueueMessage(
-      db,
+      store,
       { clock, keys },
       {
         channel: 'email',
@@ -197,16 +202,18 @@ describe('the janitor', () => {
   test('audit events go after 400 days by default, or after AUDIT_RETENTION_DAYS', async () => {
     const { clock, at, moveTo } = timeline();
     for (const offset of [0, 1]) {
-      await db.query(`INSERT INTO audit_events (occurred_at, event, client_address) VALUES ($1, 'logout', '::1')`, [
-        at(offset),
-      ]);
+      await db.query(
+        `INSERT INTO audit_events (store_id, occurred_at, event, client_address) VALUES ('default', $1, 'logout', '::1')`,
+        [at(offset)],
+      );
     }
     const short = loadConfig({ AUDIT_RETENTION_DAYS: '30' }).retention;
     moveTo(30 * day);
     assert.deepEqual(await prune({ db, clock, retention: short }), { ...nothing, audit_events: 1 });
-    await db.query(`INSERT INTO audit_events (occurred_at, event, client_address) VALUES ($1, 'logout', '::1')`, [
-      at(0),
-    ]);
+    await db.query(
+      `INSERT INTO audit_events (store_id, occurred_at, event, client_address) VALUES ('default', $1, 'logout', '::1')`,
+      [at(0)],
+    );
     moveTo(400 * day);
     assert.deepEqual(await prune({ db, clock, retention: defaultRetention }), { ...nothing, audit_events: 1 });
     assert.equal((await db.query('SELECT 1 FROM audit_events')).length, 1, 'the event 1 s younger stays');
@@ -217,8 +224,8 @@ describe('the janitor', () => {
   test('a pass deletes in batches and stops at its bound; the next pass goes on', async () => {
     const { clock, moveTo } = timeline();
     await db.query(
-      `INSERT INTO audit_events (occurred_at, event, client_address)
-       SELECT $1, 'logout', '::1' FROM generate_series(1, 7)`,
+      `INSERT INTO audit_events (store_id, occurred_at, event, client_address)
+       SELECT 'default', $1, 'logout', '::1' FROM generate_series(1, 7)`,
       [clock.now()],
     );
     moveTo(400 * day);
@@ -240,11 +247,12 @@ describe('the janitor', () => {
     const old = new Date(clock.now().getTime() - 500 * day * 1000);
     const customerId = await insertCustomer(old);
     await db.query(
-      `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at) VALUES ('dead', $1, $2, $2, $2)`,
+      `INSERT INTO sessions (store_id, id_hash, customer_id, created_at, last_seen_at, expires_at)
+       VALUES ('default', 'dead', $1, $2, $2, $2)`,
       [customerId, old],
     );
     const message = await enqueueMessage(
-      db,
+      store,
       { clock, keys },
       {
         channel: 'email',
@@ -258,9 +266,13 @@ describe('the janitor', () => {
       message,
       old,
     ]);
-    await db.query(`INSERT INTO audit_events (occurred_at, event, client_address) VALUES ($1, 'logout', '::1')`, [old]);
     await db.query(
-      `INSERT INTO known_devices (customer_id, family, masked_address, last_seen_at) VALUES ($1, 'Firefox', '::/48', $2)`,
+      `INSERT INTO audit_events (store_id, occurred_at, event, client_address) VALUES ('default', $1, 'logout', '::1')`,
+      [old],
+    );
+    await db.query(
+      `INSERT INTO known_devices (store_id, customer_id, family, masked_address, last_seen_at)
+       VALUES ('default', $1, 'Firefox', '::/48', $2)`,
       [customerId, old],
     );
   }
@@ -294,13 +306,13 @@ describe('the janitor', () => {
     const rows = 1_200;
     const old = new Date(clock.now().getTime() - 500 * day * 1000);
     await db.query(
-      `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at)
-       SELECT 'dead-' || n, $1, $2, $2, $2 FROM generate_series(1, $3::int) AS n`,
+      `INSERT INTO sessions (store_id, id_hash, customer_id, created_at, last_seen_at, expires_at)
+       SELECT 'default', 'dead-' || n, $1, $2, $2, $2 FROM generate_series(1, $3::int) AS n`,
       [customerId, old, rows],
     );
     await db.query(
-      `INSERT INTO audit_events (occurred_at, event, client_address)
-       SELECT $1, 'logout', '::1' FROM generate_series(1, $2::int)`,
+      `INSERT INTO audit_events (store_id, occurred_at, event, client_address)
+       SELECT 'default', $1, 'logout', '::1' FROM generate_series(1, $2::int)`,
       [old, rows],
     );
     // On a server, the second janitor is another instance: a pool of its own.
@@ -360,9 +372,10 @@ describe('the janitor', () => {
     { timeout: 30_000 },
     async () => {
       const { clock } = timeline();
-      await db.query(`INSERT INTO audit_events (occurred_at, event, client_address) VALUES ($1, 'logout', '::1')`, [
-        new Date(clock.now().getTime() - 401 * day * 1000),
-      ]);
+      await db.query(
+        `INSERT INTO audit_events (store_id, occurred_at, event, client_address) VALUES ('default', $1, 'logout', '::1')`,
+        [new Date(clock.now().getTime() - 401 * day * 1000)],
+      );
       const config = loadConfig({ APP_SECRET: secret, DATA_DIR: '/nonexistent' });
       const services = await openServices(config, createLogger({ level: 'silent' }), {
         db,
@@ -418,9 +431,10 @@ describe('the janitor', () => {
 
   test('the prune command runs one pass and reports what it removed', async () => {
     const { clock } = timeline();
-    await db.query(`INSERT INTO audit_events (occurred_at, event, client_address) VALUES ($1, 'logout', '::1')`, [
-      new Date(clock.now().getTime() - 31 * day * 1000),
-    ]);
+    await db.query(
+      `INSERT INTO audit_events (store_id, occurred_at, event, client_address) VALUES ('default', $1, 'logout', '::1')`,
+      [new Date(clock.now().getTime() - 31 * day * 1000)],
+    );
     const config = loadConfig({ AUDIT_RETENTION_DAYS: '31' });
     assert.deepEqual(await runAdminCommand({ db, clock, retention: config.retention, config }, { name: 'prune' }), {
       ok: true,
@@ -431,7 +445,8 @@ describe('the janitor', () => {
   // Through the binary on this file's own database, which is a server in both modes.
   test('storefront-auth prune prints what it removed', async () => {
     await db.query(
-      `INSERT INTO audit_events (occurred_at, event, client_address) VALUES (now() - interval '2 days', 'logout', '::1')`,
+      `INSERT INTO audit_events (store_id, occurred_at, event, client_address)
+       VALUES ('default', now() - interval '2 days', 'logout', '::1')`,
     );
     const child = runCli(['prune'], { DATABASE_URL: database.url!, APP_SECRET: secret, AUDIT_RETENTION_DAYS: '1' });
     let stdout = '';

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { IdentityMode } from '../config.js';
 import type { Channel } from '../delivery/message.js';
 import type { Keys } from '../keys.js';
-import type { Database } from '../storage/database.js';
+import type { StoreDatabase } from '../storage/database.js';
 import type { PasswordHasher } from './rules/password.js';
 
 /**
@@ -11,7 +11,8 @@ import type { PasswordHasher } from './rules/password.js';
  * and a test hands it just those.
  */
 export interface AuthDeps {
-  db: Database;
+  /** The request's store: every table statement is scoped to it. */
+  db: StoreDatabase;
   clock: Clock;
   hasher: PasswordHasher;
   keys: Keys;

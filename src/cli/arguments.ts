@@ -5,17 +5,38 @@
 import { parseArgs } from 'node:util';
 import { auditEvents, type AuditEvent } from '../audit.js';
 import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
-import { storeStatuses, type StoreChanges, type StoreStatus } from '../store/store.js';
-import type { AdminCommand } from './commands.js';
+import {
+  normalizeHost,
+  storeSlugPattern,
+  storeStatuses,
+  type NewStore,
+  type StoreChanges,
+  type StoreStatus,
+} from '../store/store.js';
+import type { AdminCommand, StoreCommand } from './commands.js';
 
 export const usage = `Usage: storefront-auth <command>
 
   serve                                   run the service
   migrate                                 apply database migrations
-  store show                              print the store context
-  store set [--name N] [--identity-mode email|phone] [--verification-required true|false]
+  store list                              every store, by slug
+  store create --slug S --name N [--host H]... [--identity-mode email|phone]
+            [--verification-required true|false] [any setting of store set]
+                                          make a store (slug: 3 to 63 of a-z, 0-9 and -)
+  store show [--store S]                  print a store
+  store set [--store S] [--name N] [--identity-mode email|phone] [--verification-required true|false]
             [--sign-in-with-code true|false] [--sign-in-notices true|false]
             [--passkeys true|false] [--status active|paused|closed] [--force]
+            [--allowed-origin O]... [--mail-from "Name <address>"] [--sms-sender LABEL]
+            [--webauthn-rp-id HOST]
+                                          --allowed-origin replaces the list; an empty value
+                                          clears --allowed-origin, --mail-from, --sms-sender
+                                          and --webauthn-rp-id
+  store hosts add [--store S] <host>      let the store answer on a host (no port, no wildcard)
+  store hosts remove [--store S] <host>
+  store delete --store S --confirm S      delete a store (--confirm repeats its slug): its slug and
+                                          hosts are free at once, what it held is erased in the
+                                          background by the running service
   customer show <identity>                print a customer
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
   customer sessions <identity>            a customer's live sessions, newest first
@@ -26,9 +47,13 @@ export const usage = `Usage: storefront-auth <command>
   outbox retry <id>                       send a failed message again
   audit [--customer <identity>] [--event <event>] [--limit N]
                                           security events, newest first (default 100)
-  prune                                   delete what has outlived its retention now
+  prune                                   delete what has outlived its retention now, in every store
   import <folder>                         copy the rows of an earlier version's PGlite folder
-                                          (DATA_DIR/pgdata) into a store without customers
+                                          (DATA_DIR/pgdata) into the first store, without customers
+
+  --store S names a store by slug (or id). The commands about one store (store show, set, hosts,
+  delete, customer, outbox, audit) act on the only store without it; with several stores they
+  need it.
 
 Configuration comes from the environment (see the README).`;
 
@@ -53,40 +78,129 @@ function readArguments(argv: string[]) {
     allowPositionals: true,
     strict: true,
     options: {
+      store: { type: 'string' },
+      slug: { type: 'string' },
       name: { type: 'string' },
+      host: { type: 'string', multiple: true },
       'identity-mode': { type: 'string' },
       'verification-required': { type: 'string' },
       'sign-in-with-code': { type: 'string' },
       'sign-in-notices': { type: 'string' },
       passkeys: { type: 'string' },
       status: { type: 'string' },
-      force: { type: 'boolean', default: false },
-      yes: { type: 'boolean', default: false },
+      'allowed-origin': { type: 'string', multiple: true },
+      'mail-from': { type: 'string' },
+      'sms-sender': { type: 'string' },
+      'webauthn-rp-id': { type: 'string' },
+      confirm: { type: 'string' },
+      // No defaults: a flag that was not given stays out of `values`, so it can be told apart.
+      force: { type: 'boolean' },
+      yes: { type: 'boolean' },
       customer: { type: 'string' },
       event: { type: 'string' },
       limit: { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
+      help: { type: 'boolean', short: 'h' },
     },
   });
 }
 
 type Flags = ReturnType<typeof readArguments>['values'];
+type Flag = keyof Flags;
+
+/** What `store set` changes, and `store create` may set from the start. */
+const storeSettingFlags = [
+  'name',
+  'identity-mode',
+  'verification-required',
+  'sign-in-with-code',
+  'sign-in-notices',
+  'passkeys',
+  'status',
+  'allowed-origin',
+  'mail-from',
+  'sms-sender',
+  'webauthn-rp-id',
+] as const satisfies readonly Flag[];
+
+interface CommandShape {
+  /** The flags it takes besides --help. */
+  flags: readonly Flag[];
+  /** How many arguments it takes after its words. */
+  arguments: number;
+}
+
+const commands: Record<string, CommandShape> = {
+  serve: { flags: [], arguments: 0 },
+  migrate: { flags: [], arguments: 0 },
+  prune: { flags: [], arguments: 0 },
+  'store list': { flags: [], arguments: 0 },
+  'store create': { flags: ['slug', 'host', ...storeSettingFlags], arguments: 0 },
+  'store show': { flags: ['store'], arguments: 0 },
+  'store set': { flags: ['store', 'force', ...storeSettingFlags], arguments: 0 },
+  'store hosts add': { flags: ['store'], arguments: 1 },
+  'store hosts remove': { flags: ['store'], arguments: 1 },
+  'store delete': { flags: ['store', 'confirm'], arguments: 0 },
+  'customer show': { flags: ['store'], arguments: 1 },
+  'customer delete': { flags: ['store', 'yes'], arguments: 1 },
+  'customer sessions': { flags: ['store'], arguments: 1 },
+  'customer revoke-sessions': { flags: ['store'], arguments: 1 },
+  'customer passkeys': { flags: ['store'], arguments: 1 },
+  'customer remove-passkey': { flags: ['store'], arguments: 2 },
+  'outbox list': { flags: ['store', 'status'], arguments: 0 },
+  'outbox retry': { flags: ['store'], arguments: 1 },
+  audit: { flags: ['store', 'customer', 'event', 'limit'], arguments: 0 },
+};
+
+/** A flag the command does not take is refused rather than ignored: `prune --store S` must not prune every store. */
+function refuseOtherFlags(key: string, flags: Flags, allowed: readonly Flag[]): void {
+  for (const flag of Object.keys(flags) as Flag[]) {
+    if (flag === 'help' || allowed.includes(flag)) continue;
+    if (flag === 'store' && key === 'prune')
+      throw new UsageError('prune works on every store at once: it takes no --store');
+    if (flag === 'store' && key === 'store create')
+      throw new UsageError('store create names the new store with --slug, not --store');
+    if (flag === 'store') throw new UsageError(`${key} is about the whole deployment: it takes no --store`);
+    throw new UsageError(`${key} takes no --${flag}`);
+  }
+}
 
 export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'serve' | 'help' {
   const { values, positionals } = readArguments(argv);
-  const [noun, verb, argument, second, extra] = positionals;
-  if (values.help || noun === 'help') return 'help';
+  const [noun, verb, ...rest] = positionals;
+  if (values.help === true || noun === 'help') return 'help';
   if (noun === undefined) throw new UsageError('no command given');
   if (noun === 'import') {
     if (verb === undefined)
       throw new UsageError('import needs the folder to read (DATA_DIR/pgdata of the earlier version)');
-    if (argument !== undefined) throw new UsageError(`unexpected argument "${argument}"`);
+    if (rest[0] !== undefined) throw new UsageError(`unexpected argument "${rest[0]}"`);
+    refuseOtherFlags('import', values, []);
     return { name: 'import', folder: verb };
   }
-  const key = verb === undefined ? noun : `${noun} ${verb}`;
-  // Only removing a passkey takes a second argument (the passkey's id).
-  const unexpected = key === 'customer remove-passkey' ? extra : (second ?? extra);
+  // `store hosts add|remove <host>` has three words; every other command one or two.
+  const threeWords = noun === 'store' && verb === 'hosts';
+  if (threeWords && rest[0] !== 'add' && rest[0] !== 'remove')
+    throw new UsageError('store hosts needs add or remove, and a host');
+  const key = threeWords ? `store hosts ${rest[0]}` : verb === undefined ? noun : `${noun} ${verb}`;
+  const args = threeWords ? rest.slice(1) : rest;
+  const shape = commands[key];
+  if (shape === undefined) throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+  const unexpected = args[shape.arguments];
   if (unexpected !== undefined) throw new UsageError(`unexpected argument "${unexpected}"`);
+  refuseOtherFlags(key, values, shape.flags);
+  const [argument, second] = args;
+  const store = storeFlag(values.store);
+  const command = parseKnown(key, values, argument, second);
+  if (command === 'serve' || store === undefined) return command;
+  // refuseOtherFlags let --store through to the commands about one store only.
+  return { ...(command as StoreCommand), store };
+}
+
+function parseKnown(
+  key: string,
+  values: Flags,
+  argument: string | undefined,
+  second: string | undefined,
+): AdminCommand | 'serve' {
   switch (key) {
     case 'serve':
       return 'serve';
@@ -94,32 +208,129 @@ export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'se
       return { name: 'migrate' };
     case 'prune':
       return { name: 'prune' };
+    case 'store list':
+      return { name: 'store.list' };
+    case 'store create':
+      return storeCreateCommand(values);
     case 'store show':
       return { name: 'store.show' };
     case 'store set':
       return storeSetCommand(values);
+    case 'store hosts add':
+    case 'store hosts remove': {
+      if (argument === undefined) throw new UsageError(`${key} needs a host`);
+      const host = hostValue(key, argument);
+      return { name: key === 'store hosts add' ? 'store.hosts.add' : 'store.hosts.remove', host };
+    }
+    case 'store delete': {
+      if (values.store === undefined || values.confirm === undefined)
+        throw new UsageError(
+          'store delete needs --store <slug> and --confirm <the same slug>: it deletes the store and everything it holds',
+        );
+      return { name: 'store.delete', confirm: values.confirm };
+    }
     case 'customer show':
     case 'customer delete':
     case 'customer sessions':
     case 'customer revoke-sessions':
     case 'customer passkeys':
     case 'customer remove-passkey':
-      return customerCommand(key, argument, second, values.yes);
+      return customerCommand(key, argument, second, values.yes === true);
     case 'outbox list': {
       const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
       return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };
     }
-    case 'audit':
-      return auditCommand(values);
     case 'outbox retry':
       if (argument === undefined) throw new UsageError('outbox retry needs a message id');
       return { name: 'outbox.retry', id: argument };
+    case 'audit':
+      return auditCommand(values);
     default:
-      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+      throw new UsageError(`unknown command "${key}"`);
   }
 }
 
-function storeSetCommand(values: Flags): AdminCommand {
+function storeFlag(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (trimmed === '') throw new UsageError('--store needs a store slug (or id)');
+  return trimmed;
+}
+
+/** A host name as stores hold it (lowercase, punycode); what is wrong with it, said, otherwise. */
+function hostValue(what: string, input: string): string {
+  const host = normalizeHost(input);
+  if (host !== null) return host;
+  const shown = JSON.stringify(input);
+  if (input.includes('*'))
+    throw new UsageError(`${what} ${shown}: a wildcard is not a host; name each host, such as shop.example.com`);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(input.trim()))
+    throw new UsageError(
+      `${what} ${shown}: give the host name alone, without a scheme or path, such as shop.example.com`,
+    );
+  if (/:\d*$/.test(input.trim()) && !input.includes('['))
+    throw new UsageError(`${what} ${shown}: give the host name without a port, such as shop.example.com`);
+  throw new UsageError(
+    `${what} ${shown} is not a host name (labels of letters, digits and -, no port, no wildcard, no address), such as shop.example.com`,
+  );
+}
+
+/** An http(s) origin as browsers send it in Origin: scheme, host (punycode) and a port when not the default. */
+function originValue(input: string): string {
+  const shown = JSON.stringify(input);
+  const example = 'such as https://shop.example.com';
+  let url: URL;
+  try {
+    url = new URL(input.trim());
+  } catch {
+    throw new UsageError(`--allowed-origin ${shown} is not an origin, ${example}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new UsageError(`--allowed-origin ${shown} must be an http:// or https:// origin, ${example}`);
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '' || url.pathname !== '/')
+    throw new UsageError(
+      `--allowed-origin ${shown} must be an origin alone, without a path, query or user, ${example}`,
+    );
+  if (url.hostname.includes('*'))
+    throw new UsageError(`--allowed-origin ${shown}: a wildcard is not allowed; name each origin, ${example}`);
+  // A trailing slash is forgiven: what is kept is the origin, as a browser's Origin header holds it.
+  return url.origin;
+}
+
+const mailFromExample = '"Acme Shoes <shop@acme.example>"';
+
+/** `Name <address>` as an SMTP From line takes it: the name quoted when it holds a character that would split it. */
+function mailFromValue(input: string): string {
+  const shown = JSON.stringify(input);
+  if (/[\u0000-\u001f\u007f]/.test(input))
+    throw new UsageError(`--mail-from ${shown} holds a line break or control character`);
+  const match = /^(.*?)\s*<([^<>\s]+)>$/.exec(input.trim());
+  if (match === null)
+    throw new UsageError(`--mail-from ${shown} must be a sender name and an address, such as ${mailFromExample}`);
+  // A name already in quotes is taken without them, and quoted again below when it needs to be.
+  const name = match[1]!
+    .trim()
+    .replace(/^"(.*)"$/, '$1')
+    .trim();
+  const address = match[2]!;
+  if (name === '' || /[<>]/.test(name))
+    throw new UsageError(`--mail-from ${shown} must be a sender name and an address, such as ${mailFromExample}`);
+  if (/["\\]/.test(name)) throw new UsageError(`--mail-from ${shown}: the sender name may not hold " or \\`);
+  if ([...name].length > 120) throw new UsageError('--mail-from: the sender name must be at most 120 characters');
+  if (!/^[^\s@<>",;:()[\]\\]+@[^\s@<>",;:()[\]\\]+$/.test(address) || address.length > 254)
+    throw new UsageError(`--mail-from ${shown}: ${address} is not an email address`);
+  // A comma, say, would otherwise split the From line into two addresses.
+  return /[,.:;()@[\]]/.test(name) ? `"${name}" <${address}>` : `${name} <${address}>`;
+}
+
+function smsSenderValue(input: string): string {
+  const sender = input.trim();
+  if ([...sender].length > 32 || /[\u0000-\u001f\u007f]/.test(sender))
+    throw new UsageError('--sms-sender must be 1 to 32 characters, without control characters');
+  return sender;
+}
+
+function storeSettings(values: Flags): StoreChanges {
   const changes: StoreChanges = {};
   if (values.name !== undefined) {
     const name = values.name.trim();
@@ -138,11 +349,42 @@ function storeSetCommand(values: Flags): AdminCommand {
   if (passkeys !== undefined) changes.passkeys = passkeys === 'true';
   const status = choice<StoreStatus>('--status', values.status, storeStatuses);
   if (status !== undefined) changes.status = status;
+  // An empty value clears: `--allowed-origin ''` leaves only https:// and each host.
+  const origins = values['allowed-origin'];
+  if (origins !== undefined)
+    changes.allowedOrigins = [...new Set(origins.filter((origin) => origin.trim() !== '').map(originValue))];
+  const mailFrom = values['mail-from'];
+  if (mailFrom !== undefined) changes.mailFrom = mailFrom.trim() === '' ? null : mailFromValue(mailFrom);
+  const smsSender = values['sms-sender'];
+  if (smsSender !== undefined) changes.smsSender = smsSender.trim() === '' ? null : smsSenderValue(smsSender);
+  const rpId = values['webauthn-rp-id'];
+  if (rpId !== undefined) changes.webauthnRpId = rpId.trim() === '' ? null : hostValue('--webauthn-rp-id', rpId);
+  return changes;
+}
+
+function storeCreateCommand(values: Flags): AdminCommand {
+  const slug = values.slug;
+  if (slug === undefined || values.name === undefined)
+    throw new UsageError('store create needs --slug (3 to 63 of a-z, 0-9 and -) and --name');
+  if (!storeSlugPattern.test(slug))
+    throw new UsageError(`--slug ${JSON.stringify(slug)} must be 3 to 63 of a-z, 0-9 and -`);
+  const settings = storeSettings(values);
+  const hosts = [...new Set((values.host ?? []).map((host) => hostValue('--host', host)))];
+  const store: NewStore = {
+    ...settings,
+    slug,
+    name: settings.name!,
+    identityMode: settings.identityMode ?? 'email',
+    hosts,
+  };
+  return { name: 'store.create', store };
+}
+
+function storeSetCommand(values: Flags): AdminCommand {
+  const changes = storeSettings(values);
   if (Object.keys(changes).length === 0)
-    throw new UsageError(
-      'store set needs at least one of --name, --identity-mode, --verification-required, --sign-in-with-code, --sign-in-notices, --passkeys, --status',
-    );
-  return { name: 'store.set', changes, force: values.force };
+    throw new UsageError(`store set needs at least one of ${storeSettingFlags.map((flag) => `--${flag}`).join(', ')}`);
+  return { name: 'store.set', changes, force: values.force === true };
 }
 
 function customerCommand(

@@ -1,3 +1,4 @@
+import { domainToUnicode } from 'node:url';
 import { listAudit, writeAuditEntry, type AuditEvent } from '../audit.js';
 import { eraseAccount } from '../auth/flows/erasure.js';
 import type { Keys } from '../keys.js';
@@ -8,17 +9,45 @@ import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions
 import { listPasskeys, removePasskey } from '../auth/tables/passkeys.js';
 import { parseIdentity } from '../auth/rules/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
-import { prune, PruneError } from '../janitor.js';
-import type { Database } from '../storage/database.js';
+import { defaultPruneLimits, eraseDeletedStores, prune, PruneError } from '../janitor.js';
+import { forStore, type Database, type StoreDatabase } from '../storage/database.js';
 import { migrate } from '../storage/migrations.js';
-import { loadStore, updateStore, type StoreChanges } from '../store/store.js';
+import {
+  addStoreHost,
+  createStore,
+  findStoreNamed,
+  listStores,
+  loadStore,
+  markStoreDeleted,
+  onlyStore,
+  removeStoreHost,
+  updateStore,
+  type NewStore,
+  type StoreChanges,
+  type StoreContext,
+} from '../store/store.js';
 import { counted } from './counted.js';
 
 /** What an operator can ask for. */
 export type AdminCommand =
   | { name: 'migrate' }
+  | { name: 'prune' }
+  | { name: 'store.list' }
+  | { name: 'store.create'; store: NewStore }
+  | StoreCommand;
+
+/**
+ * A command about one store's data: `store` names it (slug or id); without it, the deployment's
+ * only store, or an error asking for one.
+ */
+export type StoreCommand = { store?: string | undefined } & (
   | { name: 'store.show' }
   | { name: 'store.set'; changes: StoreChanges; force: boolean }
+  /** `host` normalized (normalizeHost). */
+  | { name: 'store.hosts.add'; host: string }
+  | { name: 'store.hosts.remove'; host: string }
+  /** `confirm` must be the store's slug. */
+  | { name: 'store.delete'; confirm: string }
   | { name: 'customer.show'; identity: string }
   | { name: 'customer.delete'; identity: string }
   | { name: 'customer.sessions'; identity: string }
@@ -28,7 +57,7 @@ export type AdminCommand =
   | { name: 'outbox.list'; status?: OutboxStatus }
   | { name: 'outbox.retry'; id: string }
   | { name: 'audit.list'; identity?: string; event?: AuditEvent; limit?: number }
-  | { name: 'prune' };
+);
 
 export interface AdminResult {
   ok: boolean;
@@ -52,9 +81,10 @@ export interface AdminDeps {
   keys?: Keys;
 }
 
-function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>) {
+export function describeStore(store: StoreContext) {
   return {
     id: store.id,
+    slug: store.slug,
     name: store.name,
     status: store.status,
     identity_mode: store.identityMode,
@@ -64,33 +94,68 @@ function describeStore(store: NonNullable<Awaited<ReturnType<typeof loadStore>>>
       'auth.sign_in_notices': store.signInNotices,
       'auth.passkeys': store.passkeys,
     },
+    hosts: store.hosts,
+    allowed_origins: store.allowedOrigins,
+    mail_from: store.mailFrom,
+    sms_sender: store.smsSender,
+    webauthn_rp_id: store.webauthnRpId,
     updated_at: store.updatedAt,
   };
 }
 
 /** The customer an operator named, or the error line to print. */
-async function customerNamed(db: Database, identity: string): Promise<CustomerRow | string> {
-  const store = await loadStore(db);
-  if (store === null) return 'no store yet: start the service once';
+async function customerNamed(db: StoreDatabase, store: StoreContext, identity: string): Promise<CustomerRow | string> {
   const row = await findCustomerByIdentity(db, parseIdentity(store.identityMode, identity));
   return row ?? `no customer with ${store.identityMode} ${identity}`;
 }
 
+/** The store a command names, or the error line to print. */
+export async function commandStore(db: Database, name: string | undefined): Promise<StoreContext | string> {
+  if (name !== undefined) return (await findStoreNamed(db, name)) ?? `no store ${name}`;
+  const only = await onlyStore(db);
+  if (only.ok) return only.store;
+  return only.reason === 'no_store'
+    ? 'the deployment has no store: start the service once, or create one with store create'
+    : 'the deployment has several stores: name one with --store <slug>';
+}
+
 export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): Promise<AdminResult> {
-  const { db, clock } = deps;
   switch (command.name) {
     case 'migrate':
-      return { ok: true, output: { applied: await migrate(db) } };
-    case 'store.show': {
-      const store = await loadStore(db);
-      return store === null ? noStore() : { ok: true, output: describeStore(store) };
+      return { ok: true, output: { applied: await migrate(deps.db) } };
+    case 'prune':
+      return pruneNow(deps);
+    case 'store.list':
+      return { ok: true, output: (await everyStore(deps.db)).map(describeStore) };
+    case 'store.create':
+      return createStoreNow(deps, command.store);
+    default: {
+      const store = await commandStore(deps.db, command.store);
+      if (typeof store === 'string') return { ok: false, error: store };
+      return runStoreCommand({ ...deps, sdb: forStore(deps.db, store.id), store }, command);
     }
+  }
+}
+
+/** What a command about one store works with: its database handle and the store itself. */
+type StoreCommandDeps = AdminDeps & { sdb: StoreDatabase; store: StoreContext };
+
+async function runStoreCommand(deps: StoreCommandDeps, command: StoreCommand): Promise<AdminResult> {
+  const { sdb, clock, store } = deps;
+  switch (command.name) {
+    case 'store.show':
+      return { ok: true, output: describeStore(store) };
     case 'store.set':
       return setStore(deps, command);
+    case 'store.hosts.add':
+    case 'store.hosts.remove':
+      return changeHost(deps, command);
+    case 'store.delete':
+      return deleteStore(deps, command.confirm);
     case 'customer.show': {
-      const row = await customerNamed(db, command.identity);
+      const row = await customerNamed(sdb, store, command.identity);
       if (typeof row === 'string') return { ok: false, error: row };
-      const activeSessions = await countLiveCustomerSessions(db, clock, row.id);
+      const activeSessions = await countLiveCustomerSessions(sdb, clock, row.id);
       return { ok: true, output: { ...toCustomer(row), active_sessions: activeSessions } };
     }
     case 'customer.delete':
@@ -101,11 +166,9 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
     case 'customer.remove-passkey':
       return runCustomerCommand(deps, command);
     case 'audit.list':
-      return listAuditEntries(db, command);
-    case 'prune':
-      return pruneNow(deps);
+      return listAuditEntries(deps, command);
     case 'outbox.list':
-      return { ok: true, output: await listOutbox(db, command.status) };
+      return { ok: true, output: await listOutbox(sdb, command.status) };
     case 'outbox.retry':
       return retryMessage(deps, command.id);
   }
@@ -113,15 +176,99 @@ export async function runAdminCommand(deps: AdminDeps, command: AdminCommand): P
 
 type CommandNamed<N extends AdminCommand['name']> = Extract<AdminCommand, { name: N }>;
 
-function noStore(): AdminResult {
-  return { ok: false, error: 'no store yet: start the service once' };
+/** A host as an operator reads it: its Unicode form, with the stored punycode beside it when they differ. */
+function shownHost(host: string): string {
+  const unicode = domainToUnicode(host);
+  return unicode === '' || unicode === host ? host : `${unicode} (${host})`;
 }
 
-async function setStore({ db, clock, config }: AdminDeps, command: CommandNamed<'store.set'>): Promise<AdminResult> {
+/** The error line for a host another store holds, naming that store when it can still be read. */
+async function hostTaken(db: Database, host: string): Promise<string> {
+  const owner = await loadStore(db, { host });
+  return `the host ${shownHost(host)} belongs to ${owner === null ? 'another store' : `the store ${owner.slug}`}; remove it there first`;
+}
+
+async function everyStore(db: Database): Promise<StoreContext[]> {
+  const stores: StoreContext[] = [];
+  for (;;) {
+    const page = await listStores(db, { afterSlug: stores.at(-1)?.slug ?? '', limit: 500 });
+    stores.push(...page);
+    if (page.length < 500) return stores;
+  }
+}
+
+async function createStoreNow({ db, clock, config }: AdminDeps, store: NewStore): Promise<AdminResult> {
+  const problem = deliveryProblem(config, store.identityMode);
+  if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
+  // The only store, while it has no hosts, answers on every host; beside a second store it answers
+  // on its own hosts only, and so on none. Made all the same, but the operator is told.
+  const before = await onlyStore(db);
+  const result = await createStore(db, clock, store);
+  if (result.ok) {
+    const unhosted = before.ok && before.store.hosts.length === 0 ? before.store.slug : undefined;
+    const warning =
+      unhosted === undefined
+        ? {}
+        : {
+            warning: `the store ${unhosted} has no host: it answered on every host as the only store, and now answers on none; give it one with store hosts add --store ${unhosted} <host>`,
+          };
+    return { ok: true, output: { ...describeStore(result.store), ...warning } };
+  }
+  if (result.reason === 'slug_taken') return { ok: false, error: `a store with the slug ${store.slug} exists already` };
+  return { ok: false, error: await hostTaken(db, result.host) };
+}
+
+async function changeHost(
+  { db, clock, store }: StoreCommandDeps,
+  command: CommandNamed<'store.hosts.add' | 'store.hosts.remove'>,
+): Promise<AdminResult> {
+  const change = command.name === 'store.hosts.add' ? addStoreHost : removeStoreHost;
+  const result = await change(db, clock, store.id, command.host);
+  if (result.ok) return { ok: true, output: describeStore(result.store) };
+  switch (result.reason) {
+    case 'host_taken':
+      return { ok: false, error: await hostTaken(db, command.host) };
+    case 'no_such_host':
+      return { ok: false, error: `the store ${store.slug} has no host ${shownHost(command.host)}` };
+    case 'no_store':
+      return { ok: false, error: `no store ${store.slug}: it was deleted meanwhile` };
+  }
+}
+
+async function deleteStore({ db, clock, store }: StoreCommandDeps, confirm: string): Promise<AdminResult> {
+  if (confirm !== store.slug)
+    return {
+      ok: false,
+      error: `--confirm must repeat the slug of the store to delete, ${store.slug}; nothing was deleted`,
+    };
+  if (!(await markStoreDeleted(db, clock, store.id)))
+    return { ok: false, error: `no store ${store.slug}: it was deleted meanwhile` };
+  return {
+    ok: true,
+    output: {
+      id: store.id,
+      slug: store.slug,
+      status: 'deleted',
+      freed_hosts: store.hosts,
+      erasure:
+        'continues in the background: the janitor of the running service (or of the next to start) erases what the store held, in batches; its slug and hosts are free now',
+    },
+  };
+}
+
+function noStore(): AdminResult {
+  return { ok: false, error: 'the deployment has no store: start the service once, or create one with store create' };
+}
+
+async function setStore(
+  { db, clock, config, store }: StoreCommandDeps,
+  command: CommandNamed<'store.set'>,
+): Promise<AdminResult> {
   const mode = command.changes.identityMode;
   const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
   if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
-  const result = await updateStore(db, clock, command.changes, { force: command.force, countCustomers });
+  const options = { store: store.id, force: command.force, countCustomers };
+  const result = await updateStore(db, clock, command.changes, options);
   if (result.ok) return { ok: true, output: describeStore(result.store) };
   if (result.reason !== 'identity_mode_in_use') return noStore();
   return {
@@ -130,9 +277,10 @@ async function setStore({ db, clock, config }: AdminDeps, command: CommandNamed<
   };
 }
 
-async function deleteCustomer({ db, clock, keys }: AdminDeps, identity: string): Promise<AdminResult> {
-  const store = await loadStore(db);
-  if (store === null) return noStore();
+async function deleteCustomer(
+  { sdb: db, clock, keys, store }: StoreCommandDeps,
+  identity: string,
+): Promise<AdminResult> {
   if (keys === undefined) return { ok: false, error: 'customer delete needs the deployment keys' };
   const row = await findCustomerByIdentity(db, parseIdentity(store.identityMode, identity));
   if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
@@ -150,12 +298,12 @@ async function deleteCustomer({ db, clock, keys }: AdminDeps, identity: string):
 
 /** A customer's sessions and passkeys: listed, or ended and removed with an audit entry. */
 async function runCustomerCommand(
-  { db, clock }: AdminDeps,
+  { sdb: db, clock, store }: StoreCommandDeps,
   command: CommandNamed<
     'customer.sessions' | 'customer.revoke-sessions' | 'customer.passkeys' | 'customer.remove-passkey'
   >,
 ): Promise<AdminResult> {
-  const row = await customerNamed(db, command.identity);
+  const row = await customerNamed(db, store, command.identity);
   if (typeof row === 'string') return { ok: false, error: row };
   switch (command.name) {
     case 'customer.sessions':
@@ -184,12 +332,13 @@ async function runCustomerCommand(
   }
 }
 
-async function listAuditEntries(db: Database, command: CommandNamed<'audit.list'>): Promise<AdminResult> {
+async function listAuditEntries(
+  { sdb: db, store }: StoreCommandDeps,
+  command: CommandNamed<'audit.list'>,
+): Promise<AdminResult> {
   let customerId: string | undefined;
   if (command.identity !== undefined) {
-    const store = await loadStore(db);
-    const row =
-      store === null ? null : await findCustomerByIdentity(db, parseIdentity(store.identityMode, command.identity));
+    const row = await findCustomerByIdentity(db, parseIdentity(store.identityMode, command.identity));
     if (row === null) return { ok: false, error: `no customer with identity ${command.identity}` };
     customerId = row.id;
   }
@@ -197,9 +346,11 @@ async function listAuditEntries(db: Database, command: CommandNamed<'audit.list'
 }
 
 async function pruneNow({ db, clock, retention }: AdminDeps): Promise<AdminResult> {
+  // Deleted stores first, as the janitor does: whatever they held goes whole, not by retention.
+  const erased = await eraseDeletedStores(db, { batchSize: defaultPruneLimits.batchSize, stopping: () => false });
   try {
     const removed = await prune({ db, clock, retention: retention ?? defaultRetention });
-    return { ok: true, output: { removed } };
+    return { ok: true, output: { removed, ...(Object.keys(erased).length > 0 && { erased_stores: erased }) } };
   } catch (error) {
     // The other tables were pruned all the same: say which failed, and what went.
     if (!(error instanceof PruneError)) throw error;
@@ -207,7 +358,7 @@ async function pruneNow({ db, clock, retention }: AdminDeps): Promise<AdminResul
   }
 }
 
-async function retryMessage({ db, clock }: AdminDeps, id: string): Promise<AdminResult> {
+async function retryMessage({ sdb: db, clock }: StoreCommandDeps, id: string): Promise<AdminResult> {
   const outcome = await retryOutboxMessage(db, clock, id);
   if (outcome === 'retried') return { ok: true, output: { id, status: 'pending' } };
   return {

@@ -1,6 +1,7 @@
 import { countCustomers, lockCustomers } from '../auth/tables/customers.js';
 import { attributeUnownedMessages } from '../delivery/outbox.js';
-import type { Database } from '../storage/database.js';
+import { forStore, type Database } from '../storage/database.js';
+import { announceStoreChange, firstStoreId } from '../store/store.js';
 import { migrations } from '../storage/migrations.js';
 import { LegacyFolderError, openLegacyFolder, type OpenOptions } from '../storage/pglite-folder.js';
 import { copyTables, type CopyProgress } from '../storage/table-copy.js';
@@ -71,7 +72,8 @@ export async function importLegacyFolder(
         nextMark = (Math.floor(rows / progressEvery) + 1) * progressEvery;
       }
     };
-    return await db.transaction(async (tx) => {
+    // An earlier version had one store, with the id the first store keeps: its rows become that store's.
+    return await forStore(db, firstStoreId).transaction(async (tx) => {
       await lockCustomers(tx);
       const customers = await countCustomers(tx);
       if (customers > 0)
@@ -79,7 +81,13 @@ export async function importLegacyFolder(
           `the store already holds ${counted(customers, 'customer')}: import only into a store without customers; nothing was imported`,
         );
       report(`reading ${folder} (migrations ${versions.join(', ')})`);
-      const { copied, skipped } = await copyTables(source, tx, { progress });
+      const { copied, skipped } = await copyTables(source, tx, {
+        progress,
+        renamed: { store: 'stores' },
+        // The earlier `store` table had no slug; the first store's is its id.
+        fill: { store_id: firstStoreId, slug: firstStoreId },
+      });
+      await announceStoreChange(tx, firstStoreId);
       for (const table of skipped) report(`${table}: skipped, this version has no such table`);
       const attributed = await attributeUnownedMessages(tx);
       return {

@@ -12,6 +12,7 @@ import {
   markDropped,
   markFailed,
   markSent,
+  releaseMessages,
   scheduleNextAttempt,
   type ClaimedMessage,
 } from './outbox.js';
@@ -29,8 +30,9 @@ export interface DispatcherOptions {
   /** A claimed message is left alone by other dispatchers for this long. */
   leaseSeconds: number;
   /**
-   * Messages the whole deployment may send in any hour. A brake on SMS pumping and mail bombing:
-   * past it, messages wait in the outbox (and an error is logged) while answers stay the same.
+   * Messages each store may send in any hour. A brake on SMS pumping and mail bombing: past it,
+   * the store's messages wait in the outbox (and an error is logged) while answers stay the same,
+   * and other stores' messages go out as before.
    */
   budgetPerHour: number;
 }
@@ -120,30 +122,47 @@ export class Dispatcher {
     return total;
   }
 
-  /** How many more messages the hourly budget allows right now. */
-  private async remainingBudget(now: Date): Promise<number> {
-    const hourAgo = secondsBefore(now, 60 * 60);
-    const remaining = this.options.budgetPerHour - (await countSentSince(this.deps.db, hourAgo));
-    this.budgetSpent = remaining <= 0;
-    if (remaining <= 0 && performance.now() - this.lastBudgetWarningMs > 60_000) {
-      this.lastBudgetWarningMs = performance.now();
-      this.deps.logger.error(
-        { budget_per_hour: this.options.budgetPerHour },
-        'hourly message budget spent: messages wait in the outbox (raise DELIVERY_BUDGET_PER_HOUR if this is real traffic)',
-      );
-    }
-    return remaining;
+  /** How many more messages each store that sent any this hour may send now. */
+  private async remainingBudgets(now: Date): Promise<Map<string, number>> {
+    const sent = await countSentSince(this.deps.db, secondsBefore(now, 60 * 60));
+    return new Map([...sent].map(([storeId, n]) => [storeId, this.options.budgetPerHour - n]));
   }
 
+  private warnBudgetSpent(stores: string[]): void {
+    if (performance.now() - this.lastBudgetWarningMs <= 60_000) return;
+    this.lastBudgetWarningMs = performance.now();
+    this.deps.logger.error(
+      { budget_per_hour: this.options.budgetPerHour, store_ids: stores },
+      'hourly message budget spent: messages wait in the outbox (raise DELIVERY_BUDGET_PER_HOUR if this is real traffic)',
+    );
+  }
+
+  /**
+   * Sends one batch within every store's budget; returns how many messages it handled. A message
+   * claimed beyond its store's remaining budget (one store had many due at once) is given back.
+   */
   private async runBatch(): Promise<number> {
     const { db, clock } = this.deps;
     const now = clock.now();
-    const budget = await this.remainingBudget(now);
-    if (budget <= 0) return 0;
+    const remaining = await this.remainingBudgets(now);
+    const spent = [...remaining].filter(([, n]) => n <= 0).map(([storeId]) => storeId);
     const leaseEnd = new Date(now.getTime() + this.options.leaseSeconds * 1000);
-    const claimed = await claimDueMessages(db, now, leaseEnd, Math.min(this.options.batchSize, budget));
-    await Promise.all(claimed.map((row) => this.deliver(row)));
-    return claimed.length;
+    const claimed = await claimDueMessages(db, now, leaseEnd, this.options.batchSize, spent);
+    const sending: ClaimedMessage[] = [];
+    const over: ClaimedMessage[] = [];
+    for (const row of claimed) {
+      const left = remaining.get(row.store_id) ?? this.options.budgetPerHour;
+      remaining.set(row.store_id, left - 1);
+      (left > 0 ? sending : over).push(row);
+    }
+    await releaseMessages(db, over);
+    if (spent.length > 0 || over.length > 0) {
+      this.warnBudgetSpent([...new Set([...spent, ...over.map((row) => row.store_id)])]);
+    }
+    // Nudges wait for the regular pass while what is due belongs to spent stores only.
+    this.budgetSpent = sending.length === 0 && (spent.length > 0 || over.length > 0);
+    await Promise.all(sending.map((row) => this.deliver(row)));
+    return sending.length;
   }
 
   private async deliver(row: ClaimedMessage): Promise<void> {
@@ -151,7 +170,7 @@ export class Dispatcher {
     const log = logger.child({ message_id: row.id, channel: row.channel, purpose: row.purpose });
     if (row.pointless === true || row.sealed_body === null) {
       // Its code was used, replaced or expired: sending it now would only confuse the customer.
-      await markDropped(db, row.id, clock.now());
+      await markDropped(db, row, clock.now());
       this.deps.delivered?.(row.channel, 'dropped');
       log.info('message dropped: its code is no longer usable');
       return;
@@ -159,12 +178,25 @@ export class Dispatcher {
     const transport = this.deps.transports[row.channel];
     try {
       const content = unsealContent(acceptedKeys(this.deps.keys, 'outbox'), row.sealed_body);
-      await transport.send({ id: row.id, channel: row.channel, purpose: row.purpose, to: row.recipient, content });
+      const from = {
+        storeId: row.store_id,
+        storeName: row.store_name,
+        mailFrom: row.mail_from,
+        smsSender: row.sms_sender,
+      };
+      await transport.send({
+        id: row.id,
+        from,
+        channel: row.channel,
+        purpose: row.purpose,
+        to: row.recipient,
+        content,
+      });
     } catch (error) {
       await this.scheduleRetry(row, error);
       return;
     }
-    await markSent(db, row.id, clock.now());
+    await markSent(db, row, clock.now());
     this.deps.delivered?.(row.channel, 'sent');
     log.info({ transport: transport.name, attempts: row.attempts }, 'message sent');
   }
@@ -181,12 +213,12 @@ export class Dispatcher {
     const nextAttempt = now.getTime() + delaySeconds * 1000;
     const log = logger.child({ message_id: row.id, channel: row.channel, attempts: row.attempts });
     if (nextAttempt >= windowEnd) {
-      await markFailed(db, row.id, reason, now);
+      await markFailed(db, row, reason, now);
       this.deps.delivered?.(row.channel, 'failed');
       log.error({ reason }, 'message failed: delivery window over');
       return;
     }
-    await scheduleNextAttempt(db, row.id, new Date(nextAttempt), reason, now);
+    await scheduleNextAttempt(db, row, new Date(nextAttempt), reason, now);
     this.deps.delivered?.(row.channel, 'retry');
     log.warn({ reason, retry_in_seconds: delaySeconds }, 'message not delivered; will retry');
   }

@@ -17,8 +17,19 @@ export interface MessageContent {
   html: string;
 }
 
+/** The store a message comes from, as its transport names it. */
+export interface MessageSender {
+  storeId: string;
+  storeName: string;
+  /** The store's own From line; null: the deployment's address under the store's name. */
+  mailFrom: string | null;
+  /** The label the SMS hook is given as `sender`. */
+  smsSender: string | null;
+}
+
 export interface OutgoingMessage {
   id: string;
+  from: MessageSender;
   channel: Channel;
   purpose: MessagePurpose;
   to: string;

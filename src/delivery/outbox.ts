@@ -1,6 +1,6 @@
 import { secondsBefore, type Clock } from '../clock.js';
 import type { Keys } from '../keys.js';
-import { deleteInBatch, erasedValue, type Queryable } from '../storage/database.js';
+import { deleteInBatch, erasedValue, type Queryable, type StoreQueryable } from '../storage/database.js';
 import type { Channel, MessagePurpose } from './message.js';
 import { sealContent } from './seal.js';
 import { renderMessage, type SignInDetails } from './templates.js';
@@ -34,7 +34,7 @@ export interface NewMessage {
 }
 
 /** Writes a message in the caller's transaction, so it exists exactly when its code does. */
-export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: NewMessage): Promise<string> {
+export async function enqueueMessage(tx: StoreQueryable, deps: OutboxDeps, message: NewMessage): Promise<string> {
   const now = deps.clock.now();
   const { code } = message;
   // Only what a template may say is handed over, by name: nothing else the caller sent gets in.
@@ -52,8 +52,8 @@ export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: N
         }),
   });
   const [row] = await tx.query<{ id: string }>(
-    `INSERT INTO outbox (channel, purpose, recipient, customer_id, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) RETURNING id::text AS id`,
+    `INSERT INTO outbox (store_id, channel, purpose, recipient, customer_id, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
+     VALUES ($8, $1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) RETURNING id::text AS id`,
     [
       message.channel,
       message.purpose,
@@ -62,6 +62,7 @@ export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: N
       sealContent(deps.keys.outbox, content),
       message.challengeId ?? null,
       now,
+      tx.storeId,
     ],
   );
   return row!.id;
@@ -72,20 +73,22 @@ export async function enqueueMessage(tx: Queryable, deps: OutboxDeps, message: N
  * a code's message belongs to its code's customer, any other to the account whose address it
  * went to. For rows brought over from a version before that column. Returns how many it named.
  */
-export async function attributeUnownedMessages(tx: Queryable): Promise<number> {
+export async function attributeUnownedMessages(tx: StoreQueryable): Promise<number> {
   const [row] = await tx.query<{ n: number }>(
     `WITH owners AS (
        SELECT m.id, COALESCE(
-                (SELECT ch.customer_id FROM challenges ch WHERE ch.id = m.challenge_id),
+                (SELECT ch.customer_id FROM challenges ch WHERE ch.store_id = m.store_id AND ch.id = m.challenge_id),
                 (SELECT c.id FROM customers c
-                  WHERE c.identity_type = CASE m.channel WHEN 'email' THEN 'email' ELSE 'phone' END
+                  WHERE c.store_id = m.store_id
+                    AND c.identity_type = CASE m.channel WHEN 'email' THEN 'email' ELSE 'phone' END
                     AND c.identity_value = m.recipient)) AS customer_id
-         FROM outbox m WHERE m.customer_id IS NULL),
+         FROM outbox m WHERE m.store_id = $1 AND m.customer_id IS NULL),
      named AS (
        UPDATE outbox o SET customer_id = owners.customer_id FROM owners
-        WHERE o.id = owners.id AND owners.customer_id IS NOT NULL
+        WHERE o.store_id = $1 AND o.id = owners.id AND owners.customer_id IS NOT NULL
        RETURNING 1)
      SELECT count(*)::int AS n FROM named`,
+    [tx.storeId],
   );
   return row?.n ?? 0;
 }
@@ -99,7 +102,7 @@ export async function attributeUnownedMessages(tx: Queryable): Promise<number> {
  * The dispatcher only claims pending messages, so a dropped one is never sent.
  */
 export async function eraseCustomerMessages(
-  tx: Queryable,
+  tx: StoreQueryable,
   clock: Clock,
   customerId: string,
   current: { channel: Channel; recipient: string },
@@ -109,10 +112,10 @@ export async function eraseCustomerMessages(
         SET status = CASE WHEN o.status IN ('pending', 'failed') THEN 'dropped' ELSE o.status END,
             sealed_body = NULL, recipient = $4, customer_id = NULL, locked_until = NULL, updated_at = $5
        FROM (SELECT id, status IN ('pending', 'failed') AS dropped FROM outbox
-              WHERE customer_id = $1 OR (channel = $2 AND recipient = $3) FOR UPDATE) old
-      WHERE o.id = old.id
+              WHERE store_id = $6 AND (customer_id = $1 OR (channel = $2 AND recipient = $3)) FOR UPDATE) old
+      WHERE o.store_id = $6 AND o.id = old.id
       RETURNING old.dropped`,
-    [customerId, current.channel, current.recipient, erasedValue, clock.now()],
+    [customerId, current.channel, current.recipient, erasedValue, clock.now(), tx.storeId],
   );
   return rows.filter((row) => row.dropped).length;
 }
@@ -130,11 +133,11 @@ export interface OutboxEntry {
   sent_at: string | null;
 }
 
-export async function listOutbox(db: Queryable, status?: OutboxStatus, limit = 100): Promise<OutboxEntry[]> {
+export async function listOutbox(db: StoreQueryable, status?: OutboxStatus, limit = 100): Promise<OutboxEntry[]> {
   const rows = await db.query<Record<string, unknown>>(
     `SELECT id::text AS id, channel, purpose, recipient, status, attempts, next_attempt_at, last_error, created_at, sent_at
-       FROM outbox WHERE ($1::text IS NULL OR status = $1) ORDER BY outbox.id DESC LIMIT $2`,
-    [status ?? null, limit],
+       FROM outbox WHERE store_id = $3 AND ($1::text IS NULL OR status = $1) ORDER BY outbox.id DESC LIMIT $2`,
+    [status ?? null, limit, db.storeId],
   );
   const iso = (value: unknown) => (value == null ? null : new Date(value as Date).toISOString());
   return rows.map((row) => ({
@@ -147,23 +150,23 @@ export async function listOutbox(db: Queryable, status?: OutboxStatus, limit = 1
 
 /** Puts a failed message back in the queue with a fresh delivery window (dropped ones have no body left). */
 export async function retryOutboxMessage(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   id: string,
 ): Promise<'retried' | 'not_found' | 'not_retryable'> {
   if (!/^\d{1,18}$/.test(id)) return 'not_found';
   const now = clock.now();
   const rows = await db.query<{ status: OutboxStatus; sealed: boolean }>(
-    'SELECT status, sealed_body IS NOT NULL AS sealed FROM outbox WHERE id = $1',
-    [id],
+    'SELECT status, sealed_body IS NOT NULL AS sealed FROM outbox WHERE store_id = $2 AND id = $1',
+    [id, db.storeId],
   );
   const row = rows[0];
   if (row === undefined) return 'not_found';
   if (row.status !== 'failed' || !row.sealed) return 'not_retryable';
   await db.query(
     `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $2, locked_until = NULL,
-            window_started_at = $2, last_error = NULL, updated_at = $2 WHERE id = $1`,
-    [id, now],
+            window_started_at = $2, last_error = NULL, updated_at = $2 WHERE store_id = $3 AND id = $1`,
+    [id, now, db.storeId],
   );
   return 'retried';
 }
@@ -187,7 +190,7 @@ export async function deleteFinishedMessages(
     db,
     {
       table: 'outbox',
-      key: ['id'],
+      key: ['store_id', 'id'],
       where: `(status IN ('sent', 'dropped') AND updated_at <= $1) OR (status = 'failed' AND updated_at <= $2)`,
     },
     [secondsBefore(now, deliveredRetentionSeconds), secondsBefore(now, failedRetentionSeconds)],
@@ -197,6 +200,7 @@ export async function deleteFinishedMessages(
 
 /** A message the dispatcher has leased for one delivery attempt. */
 export interface ClaimedMessage {
+  store_id: string;
   id: string;
   channel: Channel;
   purpose: MessagePurpose;
@@ -206,7 +210,14 @@ export interface ClaimedMessage {
   window_started_at: Date;
   /** Its code was used, replaced or expired (null when it carries none). */
   pointless: boolean | null;
+  /** The store it comes from, as its messages name and send it. */
+  store_name: string;
+  mail_from: string | null;
+  sms_sender: string | null;
 }
+
+/** A message by its key. */
+export type MessageKey = Pick<ClaimedMessage, 'store_id' | 'id'>;
 
 /**
  * Leases up to `limit` due messages until `leaseEnd`, with FOR UPDATE SKIP LOCKED so instances
@@ -219,29 +230,45 @@ export async function claimDueMessages(
   now: Date,
   leaseEnd: Date,
   limit: number,
+  /** Stores whose hourly budget is spent: their messages wait. */
+  skipStores: readonly string[] = [],
 ): Promise<ClaimedMessage[]> {
   return db.query<ClaimedMessage>(
     // The batch is picked once (a materialized CTE): as a plain `id IN (subquery)` the planner may
     // run the subquery again for every row, and each run skips the rows this statement has just
     // leased and hands over the next ones, past the limit.
     `WITH batch AS MATERIALIZED (
-       SELECT id FROM outbox
-        WHERE status = 'pending' AND next_attempt_at <= $1
-          AND (locked_until IS NULL OR locked_until <= $1)
-        ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+       SELECT o.store_id, o.id FROM outbox o JOIN stores live ON live.id = o.store_id AND live.deleted_at IS NULL
+        WHERE o.status = 'pending' AND o.next_attempt_at <= $1
+          AND (o.locked_until IS NULL OR o.locked_until <= $1) AND o.store_id <> ALL ($4::text[])
+        ORDER BY o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED)
      UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1
-      FROM batch WHERE outbox.id = batch.id
-      RETURNING outbox.id::text AS id, channel, purpose, recipient, sealed_body, attempts, window_started_at,
+      FROM batch, stores s WHERE outbox.store_id = batch.store_id AND outbox.id = batch.id AND s.id = outbox.store_id
+      RETURNING outbox.store_id, outbox.id::text AS id, channel, purpose, recipient, sealed_body, attempts,
+        window_started_at, s.name AS store_name, s.mail_from, s.sms_sender,
         (SELECT c.consumed_at IS NOT NULL OR c.voided_at IS NOT NULL OR c.expires_at <= $1
-           FROM challenges c WHERE c.id = outbox.challenge_id) AS pointless`,
-    [now, leaseEnd, limit],
+           FROM challenges c WHERE c.store_id = outbox.store_id AND c.id = outbox.challenge_id) AS pointless`,
+    [now, leaseEnd, limit, skipStores],
   );
 }
 
-/** Messages sent since `since`, across the deployment (the hourly budget). */
-export async function countSentSince(db: Queryable, since: Date): Promise<number> {
-  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at > $1', [since]);
-  return row?.n ?? 0;
+/** Messages sent since `since`, per store that sent any (the hourly budget is each store's). */
+export async function countSentSince(db: Queryable, since: Date): Promise<Map<string, number>> {
+  const rows = await db.query<{ store_id: string; n: number }>(
+    'SELECT store_id, count(*)::int AS n FROM outbox WHERE sent_at > $1 GROUP BY store_id',
+    [since],
+  );
+  return new Map(rows.map((row) => [row.store_id, row.n]));
+}
+
+/** Gives leased messages back untried: their store's budget was spent before their turn came. */
+export async function releaseMessages(db: Queryable, messages: readonly MessageKey[]): Promise<void> {
+  if (messages.length === 0) return;
+  await db.query(
+    `UPDATE outbox SET locked_until = NULL, attempts = attempts - 1
+      WHERE (store_id, id) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))`,
+    [messages.map((m) => m.store_id), messages.map((m) => m.id)],
+  );
 }
 
 /** Messages by status, for the outbox gauge. */
@@ -250,10 +277,11 @@ export async function countByStatus(db: Queryable): Promise<{ status: OutboxStat
 }
 
 /** Dropped unsent: its code is no longer usable. The sealed body goes with it. */
-export async function markDropped(db: Queryable, id: string, now: Date): Promise<void> {
+export async function markDropped(db: Queryable, { store_id, id }: MessageKey, now: Date): Promise<void> {
   await db.query(
-    `UPDATE outbox SET status = 'dropped', sealed_body = NULL, locked_until = NULL, updated_at = $2 WHERE id = $1`,
-    [id, now],
+    `UPDATE outbox SET status = 'dropped', sealed_body = NULL, locked_until = NULL, updated_at = $2
+      WHERE store_id = $3 AND id = $1`,
+    [id, now, store_id],
   );
 }
 
@@ -261,34 +289,46 @@ export async function markDropped(db: Queryable, id: string, now: Date): Promise
  * Sent: the sealed body is erased. The notice of a deleted account is the last place its address
  * is kept, so its recipient goes too.
  */
-export async function markSent(db: Queryable, id: string, now: Date): Promise<void> {
+export async function markSent(db: Queryable, { store_id, id }: MessageKey, now: Date): Promise<void> {
   await db.query(
     `UPDATE outbox SET status = 'sent', sealed_body = NULL, locked_until = NULL, last_error = NULL,
             sent_at = $2, updated_at = $2,
             recipient = CASE WHEN purpose = 'account_deleted' THEN $3 ELSE recipient END
-      WHERE id = $1`,
-    [id, now, erasedValue],
+      WHERE store_id = $4 AND id = $1`,
+    [id, now, erasedValue, store_id],
   );
 }
 
 /** Failed for good: its delivery window is over. */
-export async function markFailed(db: Queryable, id: string, reason: string, now: Date): Promise<void> {
+export async function markFailed(
+  db: Queryable,
+  { store_id, id }: MessageKey,
+  reason: string,
+  now: Date,
+): Promise<void> {
   await db.query(
-    `UPDATE outbox SET status = 'failed', locked_until = NULL, last_error = $2, updated_at = $3 WHERE id = $1`,
-    [id, reason, now],
+    `UPDATE outbox SET status = 'failed', locked_until = NULL, last_error = $2, updated_at = $3
+      WHERE store_id = $4 AND id = $1`,
+    [id, reason, now, store_id],
   );
 }
 
 /** Not delivered this time: tried again at `nextAttempt`. */
 export async function scheduleNextAttempt(
   db: Queryable,
-  id: string,
+  { store_id, id }: MessageKey,
   nextAttempt: Date,
   reason: string,
   now: Date,
 ): Promise<void> {
   await db.query(
-    `UPDATE outbox SET next_attempt_at = $2, locked_until = NULL, last_error = $3, updated_at = $4 WHERE id = $1`,
-    [id, nextAttempt, reason, now],
+    `UPDATE outbox SET next_attempt_at = $2, locked_until = NULL, last_error = $3, updated_at = $4
+      WHERE store_id = $5 AND id = $1`,
+    [id, nextAttempt, reason, now, store_id],
   );
+}
+
+/** Deletes up to `limit` messages of a deleted store, sent or not; returns how many. */
+export async function deleteStoreMessages(db: Queryable, storeId: string, limit: number): Promise<number> {
+  return deleteInBatch(db, { table: 'outbox', key: ['store_id', 'id'], where: 'store_id = $1' }, [storeId], limit);
 }

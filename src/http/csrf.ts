@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashSessionId } from '../auth/tables/sessions.js';
+import { storeOrigins, type StoreContext } from '../store/store.js';
 import { ProblemError } from './problems.js';
 
 export const csrfCookieName = 'XSRF-TOKEN';
@@ -11,6 +12,14 @@ const unsafeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 function tokenMac(key: Buffer, nonce: string, sessionId: string | undefined): string {
   const binding = sessionId === undefined ? '' : hashSessionId(sessionId);
   return createHmac('sha256', key).update(`${nonce}.${binding}`).digest('base64url');
+}
+
+/**
+ * The key a store's tokens are signed with, derived from the deployment's: a token issued for one
+ * store is not genuine in another, even on a shared parent domain. None outside every store.
+ */
+export function storeCsrfKey(key: Buffer, storeId: string | undefined): Buffer {
+  return storeId === undefined ? key : createHmac('sha256', key).update(`csrf-store:${storeId}`).digest();
 }
 
 /**
@@ -74,7 +83,11 @@ function originIsTrusted(origin: string, request: FastifyRequest, allowed: Reado
 }
 
 /** docs/reference.md, CSRF: the origin check, then the token check, for browser requests with unsafe methods. */
-export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
+export function checkCsrf(
+  options: CsrfOptions,
+  request: FastifyRequest,
+  store?: Pick<StoreContext, 'id' | 'hosts' | 'allowedOrigins'>,
+): void {
   if (!unsafeMethods.has(request.method)) return;
   // Only browsers can be tricked cross-site.
   if (!fromBrowser(request)) return;
@@ -82,7 +95,10 @@ export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
   const fetchSite = request.headers['sec-fetch-site'];
 
   const sameOrigin = fetchSite === 'same-origin' || fetchSite === 'none';
-  if (!sameOrigin && !(origin !== undefined && originIsTrusted(origin, request, options.allowedOrigins))) {
+  const trusted = (candidate: string) =>
+    originIsTrusted(candidate, request, options.allowedOrigins) ||
+    (store !== undefined && storeOrigins(store).includes(candidate));
+  if (!sameOrigin && !(origin !== undefined && trusted(origin))) {
     throw new ProblemError('untrusted_origin');
   }
 
@@ -91,7 +107,15 @@ export function checkCsrf(options: CsrfOptions, request: FastifyRequest): void {
   // another site's on the parent domain) may come first, and the header echoes the service's.
   const cookies = cookieValues(request.headers.cookie, csrfCookieName);
   const sessionId = soleCookie(request.headers.cookie, options.sessionCookieName);
-  if (typeof header !== 'string' || !cookies.includes(header) || !isGenuineCsrfToken(options.keys, header, sessionId)) {
+  if (
+    typeof header !== 'string' ||
+    !cookies.includes(header) ||
+    !isGenuineCsrfToken(
+      options.keys.map((key) => storeCsrfKey(key, store?.id)),
+      header,
+      sessionId,
+    )
+  ) {
     throw new ProblemError('csrf_token_mismatch');
   }
 }

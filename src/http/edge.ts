@@ -13,7 +13,8 @@ const probeCounterEntries = 10_000;
  * hands every plugin the whole edge.
  */
 export interface Edge extends Services {
-  readiness: () => Promise<Readiness>;
+  /** Readiness as a probe on `host` sees it (null: the request named none). */
+  readiness: (host: string | null) => Promise<Readiness>;
   limiter: RateLimiter;
   /**
    * Counts the health probes, in this instance's memory only: a load balancer's probes need no
@@ -25,9 +26,13 @@ export interface Edge extends Services {
 export function edgeOf(services: Services): Edge {
   const { config, db, counters, clock, metrics, keys } = services;
   // Every refusal, by either limiter, is counted and recorded where it happens: once per request.
-  const refused = ({ rule, requestId, clientAddress }: Refusal) => {
+  const refused = ({ rule, storeId, requestId, clientAddress }: Refusal) => {
     metrics.rateLimited.inc({ limit: rule.name });
-    services.audit({ event: 'rate_limited', clientAddress, requestId, details: { limit: rule.name } });
+    // The trail is each store's: a refusal outside every store (a platform call, a probe) goes to
+    // the only store's trail, and with several stores is only counted.
+    const trail = storeId ?? services.store.soleStoreId();
+    if (trail === undefined) return;
+    services.audit({ storeId: trail, event: 'rate_limited', clientAddress, requestId, details: { limit: rule.name } });
   };
   // Built over the services, not copied from them: a part swapped later (a test's store cache) is
   // the one the routes see.
@@ -36,6 +41,7 @@ export function edgeOf(services: Services): Edge {
       db,
       counters,
       searchUrl: config.searchUrl,
+      stores: services.store,
       checked: (checks) => {
         for (const [dependency, up] of Object.entries(checks)) metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
       },

@@ -5,9 +5,11 @@ import type { CustomerRow } from '../auth/tables/customers.js';
 import type { AuthDeps, FieldErrors } from '../auth/deps.js';
 import type { SignedIn } from '../auth/rules/sign-in.js';
 import type { StoreContext } from '../store/store.js';
+import { forStore, type StoreDatabase } from '../storage/database.js';
 import { parseIdentity, type ParsedIdentity } from '../auth/rules/identity.js';
 import { findSessionCustomer } from '../auth/tables/sessions.js';
 import type { Edge } from './edge.js';
+import { storeCsrfKey } from './csrf.js';
 import { ProblemError } from './problems.js';
 import { limits, type LimitHit, type LimitRule } from './rate-limit.js';
 import { declareRoute, type Outcome, type Outcomes, type StoreFeature } from './declare.js';
@@ -27,16 +29,24 @@ export type AuthDepsSource = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'co
 /** What the kit is made from: every customer route module takes exactly this. */
 export type KitSource = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
 
-/** What the domain's flows need from the running services; the same for every route module. */
-export function authDeps(services: AuthDepsSource): AuthDeps {
+/**
+ * What the domain's flows need from the running services, for the request's store: its database
+ * handle reaches only that store's rows, and its hashing waits in that store's line.
+ */
+export function authDeps(services: AuthDepsSource, store: Pick<StoreContext, 'id'>): AuthDeps {
   return {
-    db: services.db,
+    db: forStore(services.db, store.id),
     clock: services.clock,
-    hasher: services.hasher,
+    hasher: services.hasher.lane(store.id),
     keys: services.keys,
     allowedCallingCodes: services.config.smsAllowedCallingCodes,
     messagesQueued: () => services.dispatcher.nudge(),
   };
+}
+
+/** The database as the request's store sees it (the store gate has resolved it). */
+export function storeDbOf(services: Pick<Edge, 'db'>, request: FastifyRequest): StoreDatabase {
+  return forStore(services.db, request.store.id);
 }
 
 /** The signed-in customer of a route declared with `session: true`, resolved by the customer scope. */
@@ -85,14 +95,22 @@ export async function findAccount(
   request: FastifyRequest,
 ): Promise<Account | null> {
   const sessionId = sessionCookieOf(request, services.config);
-  const customer = sessionId === undefined ? null : await findSessionCustomer(services.db, services.clock, sessionId);
+  const customer =
+    sessionId === undefined ? null : await findSessionCustomer(storeDbOf(services, request), services.clock, sessionId);
   return sessionId === undefined || customer === null ? null : { customer, sessionId };
 }
 
 /** Records a security event of the request behind the answer. */
 function requestAuditor(record: Edge['audit']) {
   return (request: FastifyRequest, event: AuditEvent, customerId: string | null, details?: Record<string, string>) =>
-    record({ event, customerId, clientAddress: request.ip, requestId: request.id, ...(details && { details }) });
+    record({
+      storeId: request.store.id,
+      event,
+      customerId,
+      clientAddress: request.ip,
+      requestId: request.id,
+      ...(details && { details }),
+    });
 }
 
 type RequestAuditor = ReturnType<typeof requestAuditor>;
@@ -101,7 +119,7 @@ type RequestAuditor = ReturnType<typeof requestAuditor>;
 function limiting(limiter: Edge['limiter']) {
   /** Counts the hits before anything is checked; a refusal is also counted by `throttled`. */
   async function limit(request: FastifyRequest, hits: LimitHit[], throttled?: () => void): Promise<void> {
-    await limiter.consume(request, hits).catch((error: unknown) => {
+    await limiter.consume(request, hits, request.store.id).catch((error: unknown) => {
       throttled?.();
       throw error;
     });
@@ -109,7 +127,7 @@ function limiting(limiter: Edge['limiter']) {
 
   /** Forgives the subject's count of a rule (a right password after wrong ones). */
   function forget(request: FastifyRequest, rule: LimitRule, subject: string): void {
-    limiter.forget(rule, subject, request.log);
+    limiter.forget(rule, subject, request.store.id, request.log);
   }
 
   /**
@@ -194,19 +212,20 @@ export function routeKit(services: KitSource) {
     audit(request, 'login.succeeded', signedIn.customer.id, { method });
     reportSignInNotice(request.log, metrics, signedIn.signInNotice);
     if (identityKey !== undefined) forget(request, limits.failedLogins, identityKey);
-    startSessionCookies(reply, config, keys.csrf, signedIn.sessionId);
+    startSessionCookies(reply, config, storeCsrfKey(keys.csrf, request.store.id), signedIn.sessionId);
     return { auth_type: 'session' as const, customer: signedIn.customer };
   }
 
   return {
-    deps: authDeps(services),
+    depsOf: (request: FastifyRequest) => authDeps(services, request.store),
     audit,
     limit,
     forget,
     refusal: refusals(audit),
     reauthenticated,
     signInSucceeded,
-    signOut: (reply: FastifyReply) => endSessionCookies(reply, config, keys.csrf),
+    signOut: (request: FastifyRequest, reply: FastifyReply) =>
+      endSessionCookies(reply, config, storeCsrfKey(keys.csrf, request.store.id)),
     accept: accepting(services.background),
   };
 }
@@ -256,7 +275,7 @@ export function messageRequestRoute(
     work: (deps: AuthDeps, store: StoreContext, identity: ParsedIdentity) => Promise<void>;
   },
 ): FastifyPluginAsyncTypebox {
-  const { deps, limit, accept } = routeKit(services);
+  const { depsOf, limit, accept } = routeKit(services);
   const { feature } = route;
   return async (app) => {
     app.post(
@@ -281,6 +300,7 @@ export function messageRequestRoute(
           [limits.messagesPerAddress, request.clientKey],
         ]);
         const store = request.store;
+        const deps = depsOf(request);
         return accept(reply, route.operation, () => route.work(deps, store, identity));
       },
     );

@@ -12,10 +12,17 @@ import { limits } from './rate-limit.js';
  * WEBAUTHN_ORIGINS is not set, the origin the request was addressed to if its host is on the RP ID.
  */
 export function relyingParty(services: Pick<Edge, 'config'>, request: FastifyRequest): RelyingParty {
-  const { rpId, origins, includeOwnOrigin } = services.config.webauthn;
-  const own = includeOwnOrigin ? ownOrigin(request) : undefined;
+  const { store } = request;
+  const configured = services.config.webauthn;
+  // A store with hosts is its own relying party: its RP ID (default its first host), and its
+  // storefronts as origins, so a passkey made for one store never signs in on another.
+  const rpId = store.webauthnRpId ?? store.hosts[0] ?? configured.rpId;
+  const storeOrigins = [...store.hosts.map((host) => `https://${host}`), ...store.allowedOrigins];
+  const onRpId = storeOrigins.filter((origin) => isOnRpId(new URL(origin).hostname, rpId));
+  const origins = [...new Set([...configured.origins, ...onRpId])];
+  const own = configured.includeOwnOrigin ? ownOrigin(request) : undefined;
   const ownUsable = own !== undefined && isOnRpId(new URL(own).hostname, rpId) && !origins.includes(own);
-  return { id: rpId, name: request.store.name, origins: ownUsable ? [...origins, own] : origins };
+  return { id: rpId, name: store.name, origins: ownUsable ? [...origins, own] : origins };
 }
 
 /** What both passkey route modules share: the options calls and the challenge cookie. */
@@ -29,7 +36,7 @@ export function passkeyRouteSupport(services: Pick<Edge, 'config' | 'keys' | 'li
     reply: FastifyReply,
     start: (rp: RelyingParty) => Promise<{ options: T; handle: string }>,
   ): Promise<T> {
-    await limiter.consume(request, [[limits.passkeyChallenges, request.clientKey]]);
+    await limiter.consume(request, [[limits.passkeyChallenges, request.clientKey]], request.store.id);
     const { options, handle } = await start(relyingParty(services, request));
     setPasskeyCookie(reply, keys.csrf, handle, secure);
     return options;

@@ -47,6 +47,11 @@ export const problemCatalogue = {
   },
   rate_limited: { status: 429, title: 'Too many requests', detail: 'Too many requests; try again later.' },
   internal_error: { status: 500, title: 'Internal error', detail: 'Something went wrong on our side.' },
+  store_not_found: {
+    status: 404,
+    title: 'Store not found',
+    detail: 'No store of this deployment answers on this host.',
+  },
   store_unavailable: { status: 503, title: 'Store unavailable', detail: 'The store is not open right now.' },
   deployment_not_ready: {
     status: 503,

@@ -47,6 +47,8 @@ export interface Caller {
 /** A request a limit turned away, for the metrics and the audit trail. */
 export interface Refusal {
   rule: LimitRule;
+  /** The store whose counter refused; none for a call outside every store (the platform calls). */
+  storeId: string | undefined;
   requestId: string;
   clientAddress: string;
 }
@@ -66,11 +68,11 @@ export class RateLimiter {
    * an atomic increment, then the comparison: of N parallel requests at the limit, exactly the
    * allowed number see a count within it.
    */
-  async consume(caller: Caller, hits: LimitHit[]): Promise<void> {
+  async consume(caller: Caller, hits: LimitHit[], storeId?: string): Promise<void> {
     const nowMs = this.clock.now().getTime();
     const counts = await Promise.all(
       hits.map(([rule, subject]) =>
-        this.counters.increment(counterKey(this.key, rule, subject), rule.windowSeconds, nowMs),
+        this.counters.increment(counterKey(this.key, rule, subject, storeId), rule.windowSeconds, nowMs),
       ),
     );
     let worst: { rule: LimitRule; resetAtMs: number } | undefined;
@@ -81,7 +83,7 @@ export class RateLimiter {
       }
     });
     if (worst !== undefined) {
-      this.refused({ rule: worst.rule, requestId: caller.id, clientAddress: caller.ip });
+      this.refused({ rule: worst.rule, storeId, requestId: caller.id, clientAddress: caller.ip });
       throw limitedError(worst.rule, worst.resetAtMs, nowMs);
     }
   }
@@ -101,9 +103,9 @@ export class RateLimiter {
    * in flight in a millisecond or so, and only once per successful sign-in, which needs the
    * password.
    */
-  forget(rule: LimitRule, subject: string, log: Pick<FastifyBaseLogger, 'warn'>): void {
+  forget(rule: LimitRule, subject: string, storeId: string, log: Pick<FastifyBaseLogger, 'warn'>): void {
     this.counters
-      .delete(counterKey(this.key, rule, subject))
+      .delete(counterKey(this.key, rule, subject, storeId))
       .catch((error: unknown) =>
         log.warn({ err: error, limit: rule.name }, 'a rate-limit counter could not be cleared'),
       );
@@ -116,10 +118,12 @@ export class RateLimiter {
  * heap snapshot would show who was counted for as long as the window lasts, erased customers too.
  * The MAC is keyed by the deployment secret, so the names cannot be matched against guessed
  * addresses either; 128 bits of it keep two subjects from ever sharing a counter. Each counter is
- * a key of its own, hashed whole on a Redis Cluster.
+ * a key of its own, hashed whole on a Redis Cluster. A store's counters are its own (the store id
+ * is MACed with the subject): a flood against one store never limits another's customers.
  */
-export function counterKey(key: Buffer, rule: LimitRule, subject: string): string {
-  const mac = createHmac('sha256', key).update(subject).digest().subarray(0, 16).toString('base64url');
+export function counterKey(key: Buffer, rule: LimitRule, subject: string, storeId?: string): string {
+  const scoped = storeId === undefined ? subject : `${storeId}\u0000${subject}`;
+  const mac = createHmac('sha256', key).update(scoped).digest().subarray(0, 16).toString('base64url');
   return keyName('rl', rule.name, mac);
 }
 

@@ -1,6 +1,7 @@
 import type { CounterStore } from '../storage/counters.js';
 import type { Queryable } from '../storage/database.js';
-import { loadStore, type StoreContext } from '../store/store.js';
+import type { StoreDirectory } from '../store/directory.js';
+import type { StoreContext } from '../store/store.js';
 
 export interface Readiness {
   ready: boolean;
@@ -12,6 +13,7 @@ export interface ReadinessDeps {
   db: Queryable;
   counters: CounterStore;
   searchUrl: string | undefined;
+  stores: Pick<StoreDirectory, 'resolve'>;
   /** Told every fresh result (for metrics). */
   checked?: (checks: Readiness['checks']) => void;
 }
@@ -39,24 +41,31 @@ async function searchIsHealthy(searchUrl: string): Promise<boolean> {
   return response.ok;
 }
 
-/** The four dependency checks in parallel, each bounded to one second. */
-export function createReadinessProbe(deps: ReadinessDeps): () => Promise<Readiness> {
-  let last: { atMs: number; result: Promise<Readiness> } | undefined;
-  const probe = async (): Promise<Readiness> => {
+/**
+ * The four dependency checks in parallel, each bounded to one second. The store is the one the
+ * probe's host names: on a host that names none (a load balancer probing by address) the check is
+ * that the stores can be read, and no store is reported.
+ */
+export function createReadinessProbe(deps: ReadinessDeps): (host: string | null) => Promise<Readiness> {
+  let last: { atMs: number; result: Promise<Omit<Readiness['checks'], 'store'>> } | undefined;
+  const probe = async () => {
     const searchUrl = deps.searchUrl;
-    const [database, cache, search, store] = await Promise.all([
+    const [database, cache, search] = await Promise.all([
       within(async () => (await deps.db.query('SELECT 1 AS ok')).length === 1, false),
       within(() => deps.counters.ping(), false),
       searchUrl === undefined ? true : within(() => searchIsHealthy(searchUrl), false),
-      within(() => loadStore(deps.db), null),
     ]);
-    const checks = { database, cache, search, store: store !== null };
-    deps.checked?.(checks);
-    return { ready: Object.values(checks).every(Boolean), checks, store };
+    return { database, cache, search };
   };
-  return () => {
+  return async (host) => {
     const nowMs = performance.now();
     if (last === undefined || nowMs - last.atMs >= resultReuseMs) last = { atMs: nowMs, result: probe() };
-    return last.result;
+    const [dependencies, store] = await Promise.all([
+      last.result,
+      within<StoreContext | null | undefined>(() => deps.stores.resolve(host), undefined),
+    ]);
+    const checks = { ...dependencies, store: store !== undefined };
+    deps.checked?.(checks);
+    return { ready: Object.values(checks).every(Boolean), checks, store: store ?? null };
   };
 }

@@ -300,6 +300,7 @@ export function bodyProblemResponses(body: TObject, codes: ProblemCode[] = [], o
 
 /** What any customer route can answer before it runs: the gate, CSRF, limits, dependencies. */
 export const customerProblems: ProblemCode[] = [
+  'store_not_found',
   'misdirected_request',
   'untrusted_origin',
   'csrf_token_mismatch',

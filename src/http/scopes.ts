@@ -6,6 +6,7 @@ import type { StoreFeature } from './declare.js';
 import { resolveAccount, type Account } from './kit.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
+import { requestHost, type StoreContext } from '../store/store.js';
 
 /*
  * Every route lives in one of three scopes, and each scope owns the hooks its routes run (Fastify
@@ -56,9 +57,17 @@ function featureOn(request: FastifyRequest, feature: StoreFeature | undefined): 
   return feature === undefined || request.store[feature];
 }
 
-async function countAndCheckCsrf(deps: ScopeDeps, request: FastifyRequest): Promise<void> {
-  await deps.services.limiter.consume(request, [[limits.anyCall, request.clientKey]]);
-  checkCsrf(deps.csrf, request);
+async function countAndCheckCsrf(deps: ScopeDeps, request: FastifyRequest, store?: StoreContext): Promise<void> {
+  await deps.services.limiter.consume(request, [[limits.anyCall, request.clientKey]], store?.id);
+  checkCsrf(deps.csrf, request, store);
+}
+
+/**
+ * The host a request was sent to, as stores are keyed: `Host`, or `X-Forwarded-Host` from a
+ * trusted proxy (Fastify's trustProxy decides), without the port, normalized; null when unusable.
+ */
+export function hostOf(request: FastifyRequest): string | null {
+  return requestHost(request.host);
 }
 
 /**
@@ -86,7 +95,11 @@ export function probeScope(deps: ScopeDeps, routes: Routes): Routes {
 export function publicScope(deps: ScopeDeps, routes: Routes): Routes {
   return async (app) => {
     app.addHook('onRequest', async (request) => {
-      await countAndCheckCsrf(deps, request);
+      // Counted in the host's store, as its customer calls are: the any-call limit is one per
+      // address and store. Platform calls never wait on the stores, so a failed read counts it
+      // outside every store instead.
+      const store = await deps.services.store.resolve(hostOf(request)).catch(() => null);
+      await countAndCheckCsrf(deps, request, store ?? undefined);
       await answerMissingPath(deps, request);
     });
     // Registered without a prefix, this scope's handler (and hooks) serve every path no other
@@ -105,11 +118,17 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
     app.addHook('onRequest', async (request) => {
       // The store gate comes before everything else: a shut shop answers nothing but 503, not
       // even a refusal that would tell the limit or the CSRF check was reached.
-      request.store = await deps.services.store.get();
-      if (request.store.status !== 'active') throw new ProblemError('store_unavailable');
+      const store = await deps.services.store.resolve(hostOf(request));
+      if (store === null) {
+        // Counted all the same (in no store's name): a spray of made-up hosts is limited like any call.
+        await deps.services.limiter.consume(request, [[limits.anyCall, request.clientKey]]);
+        throw new ProblemError('store_not_found');
+      }
+      request.store = store;
+      if (store.status !== 'active') throw new ProblemError('store_unavailable');
       // Cookies for COOKIE_DOMAIN set on another host would be dropped by the browser: say so instead.
       if (!onCookieDomain(deps.services.config, request)) throw new ProblemError('misdirected_request');
-      await countAndCheckCsrf(deps, request);
+      await countAndCheckCsrf(deps, request, store);
       await answerMissingPath(deps, request);
     });
     // After the body is read and before it is validated: without a session the answer is 401,

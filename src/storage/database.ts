@@ -13,6 +13,36 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
+/**
+ * A handle on the database bound to one store. The modules that own the store's tables take only
+ * this, and scope every statement by `storeId`: a flow cannot reach another store's rows, because
+ * nothing it holds names another store.
+ */
+export interface StoreQueryable extends Queryable {
+  readonly storeId: string;
+}
+
+export interface StoreDatabase extends StoreQueryable {
+  transaction<T>(work: (tx: StoreQueryable) => Promise<T>): Promise<T>;
+}
+
+/** A statement runner (a transaction, usually) bound to a store. */
+export function inStore(db: Queryable, storeId: string): StoreQueryable {
+  return {
+    storeId,
+    query: <Row>(sql: string, params?: readonly unknown[]) => db.query<Row>(sql, params),
+    exec: (sql: string) => db.exec(sql),
+  };
+}
+
+/** The database bound to a store: its transactions are too. */
+export function forStore(db: Database, storeId: string): StoreDatabase {
+  return {
+    ...inStore(db, storeId),
+    transaction: (work) => db.transaction((tx) => work(inStore(tx, storeId))),
+  };
+}
+
 /** Thrown when the database cannot be reached; the edge answers 503 service_unavailable. */
 export class DatabaseUnavailableError extends Error {
   constructor(cause: unknown) {

@@ -38,6 +38,10 @@ export interface CopyOptions {
   /** Rows per read and per write. */
   batchSize?: number;
   progress?: (progress: CopyProgress) => void;
+  /** Source tables the target names otherwise (`{ store: 'stores' }`). */
+  renamed?: Record<string, string>;
+  /** Target columns the source lacks, written with one value in every row (`{ store_id: 'default' }`). */
+  fill?: Record<string, string>;
 }
 
 export interface CopyReport {
@@ -131,6 +135,10 @@ interface TablePlan {
   name: string;
   /** Written columns with the target's types. */
   columns: Column[];
+  /** The source's name of the table. */
+  sourceName: string;
+  /** Columns written with one value each (CopyOptions.fill). */
+  filled: Array<{ column: Column; value: string }>;
   /** The source's key, read to page through it. */
   sourceKey: Column[];
   /** The target's key, for replacing a row it already holds. */
@@ -142,14 +150,14 @@ interface TablePlan {
  * type. A row whose key the target already holds (the one store row) is replaced by the source's.
  */
 function insertStatement(plan: TablePlan): string {
-  const names = plan.columns.map((column) => quote(column.name)).join(', ');
-  const arrays = plan.columns.map((_, index) => `$${index + 1}::text[]`).join(', ');
-  const aliases = plan.columns.map((_, index) => `c${index}`).join(', ');
-  const casts = plan.columns.map((column, index) => `u.c${index}::${column.type}`).join(', ');
-  const overriding = plan.columns.some((column) => column.identity) ? ' OVERRIDING SYSTEM VALUE' : '';
-  const keyWritten =
-    plan.targetKey.length > 0 && plan.targetKey.every((key) => plan.columns.some((c) => c.name === key));
-  const others = plan.columns.filter((column) => !plan.targetKey.includes(column.name));
+  const written = [...plan.columns, ...plan.filled.map((fill) => fill.column)];
+  const names = written.map((column) => quote(column.name)).join(', ');
+  const arrays = written.map((_, index) => `$${index + 1}::text[]`).join(', ');
+  const aliases = written.map((_, index) => `c${index}`).join(', ');
+  const casts = written.map((column, index) => `u.c${index}::${column.type}`).join(', ');
+  const overriding = written.some((column) => column.identity) ? ' OVERRIDING SYSTEM VALUE' : '';
+  const keyWritten = plan.targetKey.length > 0 && plan.targetKey.every((key) => written.some((c) => c.name === key));
+  const others = written.filter((column) => !plan.targetKey.includes(column.name));
   const conflict = !keyWritten
     ? ''
     : others.length === 0
@@ -176,23 +184,23 @@ async function copyTable(
   let rows = 0;
   for (;;) {
     const page = await source.query<Record<string, string | null>>(
-      `SELECT ${selected} FROM ${quote(plan.name)}
+      `SELECT ${selected} FROM ${quote(plan.sourceName)}
         ${last === undefined ? '' : `WHERE (${keyList}) > (${after})`}
         ORDER BY ${keyList} LIMIT ${batchSize}`,
       last ?? [],
     );
     if (page.length === 0) break;
-    await target.query(
-      insert,
-      plan.columns.map((_, index) => page.map((row) => row[`r${index}`] ?? null)),
-    );
+    await target.query(insert, [
+      ...plan.columns.map((_, index) => page.map((row) => row[`r${index}`] ?? null)),
+      ...plan.filled.map(({ value }) => page.map(() => value)),
+    ]);
     rows += page.length;
     const end = page.at(-1)!;
     last = plan.sourceKey.map((_, index) => end[`r${plan.columns.length + index}`] ?? null);
-    progress?.({ table: plan.name, rows, done: false });
+    progress?.({ table: plan.sourceName, rows, done: false });
     if (page.length < batchSize) break;
   }
-  progress?.({ table: plan.name, rows, done: true });
+  progress?.({ table: plan.sourceName, rows, done: true });
   return rows;
 }
 
@@ -223,11 +231,14 @@ export async function copyTables(
   options: CopyOptions = {},
 ): Promise<CopyReport> {
   const [from, to] = [await describeTables(source), await describeTables(target)];
-  const shared = [...from.keys()].filter((name) => name !== migrationTable && to.has(name));
-  const skipped = [...from.keys()].filter((name) => name !== migrationTable && !to.has(name)).sort();
+  const targetName = (name: string) => options.renamed?.[name] ?? name;
+  const sourceNameOf = new Map([...from.keys()].map((name) => [targetName(name), name]));
+  const shared = [...from.keys()].filter((name) => name !== migrationTable && to.has(targetName(name)));
+  const skipped = [...from.keys()].filter((name) => name !== migrationTable && !to.has(targetName(name))).sort();
   const copied: Record<string, number> = {};
-  for (const name of parentsFirst(to, shared)) {
-    const sourceTable = from.get(name)!;
+  for (const name of parentsFirst(to, shared.map(targetName))) {
+    const sourceName = sourceNameOf.get(name)!;
+    const sourceTable = from.get(sourceName)!;
     const targetTable = to.get(name)!;
     if (sourceTable.key.length === 0)
       throw new Error(`the table ${name} of the source has no primary key to read it by`);
@@ -241,13 +252,18 @@ export async function copyTables(
         !column.generated &&
         !(filled && column.identity && targetTable.key.includes(column.name)),
     );
+    const constants = targetTable.columns
+      .filter((column) => !sourceNames.has(column.name) && options.fill?.[column.name] !== undefined)
+      .map((column) => ({ column, value: options.fill![column.name]! }));
     const plan: TablePlan = {
       name,
+      sourceName,
+      filled: constants,
       columns,
       sourceKey: sourceTable.key.map((key) => sourceTable.columns.find((column) => column.name === key)!),
       targetKey: targetTable.key,
     };
-    copied[name] = await copyTable(source, target, plan, options);
+    copied[sourceName] = await copyTable(source, target, plan, options);
     await advanceSequences(target, plan);
   }
   return { copied, skipped };

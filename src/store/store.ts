@@ -1,12 +1,16 @@
+import { randomUUID } from 'node:crypto';
+import { domainToASCII } from 'node:url';
 import type { Clock } from '../clock.js';
 import type { Config, IdentityMode } from '../config.js';
-import type { Database, Queryable } from '../storage/database.js';
+import { inStore, type Database, type Queryable, type StoreQueryable } from '../storage/database.js';
 
 export type StoreStatus = 'active' | 'paused' | 'closed';
 export const storeStatuses: readonly StoreStatus[] = ['active', 'paused', 'closed'];
 
 export interface StoreContext {
   id: string;
+  /** 3–63 of a–z, 0–9 and '-', unique: how an operator names the store. */
+  slug: string;
   name: string;
   status: StoreStatus;
   identityMode: IdentityMode;
@@ -17,24 +21,45 @@ export interface StoreContext {
   signInNotices: boolean;
   /** `auth.passkeys`: customers may add passkeys and sign in with them. */
   passkeys: boolean;
+  /** The host names the store answers on, normalized (lowercase, IDNA, no port). */
+  hosts: string[];
+  /** Storefronts allowed to call with credentials, besides https:// and each host. */
+  allowedOrigins: string[];
+  /** The store's own From line; null: the deployment's MAIL_FROM under the store's name. */
+  mailFrom: string | null;
+  /** A label the SMS hook receives as `sender`. */
+  smsSender: string | null;
+  /** The passkey relying party; null: the deployment's WEBAUTHN_RP_ID, else the first host. */
+  webauthnRpId: string | null;
+  /** Taken from the change feed's sequence by every change. */
+  version: number;
   updatedAt: string;
 }
 
 interface StoreRow {
   id: string;
+  slug: string;
   name: string;
   status: StoreStatus;
   identity_mode: IdentityMode;
   settings: Record<string, unknown>;
+  hosts: string[];
+  allowed_origins: string[];
+  mail_from: string | null;
+  sms_sender: string | null;
+  webauthn_rp_id: string | null;
+  version: string;
   updated_at: Date;
+  deleted_at: Date | null;
 }
 
-// One store per deployment; its row always has this id.
-const storeId = 'default';
+/** The id of the store made from configuration on a deployment's first start. */
+export const firstStoreId = 'default';
 
 function toStore(row: StoreRow): StoreContext {
   return {
     id: row.id,
+    slug: row.slug,
     name: row.name,
     status: row.status,
     identityMode: row.identity_mode,
@@ -45,26 +70,190 @@ function toStore(row: StoreRow): StoreContext {
     signInNotices: row.settings['auth.sign_in_notices'] !== false,
     // Off unless an operator turned it on, like signing in with a code.
     passkeys: row.settings['auth.passkeys'] === true,
+    hosts: row.hosts,
+    allowedOrigins: row.allowed_origins,
+    mailFrom: row.mail_from,
+    smsSender: row.sms_sender,
+    webauthnRpId: row.webauthn_rp_id,
+    version: Number(row.version),
     updatedAt: new Date(row.updated_at).toISOString(),
   };
 }
 
-export async function loadStore(db: Queryable): Promise<StoreContext | null> {
+/** The columns of a store as toStore reads them, through the alias `s`. */
+const storeColumns = `s.id, s.slug, s.name, s.status, s.identity_mode, s.settings, s.allowed_origins, s.mail_from,
+  s.sms_sender, s.webauthn_rp_id, s.version::text AS version, s.updated_at, s.deleted_at,
+  ARRAY(SELECT h.host FROM store_hosts h WHERE h.store_id = s.id ORDER BY h.host) AS hosts`;
+
+/** The storefronts a store trusts besides the deployment's: https:// and each host, and its allowed origins. */
+export function storeOrigins(store: Pick<StoreContext, 'hosts' | 'allowedOrigins'> | null): string[] {
+  if (store === null) return [];
+  return [...store.hosts.map((host) => `https://${host}`), ...store.allowedOrigins];
+}
+
+export type StoreKey = { id: string } | { slug: string } | { host: string };
+
+/** A live store (not deleted) by id, slug or host; null when none is. */
+export async function loadStore(db: Queryable, key: StoreKey): Promise<StoreContext | null> {
+  const [where, value] =
+    'id' in key
+      ? ['s.id = $1', key.id]
+      : 'slug' in key
+        ? ['s.slug = $1', key.slug]
+        : ['s.id = (SELECT store_id FROM store_hosts WHERE host = $1)', key.host];
   const rows = await db.query<StoreRow>(
-    'SELECT id, name, status, identity_mode, settings, updated_at FROM store WHERE id = $1',
-    [storeId],
+    `SELECT ${storeColumns} FROM stores s WHERE ${where} AND s.deleted_at IS NULL`,
+    [value],
   );
   return rows[0] === undefined ? null : toStore(rows[0]);
 }
 
-/** Creates the store row from configuration on first start; later starts leave it as the operator set it. */
+const storeIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A store named by an operator: its id (a UUID, or the first store's), or its slug. */
+export async function findStoreNamed(db: Queryable, name: string): Promise<StoreContext | null> {
+  // An id first when the name has an id's shape: a slug shaped like one cannot hide that store.
+  if (storeIdPattern.test(name) || name === firstStoreId) {
+    const byId = await loadStore(db, { id: name });
+    if (byId !== null) return byId;
+  }
+  return loadStore(db, { slug: name });
+}
+
+export type OnlyStore = { ok: true; store: StoreContext } | { ok: false; reason: 'no_store' | 'several_stores' };
+
+/** The deployment's one live store, for a command that names none. */
+export async function onlyStore(db: Queryable): Promise<OnlyStore> {
+  const rows = await db.query<StoreRow>(`SELECT ${storeColumns} FROM stores s WHERE s.deleted_at IS NULL LIMIT 2`);
+  if (rows.length === 0) return { ok: false, reason: 'no_store' };
+  if (rows.length > 1) return { ok: false, reason: 'several_stores' };
+  return { ok: true, store: toStore(rows[0]!) };
+}
+
+/** Live stores in slug order, after `afterSlug` (keyset pagination). */
+export async function listStores(db: Queryable, { afterSlug = '', limit = 100 } = {}): Promise<StoreContext[]> {
+  const rows = await db.query<StoreRow>(
+    `SELECT ${storeColumns} FROM stores s WHERE s.deleted_at IS NULL AND s.slug > $1 ORDER BY s.slug LIMIT $2`,
+    [afterSlug, limit],
+  );
+  return rows.map(toStore);
+}
+
+/** What every instance's directory needs to know about the deployment as a whole. */
+export interface DeploymentStores {
+  /** Live stores. */
+  live: number;
+  /** Whether any store has a host. */
+  hosted: boolean;
+  /** A live store's id (the only one when `live` is 1). */
+  anyId: string | null;
+}
+
+export async function deploymentStores(db: Queryable): Promise<DeploymentStores> {
+  const [row] = await db.query<{ live: number; hosted: boolean; any_id: string | null }>(
+    `SELECT (SELECT count(*)::int FROM stores WHERE deleted_at IS NULL) AS live,
+            EXISTS (SELECT 1 FROM store_hosts) AS hosted,
+            (SELECT id FROM stores WHERE deleted_at IS NULL ORDER BY slug LIMIT 1) AS any_id`,
+  );
+  return { live: row!.live, hosted: row!.hosted, anyId: row!.any_id };
+}
+
+/** A change the feed reports: the store as it is now, or deleted. */
+export interface StoreChange {
+  id: string;
+  version: number;
+  store: StoreContext | null;
+}
+
+/** Stores changed after `version`, oldest change first, at most `limit`. */
+export async function storeChangesAfter(db: Queryable, version: number, limit = 1000): Promise<StoreChange[]> {
+  const rows = await db.query<StoreRow>(
+    `SELECT ${storeColumns} FROM stores s WHERE s.version > $1 ORDER BY s.version LIMIT $2`,
+    [version, limit],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    version: Number(row.version),
+    store: row.deleted_at === null ? toStore(row) : null,
+  }));
+}
+
+/** The feed's newest version: where an instance starting now begins to follow it. */
+export async function latestStoreVersion(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ v: string | null }>('SELECT max(version)::text AS v FROM stores');
+  return Number(row?.v ?? 0);
+}
+
+// Any constant works; it only has to be the same for every instance of the service.
+const storeChangeLockKey = 727_274_013;
+
+/**
+ * Store changes take turns: a transaction-scoped advisory lock, released by the commit. A changed
+ * store takes the feed's next version while it is held, so versions commit in the order they are
+ * taken and a reader of the feed never skips one committed late.
+ */
+async function lockStoreChanges(tx: Queryable): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock($1)', [storeChangeLockKey]);
+}
+
+async function bumpStoreVersion(tx: Queryable, storeId: string, now: Date): Promise<void> {
+  await tx.query(`UPDATE stores SET version = nextval('store_versions'), updated_at = $2 WHERE id = $1`, [
+    storeId,
+    now,
+  ]);
+}
+
+/** Starts a change of a store in `tx`: see lockStoreChanges. */
+async function beginStoreChange(tx: Queryable, storeId: string, now: Date): Promise<void> {
+  await lockStoreChanges(tx);
+  await bumpStoreVersion(tx, storeId, now);
+}
+
+/** Puts a store written some other way (an import) on the change feed, keeping its updated_at. */
+export async function announceStoreChange(tx: Queryable, storeId: string): Promise<void> {
+  await lockStoreChanges(tx);
+  await tx.query(`UPDATE stores SET version = nextval('store_versions') WHERE id = $1`, [storeId]);
+}
+
+const hostLabel = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/**
+ * A host name as stores are keyed by it: lowercase, IDNA (punycode) for non-ASCII labels, no
+ * trailing dot; null for anything that is not a plain host name (a port, a wildcard, an address).
+ */
+export function normalizeHost(input: string): string | null {
+  const trimmed = input.trim().replace(/\.$/, '');
+  if (trimmed === '' || /[\s:/*@[\]]/.test(trimmed)) return null;
+  const ascii = domainToASCII(trimmed);
+  if (ascii === '' || ascii.length > 253) return null;
+  const labels = ascii.split('.');
+  if (!labels.every((label) => hostLabel.test(label))) return null;
+  // An address is not a host a store can own: a browser reads a name ending in a number as IPv4
+  // (127.1, 1.2.3, 0x7f.1 alike), so no such name is one.
+  if (/^(\d+|0x[0-9a-f]*)$/.test(labels.at(-1)!)) return null;
+  return ascii;
+}
+
+/** The host of a request's Host header: its name without the port, normalized; null when none. */
+export function requestHost(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  return normalizeHost(header.startsWith('[') ? '' : header.replace(/:\d*$/, ''));
+}
+
+export const storeSlugPattern = /^[a-z0-9-]{3,63}$/;
+
+/** Creates the store row from configuration on a deployment's first start, and never again. */
 export async function ensureStore(db: Queryable, clock: Clock, initial: Config['initialStore']): Promise<void> {
   const now = clock.now();
+  // The sequence is untouched only while no store was ever made: a deployment whose stores were
+  // all deleted gets none back from a restart.
   await db.query(
-    `INSERT INTO store (id, name, status, identity_mode, settings, created_at, updated_at)
-     VALUES ($1, $2, 'active', $3, $4::text::jsonb, $5, $5) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO stores (id, slug, name, status, identity_mode, settings, created_at, updated_at)
+     SELECT $1, $1, $2, 'active', $3, $4::text::jsonb, $5, $5
+      WHERE NOT (SELECT is_called FROM store_versions)
+     ON CONFLICT (id) DO NOTHING`,
     [
-      storeId,
+      firstStoreId,
       initial.name,
       initial.identityMode,
       JSON.stringify({ 'auth.customer_verification_required': initial.verificationRequired }),
@@ -81,22 +270,116 @@ export interface StoreChanges {
   signInWithCode?: boolean;
   signInNotices?: boolean;
   passkeys?: boolean;
+  allowedOrigins?: string[];
+  mailFrom?: string | null;
+  smsSender?: string | null;
+  webauthnRpId?: string | null;
+}
+
+export interface NewStore extends StoreChanges {
+  slug: string;
+  name: string;
+  identityMode: IdentityMode;
+  hosts?: string[];
+}
+
+export type StoreCreateResult =
+  | { ok: true; store: StoreContext }
+  | { ok: false; reason: 'slug_taken' }
+  | { ok: false; reason: 'host_taken'; host: string };
+
+function settingsOf(changes: StoreChanges): Record<string, boolean> {
+  return {
+    ...(changes.verificationRequired === undefined
+      ? {}
+      : { 'auth.customer_verification_required': changes.verificationRequired }),
+    ...(changes.signInWithCode === undefined ? {} : { 'auth.sign_in_with_code': changes.signInWithCode }),
+    ...(changes.signInNotices === undefined ? {} : { 'auth.sign_in_notices': changes.signInNotices }),
+    ...(changes.passkeys === undefined ? {} : { 'auth.passkeys': changes.passkeys }),
+  };
+}
+
+/** Adds hosts to a store in `tx`; the first one another store holds is returned instead. */
+async function insertHosts(tx: Queryable, storeId: string, hosts: readonly string[]): Promise<string | null> {
+  for (const host of hosts) {
+    const rows = await tx.query(
+      'INSERT INTO store_hosts (host, store_id) VALUES ($1, $2) ON CONFLICT (host) DO NOTHING RETURNING 1',
+      [host, storeId],
+    );
+    if (rows.length === 0) {
+      const [owner] = await tx.query<{ store_id: string }>('SELECT store_id FROM store_hosts WHERE host = $1', [host]);
+      if (owner?.store_id !== storeId) return host;
+    }
+  }
+  return null;
+}
+
+class Rollback extends Error {
+  constructor(readonly result: StoreCreateResult) {
+    super('rolled back');
+  }
+}
+
+/** Makes a store with its hosts (already normalized); nothing is made when the slug or a host is taken. */
+export async function createStore(db: Database, clock: Clock, store: NewStore): Promise<StoreCreateResult> {
+  try {
+    return await db.transaction(async (tx) => {
+      const now = clock.now();
+      const id = randomUUID();
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [storeChangeLockKey]);
+      const inserted = await tx.query(
+        `INSERT INTO stores (id, slug, name, status, identity_mode, settings, allowed_origins, mail_from, sms_sender,
+                             webauthn_rp_id, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $11)
+         ON CONFLICT (slug) WHERE deleted_at IS NULL DO NOTHING RETURNING 1`,
+        [
+          id,
+          store.slug,
+          store.name,
+          store.status ?? 'active',
+          store.identityMode,
+          JSON.stringify(settingsOf(store)),
+          store.allowedOrigins ?? [],
+          store.mailFrom ?? null,
+          store.smsSender ?? null,
+          store.webauthnRpId ?? null,
+          now,
+        ],
+      );
+      if (inserted.length === 0) throw new Rollback({ ok: false, reason: 'slug_taken' });
+      const taken = await insertHosts(tx, id, store.hosts ?? []);
+      if (taken !== null) throw new Rollback({ ok: false, reason: 'host_taken', host: taken });
+      return { ok: true, store: (await loadStore(tx, { id }))! };
+    });
+  } catch (error) {
+    if (error instanceof Rollback) return error.result;
+    throw error;
+  }
 }
 
 export type StoreUpdateResult =
   | { ok: true; store: StoreContext }
   | { ok: false; reason: 'identity_mode_in_use'; customers: number }
-  | { ok: false; reason: 'no_store' };
+  | { ok: false; reason: 'no_store' | 'several_stores' };
 
 export interface StoreUpdateOptions {
+  /** The store to change, by slug or id; without it, the deployment's only store. */
+  store?: string | undefined;
   /** Switch the identity mode even while customers exist. */
   force?: boolean;
   /**
-   * Counts the customers inside the update's transaction, after the store row is locked; needed to
-   * switch the identity mode without `force`. Handed in (countCustomers of src/auth/tables/customers.ts)
-   * because the customers table is the domain's, and the store sits below the domain.
+   * Counts the store's customers inside the update's transaction, after the store row is locked;
+   * needed to switch the identity mode without `force`. Handed in (countCustomers of
+   * src/auth/tables/customers.ts) because the customers table is the domain's, and the store sits
+   * below the domain.
    */
-  countCustomers?: (tx: Queryable) => Promise<number>;
+  countCustomers?: (tx: StoreQueryable) => Promise<number>;
+}
+
+async function targetStore(db: Queryable, store: string | undefined): Promise<OnlyStore> {
+  if (store === undefined) return onlyStore(db);
+  const found = await findStoreNamed(db, store);
+  return found === null ? { ok: false, reason: 'no_store' } : { ok: true, store: found };
 }
 
 /** Applies operator changes. Switching the identity mode under existing customers needs `force`. */
@@ -104,76 +387,129 @@ export async function updateStore(
   db: Database,
   clock: Clock,
   changes: StoreChanges,
-  { force = false, countCustomers }: StoreUpdateOptions = {},
+  { store, force = false, countCustomers }: StoreUpdateOptions = {},
 ): Promise<StoreUpdateResult> {
+  const target = await targetStore(db, store);
+  if (!target.ok) return target;
+  const storeId = target.store.id;
   return db.transaction(async (tx) => {
-    const current = await tx.query<StoreRow>('SELECT identity_mode FROM store WHERE id = $1 FOR UPDATE', [storeId]);
+    const current = await tx.query<{ identity_mode: IdentityMode }>(
+      'SELECT identity_mode FROM stores WHERE id = $1 AND deleted_at IS NULL FOR UPDATE',
+      [storeId],
+    );
     if (current[0] === undefined) return { ok: false, reason: 'no_store' };
     if (changes.identityMode !== undefined && changes.identityMode !== current[0].identity_mode && !force) {
       // A caller that forgot the count must not switch the mode under customers unchecked.
       if (countCustomers === undefined) throw new Error('switching the identity mode needs countCustomers or force');
-      const customers = await countCustomers(tx);
+      const customers = await countCustomers(inStore(tx, storeId));
       if (customers > 0) return { ok: false, reason: 'identity_mode_in_use', customers };
     }
-    const settings = {
-      ...(changes.verificationRequired === undefined
-        ? {}
-        : { 'auth.customer_verification_required': changes.verificationRequired }),
-      ...(changes.signInWithCode === undefined ? {} : { 'auth.sign_in_with_code': changes.signInWithCode }),
-      ...(changes.signInNotices === undefined ? {} : { 'auth.sign_in_notices': changes.signInNotices }),
-      ...(changes.passkeys === undefined ? {} : { 'auth.passkeys': changes.passkeys }),
-    };
+    const now = clock.now();
+    await beginStoreChange(tx, storeId, now);
+    const optional = (value: string | null | undefined) => (value === undefined ? null : [value]);
     await tx.query(
-      `UPDATE store SET name = COALESCE($2, name), status = COALESCE($3, status),
-              identity_mode = COALESCE($4, identity_mode), settings = settings || $5::text::jsonb, updated_at = $6
+      `UPDATE stores SET name = COALESCE($2, name), status = COALESCE($3, status),
+              identity_mode = COALESCE($4, identity_mode), settings = settings || $5::text::jsonb,
+              allowed_origins = COALESCE($6, allowed_origins),
+              mail_from = CASE WHEN $7::text[] IS NULL THEN mail_from ELSE ($7::text[])[1] END,
+              sms_sender = CASE WHEN $8::text[] IS NULL THEN sms_sender ELSE ($8::text[])[1] END,
+              webauthn_rp_id = CASE WHEN $9::text[] IS NULL THEN webauthn_rp_id ELSE ($9::text[])[1] END
         WHERE id = $1`,
       [
         storeId,
         changes.name ?? null,
         changes.status ?? null,
         changes.identityMode ?? null,
-        JSON.stringify(settings),
-        clock.now(),
+        JSON.stringify(settingsOf(changes)),
+        changes.allowedOrigins ?? null,
+        optional(changes.mailFrom),
+        optional(changes.smsSender),
+        optional(changes.webauthnRpId),
       ],
     );
-    return { ok: true, store: (await loadStore(tx))! };
+    return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
   });
 }
 
-/** How long an instance may serve a store context before reading it again. */
-export const storeRefreshMilliseconds = 2_000;
+export type HostChangeResult =
+  { ok: true; store: StoreContext } | { ok: false; reason: 'no_store' | 'host_taken' | 'no_such_host' };
+
+/** Gives a store one more host (normalized); refused when another store holds it. */
+export async function addStoreHost(
+  db: Database,
+  clock: Clock,
+  storeId: string,
+  host: string,
+): Promise<HostChangeResult> {
+  try {
+    return await db.transaction(async (tx) => {
+      // Read after the lock: a deletion committed meanwhile is seen, and no host is added to it.
+      await lockStoreChanges(tx);
+      if ((await loadStore(tx, { id: storeId })) === null) return { ok: false, reason: 'no_store' };
+      if ((await insertHosts(tx, storeId, [host])) !== null)
+        throw new Rollback({ ok: false, reason: 'host_taken', host });
+      await bumpStoreVersion(tx, storeId, clock.now());
+      return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
+    });
+  } catch (error) {
+    if (error instanceof Rollback) return { ok: false, reason: 'host_taken' };
+    throw error;
+  }
+}
+
+export async function removeStoreHost(
+  db: Database,
+  clock: Clock,
+  storeId: string,
+  host: string,
+): Promise<HostChangeResult> {
+  return db.transaction(async (tx) => {
+    await lockStoreChanges(tx);
+    if ((await loadStore(tx, { id: storeId })) === null) return { ok: false, reason: 'no_store' };
+    const gone = await tx.query('DELETE FROM store_hosts WHERE store_id = $1 AND host = $2 RETURNING 1', [
+      storeId,
+      host,
+    ]);
+    if (gone.length === 0) return { ok: false, reason: 'no_such_host' };
+    await bumpStoreVersion(tx, storeId, clock.now());
+    return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
+  });
+}
 
 /**
- * The store context as every request sees it: read from the database at most every two seconds,
- * so a change made by the command line on any instance takes effect everywhere within that time.
+ * Deletes a store: at once it stops resolving and its hosts and slug are free; what it holds is
+ * erased afterwards, in batches (eraseDeletedStores). False when there was no such live store.
  */
-export class StoreCache {
-  private cached: { store: StoreContext; loadedAtMs: number } | undefined;
-  private loading: Promise<StoreContext> | undefined;
+export async function markStoreDeleted(db: Database, clock: Clock, storeId: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const now = clock.now();
+    await lockStoreChanges(tx);
+    const rows = await tx.query(
+      `UPDATE stores SET deleted_at = $2, status = 'closed' WHERE id = $1 AND deleted_at IS NULL RETURNING 1`,
+      [storeId, now],
+    );
+    if (rows.length === 0) return false;
+    await tx.query('DELETE FROM store_hosts WHERE store_id = $1', [storeId]);
+    await bumpStoreVersion(tx, storeId, now);
+    return true;
+  });
+}
 
-  constructor(
-    private readonly db: Queryable,
-    private readonly nowMs: () => number = () => performance.now(),
-  ) {}
+/** Stores deleted and not yet erased. */
+export async function deletedStores(db: Queryable): Promise<string[]> {
+  const rows = await db.query<{ id: string }>('SELECT id FROM stores WHERE deleted_at IS NOT NULL ORDER BY deleted_at');
+  return rows.map((row) => row.id);
+}
 
-  async get(): Promise<StoreContext> {
-    if (this.cached !== undefined && this.nowMs() - this.cached.loadedAtMs < storeRefreshMilliseconds) {
-      return this.cached.store;
-    }
-    this.loading ??= this.reload().finally(() => {
-      this.loading = undefined;
-    });
-    return this.loading;
-  }
+/** Removes a deleted store's own row, once nothing of it is left (the foreign keys say so otherwise). */
+export async function dropStoreRow(db: Queryable, storeId: string): Promise<void> {
+  await db.query('DELETE FROM stores WHERE id = $1 AND deleted_at IS NOT NULL', [storeId]);
+}
 
-  invalidate(): void {
-    this.cached = undefined;
-  }
-
-  private async reload(): Promise<StoreContext> {
-    const store = await loadStore(this.db);
-    if (store === null) throw new Error('the store row is missing; run migrations and start the service once');
-    this.cached = { store, loadedAtMs: this.nowMs() };
-    return store;
-  }
+/** The identity modes the live stores use: the channels the deployment must be able to send on. */
+export async function identityModesInUse(db: Queryable): Promise<IdentityMode[]> {
+  const rows = await db.query<{ identity_mode: IdentityMode }>(
+    'SELECT DISTINCT identity_mode FROM stores WHERE deleted_at IS NULL ORDER BY identity_mode',
+  );
+  return rows.map((row) => row.identity_mode);
 }

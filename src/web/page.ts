@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Edge } from '../http/edge.js';
+import { hostOf } from '../http/scopes.js';
 
 // public/ sits at the package root, two levels above this file in both src/ and dist/.
 const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../public');
@@ -38,6 +39,8 @@ function escapeAttribute(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+const unknownStorePage = 'No store answers on this host.\n';
+
 /** The sign-in page at `/`: plain HTML and a small script (two modules) that uses the public API like a storefront. */
 export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
   return async (app) => {
@@ -49,8 +52,11 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
     files[webauthnBundleUrl] = fs.readFileSync(webauthnBundlePath(), 'utf8');
     const served: Record<string, string> = { ...assets, [webauthnBundleUrl]: 'text/javascript; charset=utf-8' };
 
-    app.get('/', { schema: { hide: true } }, async (_request, reply) => {
-      const store = await services.store.get();
+    app.get('/', { schema: { hide: true } }, async (request, reply) => {
+      const store = await services.store.resolve(hostOf(request));
+      reply.header('content-security-policy', pageCsp).header('cache-control', 'no-store');
+      // A host that names no store gets a page that says so, nothing of any store.
+      if (store === null) return reply.code(404).type('text/plain; charset=utf-8').send(unknownStorePage);
       // The page learns the store's name, identity mode and whether it offers sign-in codes and
       // passkeys from attributes on <body>.
       const html = template
@@ -58,10 +64,7 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
         .replaceAll('{{IDENTITY_MODE}}', store.identityMode)
         .replaceAll('{{SIGN_IN_WITH_CODE}}', String(store.signInWithCode))
         .replaceAll('{{PASSKEYS}}', String(store.passkeys));
-      reply
-        .header('content-security-policy', pageCsp)
-        .header('cache-control', 'no-store')
-        .type('text/html; charset=utf-8');
+      reply.type('text/html; charset=utf-8');
       return html;
     });
 

@@ -22,7 +22,7 @@ async function signedIn(t: TestApp, domain: Domain): Promise<{ customer: Custome
   assert.ok(registered.ok, JSON.stringify(registered));
   const opened = await login(domain.deps, await domain.attempt(), email('ada@example.com'), password);
   assert.ok(opened.ok, JSON.stringify(opened));
-  const customer = await findCustomerById(t.db, registered.value.id);
+  const customer = await findCustomerById(domain.deps.db, registered.value.id);
   assert.ok(customer !== null);
   return { customer, sessionId: opened.value.sessionId };
 }
@@ -59,7 +59,7 @@ describe('the account flows', () => {
     const changed = await changePassword(domain.deps, await domain.store(), { customer, sessionId }, input);
     assert.ok(changed.ok, JSON.stringify(changed));
     assert.notEqual(changed.value.sessionId, sessionId);
-    const current = await findCustomerById(t.db, customer.id);
+    const current = await findCustomerById(domain.deps.db, customer.id);
     assert.ok(current !== null);
     const again = {
       current_password: newPassword,
@@ -141,7 +141,7 @@ describe('the account flows', () => {
     const domain = domainOf(t);
     const { customer, sessionId } = await signedIn(t, domain);
     for (const handle of ['not a handle', '00000000-0000-4000-8000-000000000000']) {
-      assert.deepEqual(await revokeCustomerSession(t.db, t.clock, customer.id, handle, sessionId), {
+      assert.deepEqual(await revokeCustomerSession(domain.deps.db, t.clock, customer.id, handle, sessionId), {
         ok: false,
         error: 'not_found',
       });
@@ -151,7 +151,7 @@ describe('the account flows', () => {
       [customer.id],
     );
     assert.ok(row !== undefined);
-    assert.deepEqual(await revokeCustomerSession(t.db, t.clock, customer.id, row.public_id, sessionId), {
+    assert.deepEqual(await revokeCustomerSession(domain.deps.db, t.clock, customer.id, row.public_id, sessionId), {
       ok: true,
       value: { current: true },
     });

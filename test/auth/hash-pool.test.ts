@@ -195,3 +195,63 @@ describe('HashPool', () => {
     },
   );
 });
+
+/** Runs each job and records its label once it settles, so the order of completion can be compared. */
+function recordCompletion(order: string[], jobs: Array<[string, () => Promise<unknown>]>): Promise<unknown[]> {
+  return Promise.all(jobs.map(([label, job]) => job().finally(() => order.push(label))));
+}
+
+describe('HashPool lanes', () => {
+  test('a burst in one lane delays another lane’s job by one of its hashes, not the whole burst', async () => {
+    const pool = new HashPool(1);
+    try {
+      const hash = await pool.hash('burst password 1', options);
+      const order: string[] = [];
+      // All submitted at once: A1 takes the only thread, A2…A20 and then B1 wait.
+      const jobs: Array<[string, () => Promise<boolean>]> = Array.from({ length: 20 }, (_, i) => [
+        `A${i + 1}`,
+        () => pool.verify(hash, 'burst password 1', 'A'),
+      ]);
+      jobs.push(['B1', () => pool.verify(hash, 'burst password 1', 'B')]);
+      const answers = await recordCompletion(order, jobs);
+      assert.deepEqual(answers, Array(21).fill(true));
+      assert.ok(order.indexOf('B1') < order.indexOf('A3'), order.join(','));
+      const a = Array.from({ length: 20 }, (_, i) => `A${i + 1}`);
+      assert.deepEqual(order, [...a.slice(0, 2), 'B1', ...a.slice(2)], 'lane A keeps its arrival order');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('lanes with work waiting take turns: A, B, C, A, B, C', async () => {
+    const pool = new HashPool(1);
+    try {
+      const order: string[] = [];
+      // The first job takes the thread, so all nine after it wait and are taken in turn.
+      const jobs: Array<[string, () => Promise<string>]> = [['first', () => pool.hash('occupies 1', options, 'X')]];
+      for (const lane of ['A', 'B', 'C']) {
+        for (let i = 1; i <= 3; i += 1) jobs.push([`${lane}${i}`, () => pool.hash(`${lane} ${i} pw`, options, lane)]);
+      }
+      await recordCompletion(order, jobs);
+      assert.deepEqual(order, ['first', 'A1', 'B1', 'C1', 'A2', 'B2', 'C2', 'A3', 'B3', 'C3']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('close rejects the work waiting in every lane and refuses new work in any', async () => {
+    const pool = new HashPool(1);
+    const closed = /hashing pool closed/;
+    const pending = [
+      pool.hash('running one 1', options, 'A'),
+      pool.hash('queued one 2', options, 'A'),
+      pool.hash('queued one 3', options, 'B'),
+      pool.hash('queued one 4', options, 'C'),
+      pool.hash('queued one 5', options),
+    ].map((job) => assert.rejects(job, closed));
+    await pool.close();
+    await Promise.all(pending);
+    await assert.rejects(pool.hash('after close 1', options, 'B'), closed);
+    await assert.rejects(pool.verify('$argon2id$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaA', 'x', 'C'), closed);
+  });
+});

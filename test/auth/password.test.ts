@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sharedHashPool } from '../../src/auth/rules/hash-pool.js';
+import { HashPool, sharedHashPool } from '../../src/auth/rules/hash-pool.js';
 import {
   createArgon2Hasher,
   dummyPasswordHash,
@@ -263,5 +263,86 @@ describe('createArgon2Hasher', () => {
 
     const later = await hasher.hash('after the burst 4');
     assert.match(later, /^\$argon2id\$/, 'the slots are released once the burst is done');
+  });
+});
+
+describe('createArgon2Hasher lanes', () => {
+  test('a store’s hasher queues hash, verify, verify of no hash and verifyDummy in that store’s lane', async () => {
+    const lanes: string[] = [];
+    const shared = sharedHashPool();
+    const pool = {
+      hash: (password: string, options: Parameters<HashPool['hash']>[1], lane?: string) => {
+        lanes.push(`hash:${lane}`);
+        return shared.hash(password, options, lane);
+      },
+      verify: (hash: string, password: string, lane?: string) => {
+        lanes.push(`verify:${lane}`);
+        return shared.verify(hash, password, lane);
+      },
+    };
+    const hasher = createArgon2Hasher(testArgon2, { pool });
+    const store = hasher.lane('store-1');
+    const hash = await store.hash('zq7vbnmk');
+    assert.equal(await store.verify(hash, 'zq7vbnmk'), true);
+    assert.equal(await store.verify(null, 'zq7vbnmk'), false);
+    await store.verifyDummy('zq7vbnmk');
+    assert.equal(store.needsRehash(hash), false);
+    await hasher.hash('zq7vbnmk');
+    await store.lane('store-2').verifyDummy('zq7vbnmk');
+    assert.deepEqual(lanes, [
+      'hash:store-1',
+      'verify:store-1',
+      'verify:store-1',
+      'verify:store-1',
+      'hash:',
+      'verify:store-2',
+    ]);
+  });
+
+  test('one store’s twenty logins ahead put only one of them before another store’s', async () => {
+    const pool = new HashPool(1);
+    try {
+      const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 20, pool });
+      const hash = await hasher.hash('zq7vbnmk');
+      const order: string[] = [];
+      const record = (label: string, check: Promise<boolean>) => check.finally(() => order.push(label));
+      const a = Array.from({ length: 20 }, (_, i) => record(`A${i + 1}`, hasher.lane('A').verify(hash, 'zq7vbnmk')));
+      const b = record('B1', hasher.lane('B').verify(hash, 'zq7vbnmk'));
+      assert.deepEqual(await Promise.all([...a, b]), Array(21).fill(true));
+      assert.ok(order.indexOf('B1') < order.indexOf('A3'), order.join(','));
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a flood of one store is refused at its own bound while another store’s work is still taken', async () => {
+    const pool = new HashPool(1);
+    try {
+      const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 2, pool });
+      const flooded = hasher.lane('A');
+      const accepted = [flooded.hash('flood one 1'), flooded.hash('flood two 2'), flooded.hash('flood three 3')];
+      await assert.rejects(flooded.hash('flood four 4'), HasherBusyError, 'lane A is at its bound');
+      await assert.rejects(flooded.verifyDummy('flood five 5'), HasherBusyError);
+      const other = hasher.lane('B').hash('other store 1');
+      const unlaned = hasher.hash('no store 1');
+      for (const hash of await Promise.all([...accepted, other, unlaned])) assert.match(hash, /^\$argon2id\$/);
+      assert.match(await flooded.hash('after the flood 6'), /^\$argon2id\$/, 'lane A’s slots are released');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('all lanes together are held to four lanes’ bound, so many stores flooding at once stay bounded', async () => {
+    const pool = new HashPool(1);
+    try {
+      const hasher = createArgon2Hasher(testArgon2, { concurrency: 1, maxWaiting: 0, pool });
+      const accepted = ['s1', 's2', 's3', 's4'].map((store) => hasher.lane(store).hash(`${store} password 1`));
+      await assert.rejects(hasher.lane('s5').hash('s5 password 1'), HasherBusyError, 'the total bound is reached');
+      await assert.rejects(hasher.hash('no store 1'), HasherBusyError);
+      await Promise.all(accepted);
+      assert.match(await hasher.lane('s5').hash('s5 password 2'), /^\$argon2id\$/, 'the total is released');
+    } finally {
+      await pool.close();
+    }
   });
 });

@@ -33,7 +33,7 @@ after(() => {
 
 describe('the command line on its own: usage errors and migrate', () => {
   for (const [args, reason] of [
-    [['store', 'delete'], /unknown command "store delete"/],
+    [['store', 'delete'], /store delete needs --store <slug> and --confirm/],
     [['store', 'show', '--bogus'], /--bogus/],
     [['store', 'set', '--force=yes'], /--force/],
     [['customer', 'show'], /customer show needs an identity/],

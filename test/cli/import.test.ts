@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ImportRefusedError, importLegacyFolder } from '../../src/cli/import.js';
 import { LegacyFolderError } from '../../src/storage/pglite-folder.js';
-import { loadStore } from '../../src/store/store.js';
+import { firstStoreId, loadStore } from '../../src/store/store.js';
 import { cliEnv, runCommand, tempFolders, type Finished } from '../helpers/cli.js';
 import { testBackends } from '../helpers/database.js';
 import { auth, registeredCustomer, useHarness, type TestApp } from '../helpers/harness.js';
@@ -25,14 +25,18 @@ const folders = tempFolders('sfa-import-');
 const appSecret = 'i'.repeat(40);
 
 /** Rows per table of the seeded folder, in the order the import copies them (parents first). */
-const seededRows = { audit_events: 3, customers: 2, challenges: 1, outbox: 2, sessions: 1, store: 1 };
+// The store first: every other table's rows name it (migration 13).
+const seededRows = { store: 1, audit_events: 3, customers: 2, challenges: 1, outbox: 2, sessions: 1 };
 /** The line the import writes for a copied table: `customers: 2 rows`, `store: 1 row`. */
 const copiedLine = (table: string, rows: number) => `${table}: ${rows} ${rows === 1 ? 'row' : 'rows'}`;
 
 async function rowCounts(t: Pick<TestApp, 'db'>): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of [...Object.keys(seededRows), 'known_devices', 'passkeys', 'passkey_challenges']) {
-    const [row] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+    // The earlier version's `store` is `stores` now.
+    const [row] = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${table === 'store' ? 'stores' : table}`,
+    );
     counts[table] = row!.n;
   }
   return counts;
@@ -92,8 +96,10 @@ describe('storefront-auth import', () => {
     assert.match(lines[0]!, /\(migrations 1, 2\)$/);
     for (const [table, rows] of Object.entries(seededRows)) assert.ok(lines.includes(copiedLine(table, rows)), table);
 
-    // The store row is the earlier version's, its settings included.
-    const store = await loadStore(t.db);
+    // The store row is the earlier version's, its settings included; the import announced the
+    // change, and the service reads it from the change feed (as it does every second).
+    await t.services.store.refresh();
+    const store = await loadStore(t.db, { id: firstStoreId });
     assert.equal(store?.name, legacyStoreName);
     assert.equal(store?.verificationRequired, true);
 
@@ -196,7 +202,7 @@ describe('storefront-auth import', () => {
     await registeredCustomer(t);
     await t.deliver();
     const before = await rowCounts(t);
-    const [storeBefore] = await t.db.query('SELECT * FROM store');
+    const [storeBefore] = await t.db.query('SELECT * FROM stores');
     await assert.rejects(
       importLegacyFolder(t.db, seededCopy()),
       (error: unknown) =>
@@ -206,7 +212,7 @@ describe('storefront-auth import', () => {
         ),
     );
     assert.deepEqual(await rowCounts(t), before);
-    assert.deepEqual(await t.db.query('SELECT * FROM store'), [storeBefore]);
+    assert.deepEqual(await t.db.query('SELECT * FROM stores'), [storeBefore]);
   });
 
   test(

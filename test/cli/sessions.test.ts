@@ -4,6 +4,7 @@ import { listAudit } from '../../src/audit.js';
 import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
 import { auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
+import { defaultStore } from '../helpers/database.js';
 
 const folders = tempFolders('sfa-cli-sessions-');
 
@@ -74,7 +75,7 @@ describe('operator commands for sessions', () => {
       assert.equal(reply.status, 401);
     }
     assert.equal((await t.get(`${auth}/session`, { cookie: `storefront_session=${graceSession}` })).status, 200);
-    const [event] = await listAudit(t.db, { customerId: ada.id, event: 'session.revoked' });
+    const [event] = await listAudit(defaultStore(t.db), { customerId: ada.id, event: 'session.revoked' });
     assert.deepEqual(event?.details, { count: '2', by: 'operator' });
     assert.equal(event?.client_address, null);
   });

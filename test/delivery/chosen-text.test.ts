@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import type { Channel, MessagePurpose, OutgoingMessage } from '../../src/delivery/message.js';
 import { enqueueMessage, type NewMessage } from '../../src/delivery/outbox.js';
 import { auth, registration, useHarness, type TestApp } from '../helpers/harness.js';
+import { defaultStore } from '../helpers/database.js';
 
 /**
  * No message carries text that a customer, or anyone else, chose: a name is whatever the person who
@@ -50,7 +51,7 @@ async function sendWithChosenText(t: TestApp, channel: Channel, purpose: Message
   // Spread in, as a caller might still hand them over: the outbox must not let them through.
   const chosen: Record<string, string> = { customerName: hostileName, passkeyName: hostilePasskey };
   await enqueueMessage(
-    t.db,
+    defaultStore(t.db),
     { clock: t.clock, keys: t.services.keys },
     {
       channel,

@@ -18,6 +18,7 @@ import { resetWithCode } from '../helpers/customers.js';
 import { forceNestedLoopRescans } from '../helpers/query-plans.js';
 import type { Database } from '../../src/storage/database.js';
 import { recording, type Recorded } from '../helpers/recording-db.js';
+import { defaultStore } from '../helpers/database.js';
 
 const notice: NewMessage = {
   channel: 'email',
@@ -28,7 +29,7 @@ const notice: NewMessage = {
 };
 
 function enqueue(t: TestApp, message: NewMessage = notice): Promise<string> {
-  return enqueueMessage(t.db, { clock: t.clock, keys: t.services.keys }, message);
+  return enqueueMessage(defaultStore(t.db), { clock: t.clock, keys: t.services.keys }, message);
 }
 
 /** A dispatcher of its own on the test's service parts, sending both channels through `transport`. */
@@ -321,12 +322,12 @@ describe('the outbox dispatcher', () => {
     await t.deliver();
     const third = await enqueue(t, { ...notice, to: 'three@example.com' });
 
-    const all = await listOutbox(t.db);
+    const all = await listOutbox(defaultStore(t.db));
     assert.deepEqual(
       all.map((entry) => entry.id),
       [third, second, first],
     );
-    const pending = await listOutbox(t.db, 'pending');
+    const pending = await listOutbox(defaultStore(t.db), 'pending');
     assert.deepEqual(
       pending.map((entry) => entry.id),
       [third],
@@ -335,7 +336,7 @@ describe('the outbox dispatcher', () => {
     assert.equal(pending[0]!.attempts, 0);
     assert.equal(pending[0]!.sent_at, null);
     assert.equal(pending[0]!.next_attempt_at, t.clock.now().toISOString());
-    const sent = await listOutbox(t.db, 'sent');
+    const sent = await listOutbox(defaultStore(t.db), 'sent');
     assert.deepEqual(
       sent.map((entry) => entry.id),
       [second, first],
@@ -345,7 +346,7 @@ describe('the outbox dispatcher', () => {
 
     const more: string[] = [];
     for (let i = 0; i < 10; i += 1) more.push(await enqueue(t, { ...notice, to: `more${i}@example.com` }));
-    const listed = (await listOutbox(t.db)).map((entry) => entry.id);
+    const listed = (await listOutbox(defaultStore(t.db))).map((entry) => entry.id);
     assert.deepEqual(listed, [...more.reverse(), third, second, first], 'ids order as numbers, not as text');
   });
 
@@ -354,14 +355,14 @@ describe('the outbox dispatcher', () => {
     const id = await failingMessage(t);
     assert.equal((await onlyOutboxRow(t.db)).status, 'failed');
 
-    assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'retried');
+    assert.equal(await retryOutboxMessage(defaultStore(t.db), t.clock, id), 'retried');
     const retried = await onlyOutboxRow(t.db);
     assert.equal(retried.status, 'pending');
     assert.equal(retried.attempts, 0);
     assert.equal(retried.last_error, null);
     assert.equal(retried.next_attempt_at.getTime(), t.clock.now().getTime());
     assert.equal(
-      await retryOutboxMessage(t.db, t.clock, id),
+      await retryOutboxMessage(defaultStore(t.db), t.clock, id),
       'not_retryable',
       'a pending message is not retried again',
     );
@@ -374,17 +375,17 @@ describe('the outbox dispatcher', () => {
     );
     assert.equal((await onlyOutboxRow(t.db)).status, 'sent');
 
-    assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'not_retryable');
+    assert.equal(await retryOutboxMessage(defaultStore(t.db), t.clock, id), 'not_retryable');
     assert.equal((await onlyOutboxRow(t.db)).status, 'sent');
-    assert.equal(await retryOutboxMessage(t.db, t.clock, '999999'), 'not_found');
-    assert.equal(await retryOutboxMessage(t.db, t.clock, 'abc'), 'not_found');
-    assert.equal(await retryOutboxMessage(t.db, t.clock, '1; DROP TABLE outbox'), 'not_found');
+    assert.equal(await retryOutboxMessage(defaultStore(t.db), t.clock, '999999'), 'not_found');
+    assert.equal(await retryOutboxMessage(defaultStore(t.db), t.clock, 'abc'), 'not_found');
+    assert.equal(await retryOutboxMessage(defaultStore(t.db), t.clock, '1; DROP TABLE outbox'), 'not_found');
   });
 
   test('a retried message gets a fresh delivery window', async () => {
     const t = await harness.start();
     const id = await failingMessage(t);
-    assert.equal(await retryOutboxMessage(t.db, t.clock, id), 'retried');
+    assert.equal(await retryOutboxMessage(defaultStore(t.db), t.clock, id), 'retried');
     await t.deliver();
     const row = await onlyOutboxRow(t.db);
     assert.equal(row.status, 'pending', 'one failure after a retry does not fail it at once');

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { runAdminCommand } from '../../src/cli/commands.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { configuredTransports, createLogger, openServices } from '../../src/services.js';
-import { loadStore } from '../../src/store/store.js';
+import { firstStoreId, loadStore } from '../../src/store/store.js';
 import { FakeClock } from '../helpers/clock.js';
 import { openTestCounterStore, truncateAll, useMigratedDatabase } from '../helpers/database.js';
 import { testSecret } from '../helpers/harness.js';
@@ -58,7 +58,7 @@ describe('codes never go to the log in production unless the operator asks', () 
   test('the store row decides the channel, not STORE_IDENTITY_MODE: a store switched to phone needs SMS_WEBHOOK_URL', async () => {
     await truncateAll(database.db);
     assert.equal(await start({ ...smtp, ...sms, STORE_IDENTITY_MODE: 'phone' }), undefined);
-    assert.equal((await loadStore(database.db))?.identityMode, 'phone');
+    assert.equal((await loadStore(database.db, { id: firstStoreId }))?.identityMode, 'phone');
     const refusal = await start({ ...smtp, STORE_IDENTITY_MODE: 'email' });
     assert.equal(refusal?.variable, 'SMS_WEBHOOK_URL');
   });
@@ -84,6 +84,7 @@ describe('codes never go to the log in production unless the operator asks', () 
     const transports = configuredTransports(loadConfig({ ...production, ...smtp }), logger);
     const message = {
       id: '1',
+      from: { storeId: firstStoreId, storeName: 'My Store', mailFrom: null, smsSender: null },
       channel: 'sms' as const,
       purpose: 'verification' as const,
       to: '+14155550123',
@@ -112,7 +113,7 @@ describe('codes never go to the log in production unless the operator asks', () 
       assert.equal(refused.ok, false);
       assert.match(refused.error ?? '', /SMS_WEBHOOK_URL/);
       assert.match(refused.error ?? '', /DELIVERY_LOG_IN_PRODUCTION=true/);
-      assert.equal((await loadStore(database.db))?.identityMode, 'email');
+      assert.equal((await loadStore(database.db, { id: firstStoreId }))?.identityMode, 'email');
     });
 
     test('to phone with SMS_WEBHOOK_URL or DELIVERY_LOG_IN_PRODUCTION=true is done', async () => {
@@ -121,7 +122,7 @@ describe('codes never go to the log in production unless the operator asks', () 
         assert.equal(await start(smtp), undefined);
         const done = await setMode(env, 'phone');
         assert.equal(done.ok, true, done.error);
-        assert.equal((await loadStore(database.db))?.identityMode, 'phone');
+        assert.equal((await loadStore(database.db, { id: firstStoreId }))?.identityMode, 'phone');
       }
     });
 
@@ -131,7 +132,7 @@ describe('codes never go to the log in production unless the operator asks', () 
       const refused = await setMode(sms, 'email');
       assert.equal(refused.ok, false);
       assert.match(refused.error ?? '', /SMTP_URL/);
-      assert.equal((await loadStore(database.db))?.identityMode, 'phone');
+      assert.equal((await loadStore(database.db, { id: firstStoreId }))?.identityMode, 'phone');
     });
   });
 });

@@ -6,6 +6,7 @@ import { createSmsWebhookTransport } from '../../src/delivery/transports/sms-web
 import { auth, useHarness, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows, startHookServer, type HookRequest, type TestHookServer } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
+import { defaultStore } from '../helpers/database.js';
 
 const secret = 'hook-secret-4f1c9a7e2b';
 const phone = '+14155550123';
@@ -73,7 +74,9 @@ describe('SMS delivery through the provider hook', () => {
 
     const row = await onlyOutboxRow(t.db);
     const body = JSON.parse(request.rawBody) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(body).sort(), ['id', 'purpose', 'text', 'to']);
+    assert.deepEqual(Object.keys(body).sort(), ['id', 'purpose', 'sender', 'store_id', 'text', 'to']);
+    assert.equal(body['store_id'], 'default');
+    assert.equal(body['sender'], null, 'no sms_sender set for the store');
     assert.equal(body['id'], row.id);
     assert.equal(body['to'], phone);
     assert.equal(body['purpose'], 'verification');
@@ -179,7 +182,7 @@ describe('SMS delivery through the provider hook', () => {
     assert.equal((await t.post(`${auth}/register`, phoneRegistration())).status, 201);
     // A notice carries no code, so nothing but the delivery window ends its retries.
     const noticeId = await enqueueMessage(
-      t.db,
+      defaultStore(t.db),
       { clock: t.clock, keys: t.services.keys },
       {
         channel: 'sms',

@@ -2,11 +2,13 @@ import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
 import { Cluster } from 'ioredis';
 import pg from 'pg';
-import type { Database } from '../../src/storage/database.js';
+import { forStore, type Database, type StoreDatabase } from '../../src/storage/database.js';
 import { MemoryCounterStore, type CounterStore } from '../../src/storage/counters.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { maintenanceDeadline, openPostgres } from '../../src/storage/postgres.js';
 import { RedisCounterStore } from '../../src/storage/redis.js';
+import { ensureStore, firstStoreId } from '../../src/store/store.js';
+import { systemClock } from '../../src/clock.js';
 import { perDescribe } from './per-describe.js';
 import { startTestServer, testServerUrlVariable, type TestServer } from './embedded-server.js';
 
@@ -169,7 +171,23 @@ export async function createScratchDatabase(prefix: string): Promise<ScratchData
 }
 
 export async function truncateAll(db: Database): Promise<void> {
-  await db.query('TRUNCATE audit_events, outbox, sessions, challenges, customers, store RESTART IDENTITY CASCADE');
+  await db.query(
+    'TRUNCATE audit_events, outbox, sessions, challenges, customers, store_hosts, stores RESTART IDENTITY CASCADE',
+  );
+}
+
+/** The database bound to the first store ('default'), the one a single-store deployment has. */
+export function defaultStore(db: Database): StoreDatabase {
+  return forStore(db, firstStoreId);
+}
+
+/**
+ * Makes the first store's row as the service does on its first start (after `truncateAll`, for a
+ * test that writes rows without starting a service), and returns the database bound to it.
+ */
+export async function seedFirstStore(db: Database): Promise<StoreDatabase> {
+  await ensureStore(db, systemClock, { name: 'My Store', identityMode: 'email', verificationRequired: false });
+  return defaultStore(db);
 }
 
 /**

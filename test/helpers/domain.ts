@@ -2,7 +2,8 @@ import type { AuthDeps } from '../../src/auth/deps.js';
 import { parseIdentity, type ParsedIdentity } from '../../src/auth/rules/identity.js';
 import type { SignInAttempt } from '../../src/auth/rules/sign-in.js';
 import type { SessionClient } from '../../src/auth/tables/sessions.js';
-import type { StoreContext } from '../../src/store/store.js';
+import { forStore } from '../../src/storage/database.js';
+import { firstStoreId, type StoreContext } from '../../src/store/store.js';
 import type { TestApp } from './harness.js';
 
 /**
@@ -27,7 +28,8 @@ export function domainOf(t: TestApp): Domain {
   };
   return {
     deps: {
-      db: t.db,
+      // The first store's: the one a single-store deployment has.
+      db: forStore(t.db, firstStoreId),
       clock: t.clock,
       hasher: t.services.hasher,
       keys: t.services.keys,

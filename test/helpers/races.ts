@@ -35,6 +35,10 @@ export function heldHasher(): HeldHasher {
     },
     verifyDummy: (password) => inner.verifyDummy(password),
     needsRehash: (passwordHash) => inner.needsRehash(passwordHash),
+    // Every store's checks are held alike: the helper stands for one hasher, whatever the lane.
+    lane() {
+      return this;
+    },
     hold(count = Infinity) {
       arrived = 0;
       holding = count;

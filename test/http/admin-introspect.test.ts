@@ -8,7 +8,7 @@ import { adminGuard, AdminTokens, tokenIdOf } from '../../src/http/admin/tokens.
 import { createServiceFastify, handleError, setCommonHeaders } from '../../src/http/common.js';
 import { counterKey, limits } from '../../src/http/rate-limit.js';
 import { MemoryCounterStore, type WindowCount } from '../../src/storage/counters.js';
-import { updateStore } from '../../src/store/store.js';
+import { firstStoreId, updateStore } from '../../src/store/store.js';
 import { signedIn, withSession } from '../helpers/customers.js';
 import { api, auth, injector, testSecret, toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 import { capturingLogger } from '../helpers/logs.js';
@@ -344,7 +344,8 @@ describe('the admin listener', () => {
       const refusals: Array<[unknown, Record<string, string[]>]> = [
         [{}, { body: ['Send exactly one of cookie and session.'] }],
         [{ cookie: 'a=b', session: 'x' }, { body: ['Send exactly one of cookie and session.'] }],
-        [{ session: 'x', store: 'default' }, { store: ['Is not a field of this request.'] }],
+        // `store` and `host` are fields now (design: many stores); any other is still refused.
+        [{ session: 'x', shop: 'default' }, { shop: ['Is not a field of this request.'] }],
         [{ session: 5 }, { session: ['Must be a string.'] }],
         [{ session: '' }, { session: ['Must not be empty.'] }],
         [{ cookie: null }, { cookie: ['Must be a string.'] }],
@@ -376,7 +377,13 @@ describe('the admin listener', () => {
         nowMs,
       );
       assert.equal(perToken.count, 310, 'counted per token in the shared counter store');
-      assert.equal((await t.services.counters.peek(counterKey(keys, limits.anyCall, address), nowMs)).count, 0);
+      // Neither outside every store nor in the store's name.
+      for (const store of [undefined, firstStoreId]) {
+        assert.equal(
+          (await t.services.counters.peek(counterKey(keys, limits.anyCall, address, store), nowMs)).count,
+          0,
+        );
+      }
       const shopper = await t.app.inject({
         method: 'GET',
         url: `${auth}/session`,
@@ -446,6 +453,7 @@ describe('the admin listener', () => {
       assert.deepEqual(Object.keys(operation.responses).sort(), [
         '200',
         '401',
+        '404',
         '413',
         '415',
         '422',

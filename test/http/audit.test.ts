@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { listAudit } from '../../src/audit.js';
 import { runAdminCommand } from '../../src/cli/commands.js';
 import { auth, useHarness, registeredCustomer } from '../helpers/harness.js';
+import { defaultStore } from '../helpers/database.js';
 
 describe('the audit trail', () => {
   const harness = useHarness();
@@ -33,7 +34,7 @@ describe('the audit trail', () => {
     assert.equal((await t.post(`${auth}/password/forgot`, { identity: customer.identity })).status, 429);
     await t.services.background.drain();
 
-    const events = (await listAudit(t.db, { limit: 100 })).reverse();
+    const events = (await listAudit(defaultStore(t.db), { limit: 100 })).reverse();
     assert.deepEqual(
       events.map((entry) => entry.event),
       [
@@ -98,7 +99,7 @@ describe('the audit trail', () => {
     assert.equal((await t.post(`${auth}/password/change`, mismatch, headers('req-mismatch'))).status, 422);
     await t.services.background.drain();
 
-    const events = (await listAudit(t.db, { limit: 100 }))
+    const events = (await listAudit(defaultStore(t.db), { limit: 100 }))
       .reverse()
       .filter((e) => e.event === 'reauthentication.failed');
     assert.deepEqual(
@@ -114,9 +115,11 @@ describe('the audit trail', () => {
   test('keeps the order of events recorded in a burst, though background work runs in parallel', async () => {
     const t = await harness.start();
     const ids = Array.from({ length: 40 }, (_, i) => `burst-${String(i).padStart(2, '0')}`);
-    for (const requestId of ids) t.services.audit({ event: 'login.failed', clientAddress: '127.0.0.1', requestId });
+    for (const requestId of ids) {
+      t.services.audit({ storeId: 'default', event: 'login.failed', clientAddress: '127.0.0.1', requestId });
+    }
     await t.services.background.drain();
-    const listed = (await listAudit(t.db, { limit: 100 })).reverse();
+    const listed = (await listAudit(defaultStore(t.db), { limit: 100 })).reverse();
     assert.deepEqual(
       listed.map((entry) => entry.request_id),
       ids,

@@ -16,6 +16,7 @@ import {
 import { otherThan } from '../helpers/assertions.js';
 import { count, sessionCookie, verifiedAt } from '../helpers/customers.js';
 import { until, waitingOnLocks } from '../helpers/races.js';
+import { defaultStore } from '../helpers/database.js';
 
 const tenMinutes = 10 * 60;
 
@@ -277,7 +278,7 @@ describe('signing in with a code', () => {
       await codeLogin(t, customer.identity, otherThan(customer.code));
       await codeLogin(t, customer.identity, customer.code);
       await t.services.background.drain();
-      const events = (await listAudit(t.db, { limit: 100 }))
+      const events = (await listAudit(defaultStore(t.db), { limit: 100 }))
         .reverse()
         .filter((entry) => entry.event.startsWith('login.'));
       assert.deepEqual(

@@ -5,7 +5,7 @@ import { counterKey, limits, type LimitRule } from '../../src/http/rate-limit.js
 import type { CounterStore } from '../../src/storage/counters.js';
 import { updateStore } from '../../src/store/store.js';
 import { assertProblem } from '../helpers/assertions.js';
-import { openTestCounterStore } from '../helpers/database.js';
+import { defaultStore, openTestCounterStore } from '../helpers/database.js';
 import { api, auth, registration, type Reply, type TestApp, useHarness, toReply } from '../helpers/harness.js';
 
 const customerPrefix = '/api/v1/customer';
@@ -54,7 +54,7 @@ async function pause(t: TestApp): Promise<void> {
 
 /** The name the limiter counts `subject` under for `rule`: a MAC, never the subject (rate-limit.ts). */
 function counterOf(t: TestApp, rule: LimitRule, subject: string): string {
-  return counterKey(t.services.keys.counters, rule, subject);
+  return counterKey(t.services.keys.counters, rule, subject, 'default');
 }
 
 function assertNoStore(reply: Reply, where: string): void {
@@ -177,7 +177,9 @@ describe('the customer calls and their hooks', () => {
     assertProblem(refused, 429, 'rate_limited');
     assertNoStore(refused, 'refused customer call');
     await t.services.background.drain();
-    const entries = (await listAudit(t.db, { limit: 10 })).filter((entry) => entry.event === 'rate_limited');
+    const entries = (await listAudit(defaultStore(t.db), { limit: 10 })).filter(
+      (entry) => entry.event === 'rate_limited',
+    );
     assert.equal(entries.length, 1);
     assert.equal(entries[0]!.request_id, 'req-any-call');
     assert.equal(entries[0]!.client_address, '127.0.0.1');
@@ -193,7 +195,9 @@ describe('the customer calls and their hooks', () => {
     }
     assertProblem(await t.get(`${api}/health/live`, { 'x-request-id': 'req-probe' }), 429, 'rate_limited');
     await t.services.background.drain();
-    const entries = (await listAudit(t.db, { limit: 10 })).filter((entry) => entry.event === 'rate_limited');
+    const entries = (await listAudit(defaultStore(t.db), { limit: 10 })).filter(
+      (entry) => entry.event === 'rate_limited',
+    );
     assert.deepEqual(
       entries.map((entry) => [entry.request_id, entry.details]),
       [['req-probe', { limit: 'any' }]],

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { migrate } from '../../src/storage/migrations.js';
+import { attributeUnownedMessages } from '../../src/delivery/outbox.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
 import { assertProblem } from '../helpers/assertions.js';
 import { count, listedSessionFields, loginFrom, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
 import { auditRows as auditEvents } from '../helpers/audit.js';
+import { defaultStore } from '../helpers/database.js';
 
 /**
  * Export my data and delete my account: what each answers, what each refuses, and what a
@@ -166,8 +167,8 @@ describe('export my data and delete my account', () => {
       await t.services.background.drain();
       // No event records an address in its details today; one that did must not leak it either.
       await t.db.query(
-        `INSERT INTO audit_events (occurred_at, event, customer_id, client_address, details)
-         VALUES (now(), 'session.revoked', $1, NULL,
+        `INSERT INTO audit_events (store_id, occurred_at, event, customer_id, client_address, details)
+         VALUES ('default', now(), 'session.revoked', $1, NULL,
                  '{"from": "203.0.113.9", "via": "::ffff:192.0.2.44", "v6": "2001:db8:1:2::3", "by": "customer"}')`,
         [ada.id],
       );
@@ -348,9 +349,9 @@ describe('export my data and delete my account', () => {
       await t.services.background.drain();
       // Events whose details name an identity, as an identity change records.
       await t.db.query(
-        `INSERT INTO audit_events (occurred_at, event, customer_id, details) VALUES
-           (now(), 'customer.verified', $1, jsonb_build_object('old', upper($2::text), 'kept', 'x')),
-           (now(), 'customer.verified', $3, jsonb_build_object('old', $4::text))`,
+        `INSERT INTO audit_events (store_id, occurred_at, event, customer_id, details) VALUES
+           ('default', now(), 'customer.verified', $1, jsonb_build_object('old', upper($2::text), 'kept', 'x')),
+           ('default', now(), 'customer.verified', $3, jsonb_build_object('old', $4::text))`,
         [ada.id, ada.identity, grace.id, grace.identity],
       );
       const before = await count(t, 'audit_events WHERE customer_id = $1', [ada.id]);
@@ -462,12 +463,13 @@ describe('export my data and delete my account', () => {
       assert.equal((await t.post(`${auth}/identity/confirm`, { code }, withSession(ada.session))).status, 200);
       await t.services.background.drain();
       await t.close();
-      // Back to the outbox before the column, with these messages in it, then forward again.
-      await harness.db.exec(`
-        ALTER TABLE outbox DROP COLUMN customer_id;
-        DELETE FROM schema_migrations WHERE version = 10;
-      `);
-      assert.deepEqual(await migrate(harness.db), [10]);
+      // Back to messages that name no customer, as those queued before the outbox had the column
+      // (migration 10). The schema cannot be taken back past migration 13 (keys lead with the store),
+      // so migration 10's rules are applied as an import from an earlier version applies them, in the
+      // store; migration 10 itself is tested on a database made by the migrations before it
+      // (test/storage/migrations.test.ts).
+      await harness.db.query('UPDATE outbox SET customer_id = NULL');
+      assert.equal(await attributeUnownedMessages(defaultStore(harness.db)), 3);
       const rows = await harness.db.query<{ message: string; customer_id: string | null }>(
         `SELECT purpose || ' to ' || recipient AS message, customer_id::text AS customer_id FROM outbox ORDER BY id`,
       );

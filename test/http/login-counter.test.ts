@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { counterKey, limits } from '../../src/http/rate-limit.js';
 import type { CounterStore } from '../../src/storage/counters.js';
+import { firstStoreId } from '../../src/store/store.js';
 import { openTestCounterStore } from '../helpers/database.js';
 import { auth, registeredCustomer, useHarness, type TestApp } from '../helpers/harness.js';
 import { until } from '../helpers/races.js';
@@ -30,7 +31,7 @@ function login(t: TestApp, identity: string, password: string) {
 }
 
 async function failedLoginsOf(t: TestApp, identity: string): Promise<number> {
-  const key = counterKey(t.services.keys.counters, limits.failedLogins, identity);
+  const key = counterKey(t.services.keys.counters, limits.failedLogins, identity, firstStoreId);
   return (await t.services.counters.peek(key, t.clock.now().getTime())).count;
 }
 
@@ -68,7 +69,9 @@ describe('the failed-login counter after a successful login', () => {
     assert.equal((await login(t, customer.identity, 'wrong 1')).status, 401);
     const answer = await login(t, customer.identity, customer.password);
     assert.equal(answer.status, 200);
-    assert.deepEqual(deletes, [counterKey(t.services.keys.counters, limits.failedLogins, customer.identity)]);
+    assert.deepEqual(deletes, [
+      counterKey(t.services.keys.counters, limits.failedLogins, customer.identity, firstStoreId),
+    ]);
     // The login itself was counted too, before its password was checked.
     assert.equal(await failedLoginsOf(t, customer.identity), 2, 'not cleared yet');
     release();

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { listKnownDevices } from '../../src/auth/tables/known-devices.js';
 import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 import { recording, type Recorded } from '../helpers/recording-db.js';
+import { defaultStore } from '../helpers/database.js';
 
 const firefox = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
 
@@ -40,7 +41,7 @@ describe('database round trips of a login and a session read', () => {
     const t = await start();
     const customer = await registeredCustomer(t);
     const first = await logInWith(t, customer);
-    const [before] = await listKnownDevices(t.db, customer.id);
+    const [before] = await listKnownDevices(defaultStore(t.db), customer.id);
     t.clock.advance(60);
     log.length = 0;
     const second = await logInWith(t, customer, sessionCookie(first));
@@ -52,7 +53,7 @@ describe('database round trips of a login and a session read', () => {
     // What the one statement did: the carried session ended, the new one works, the device is fresher.
     assert.equal((await t.get(`${auth}/session`, { cookie: sessionCookie(first) })).status, 401);
     assert.equal((await t.get(`${auth}/session`, { cookie: sessionCookie(second) })).status, 200);
-    const [after] = await listKnownDevices(t.db, customer.id);
+    const [after] = await listKnownDevices(defaultStore(t.db), customer.id);
     assert.ok(before && after);
     assert.equal(Date.parse(after.last_seen_at) - Date.parse(before.last_seen_at), 60_000);
   });

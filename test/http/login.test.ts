@@ -281,8 +281,8 @@ describe('login', () => {
       const oldHash = await olderHasher.hash('babbage cabbage 42');
       const now = t.clock.now();
       await t.db.query(
-        `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
-         VALUES ('00000000-0000-4000-8000-000000000042', 'Charles', 'email', 'charles@example.com', $1, $2, $2, $2)`,
+        `INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
+         VALUES ('default', '00000000-0000-4000-8000-000000000042', 'Charles', 'email', 'charles@example.com', $1, $2, $2, $2)`,
         [oldHash, now],
       );
       const reply = await login(t, 'charles@example.com', 'babbage cabbage 42');

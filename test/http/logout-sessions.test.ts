@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { findSessionCustomer } from '../../src/auth/tables/sessions.js';
 import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 import { count, signedIn as loggedIn } from '../helpers/customers.js';
+import { defaultStore } from '../helpers/database.js';
 
 const day = 24 * 60 * 60;
 
@@ -142,10 +143,10 @@ describe('logout and sessions', () => {
       const t = await harness.start();
       const customer = await loggedIn(t);
       t.clock.advance(13 * day);
-      assert.equal((await findSessionCustomer(t.db, t.clock, customer.session))?.id, customer.id);
+      assert.equal((await findSessionCustomer(defaultStore(t.db), t.clock, customer.session))?.id, customer.id);
       t.clock.advance(13 * day);
       // 26 days after login, 13 after the last use.
-      assert.equal((await findSessionCustomer(t.db, t.clock, customer.session))?.id, customer.id);
+      assert.equal((await findSessionCustomer(defaultStore(t.db), t.clock, customer.session))?.id, customer.id);
       assert.equal((await logout(t, customer.session)).status, 200);
     });
 
@@ -154,10 +155,10 @@ describe('logout and sessions', () => {
       const customer = await loggedIn(t);
       for (const step of [13 * day, 13 * day, 4 * day - 1]) {
         t.clock.advance(step);
-        assert.equal((await findSessionCustomer(t.db, t.clock, customer.session))?.id, customer.id);
+        assert.equal((await findSessionCustomer(defaultStore(t.db), t.clock, customer.session))?.id, customer.id);
       }
       t.clock.advance(1);
-      assert.equal(await findSessionCustomer(t.db, t.clock, customer.session), null);
+      assert.equal(await findSessionCustomer(defaultStore(t.db), t.clock, customer.session), null);
       assertUnauthenticated(await logout(t, customer.session));
     });
   });
@@ -192,7 +193,7 @@ describe('logout and sessions', () => {
       const t = await harness.start();
       const customer = await loggedIn(t);
       await t.db.query('DELETE FROM customers WHERE id = $1', [customer.id]);
-      assert.equal(await findSessionCustomer(t.db, t.clock, customer.session), null);
+      assert.equal(await findSessionCustomer(defaultStore(t.db), t.clock, customer.session), null);
       assertUnauthenticated(await logout(t, customer.session));
     });
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { loadStore } from '../../src/store/store.js';
+import { firstStoreId, loadStore } from '../../src/store/store.js';
 import { api, createHarness, type Reply, type TestApp } from '../helpers/harness.js';
 
 type SearchBehaviour = 'healthy' | 'failing' | 'hanging' | 'redirecting';
@@ -55,7 +55,7 @@ function assertNotReady(reply: Reply, checks: Record<string, boolean>): void {
 }
 
 async function storeDetails(t: TestApp) {
-  const store = await loadStore(t.db);
+  const store = await loadStore(t.db, { id: firstStoreId });
   assert.ok(store);
   return { store_id: store.id, store_status: store.status };
 }

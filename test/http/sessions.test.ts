@@ -6,6 +6,7 @@ import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';
 import { listedSessionFields } from '../helpers/customers.js';
+import { defaultStore } from '../helpers/database.js';
 
 /** In seconds, as the test clock counts. */
 const minute = 60;
@@ -60,7 +61,7 @@ function comparable(reply: Reply) {
 
 async function auditOf(t: TestApp, customerId: string) {
   await t.services.background.drain();
-  return listAudit(t.db, { customerId, event: 'session.revoked' });
+  return listAudit(defaultStore(t.db), { customerId, event: 'session.revoked' });
 }
 
 describe('account area: sessions', () => {

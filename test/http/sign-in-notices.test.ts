@@ -7,6 +7,7 @@ import { defaultRetention } from '../../src/config.js';
 import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
 import { recording, type Recorded } from '../helpers/recording-db.js';
 import { auth, useHarness, registeredCustomer, testSecret, type TestApp } from '../helpers/harness.js';
+import { defaultStore } from '../helpers/database.js';
 
 const folders = tempFolders('sfa-sign-in-notices-');
 const day = 24 * 60 * 60;
@@ -73,7 +74,7 @@ describe('the new sign-in notice', () => {
     const ada = await registeredCustomer(t);
     assert.deepEqual(await noticesAfterLogin(t, ada, home), []);
     assert.equal(await noticeCounter(t, 'first_sign_in'), 1);
-    const devices = await listKnownDevices(t.db, ada.id);
+    const devices = await listKnownDevices(defaultStore(t.db), ada.id);
     assert.deepEqual(
       devices.map(({ family, masked_address }) => ({ family, masked_address })),
       [{ family: 'Firefox on Windows', masked_address: '198.51.100.0/24' }],
@@ -158,7 +159,7 @@ describe('the new sign-in notice', () => {
       (await t.deliver()).filter((message) => message.purpose === 'new_sign_in'),
       [],
     );
-    assert.equal((await listKnownDevices(t.db, ada.id)).length, 1);
+    assert.equal((await listKnownDevices(defaultStore(t.db), ada.id)).length, 1);
   });
 
   test('the message: store name, when, the device in words, the masked address, reset advice, no links', async () => {
@@ -247,7 +248,7 @@ describe('the new sign-in notice', () => {
     t.clock.advance(90 * day + 1);
     const removed = await prune({ db: t.db, clock: t.clock, retention: defaultRetention });
     assert.equal(removed.known_devices, 1);
-    assert.deepEqual(await listKnownDevices(t.db, ada.id), []);
+    assert.deepEqual(await listKnownDevices(defaultStore(t.db), ada.id), []);
     // The account is older than the look-back now: an idle account's next sign-in is worth a notice.
     assert.equal((await noticesAfterLogin(t, ada, home)).length, 1);
   });

@@ -258,6 +258,9 @@ describe('wire format', () => {
         throw leaky;
       },
       needsRehash: () => false,
+      lane() {
+        return this;
+      },
     };
     const t = await harness.start({ overrides: { hasher: broken } });
     const registered = await t.post(`${auth}/register`, registration());

@@ -7,6 +7,7 @@ import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.j
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 import { counterKey, limits } from '../../src/http/rate-limit.js';
 import { deriveKeys } from '../../src/keys.js';
+import { firstStoreId } from '../../src/store/store.js';
 
 const appSecret = 'r'.repeat(40);
 
@@ -78,7 +79,7 @@ describe('production mode on a Redis Cluster', () => {
   // Counter names carry a MAC of the subject under the deployment secret's counters key.
   const counters = deriveKeys(appSecret).counters;
   const forgotKey = (identity: string) =>
-    `${prefix}${counterKey(counters, limits.messagesPerIdentityMinute, `forgot-password:${identity}`)}`;
+    `${prefix}${counterKey(counters, limits.messagesPerIdentityMinute, `forgot-password:${identity}`, firstStoreId)}`;
 
   /** A made-up identity whose per-minute forgot counter lives on node `index`. */
   async function identityOn(index: number, label: string): Promise<string> {

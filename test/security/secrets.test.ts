@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { createSession, hashSessionId } from '../../src/auth/tables/sessions.js';
-import type { Queryable } from '../../src/storage/database.js';
+import type { StoreQueryable } from '../../src/storage/database.js';
 import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { cookieValue, sessionCookie } from '../helpers/customers.js';
 
@@ -131,7 +131,7 @@ describe('secrets at rest and in logs', () => {
     snapshots.push(...final.rows);
 
     // The search is not vacuous: every table was read and the journey left its traces.
-    for (const table of ['audit_events', 'challenges', 'customers', 'outbox', 'sessions', 'store']) {
+    for (const table of ['audit_events', 'challenges', 'customers', 'outbox', 'sessions', 'stores']) {
       assert.ok(final.tables.includes(table), `table ${table} was scanned`);
       assert.ok(
         final.rows.some((row) => row.startsWith(`${table}: `)),
@@ -192,7 +192,8 @@ describe('secrets at rest and in logs', () => {
 
   test('100,000 session ids made by createSession are distinct, stored only as their SHA-256, with every bit position balanced', async () => {
     const inserted: unknown[][] = [];
-    const recorder: Queryable = {
+    const recorder: StoreQueryable = {
+      storeId: 'default',
       async query<Row>(_sql: string, params: readonly unknown[] = []) {
         inserted.push([...params]);
         return [{}] as Row[];
@@ -215,8 +216,9 @@ describe('secrets at rest and in logs', () => {
     const [first] = inserted;
     assert.ok(first);
     const firstId = [...ids][0]!;
-    assert.equal(first[0], hashSessionId(firstId));
-    assert.equal(first[0], createHash('sha256').update(firstId).digest('base64url'));
+    // The store's id comes first, then the id's hash.
+    assert.deepEqual(first.slice(0, 2), ['default', hashSessionId(firstId)]);
+    assert.equal(first[1], createHash('sha256').update(firstId).digest('base64url'));
     for (const params of inserted)
       assert.ok(!params.some((p) => typeof p === 'string' && ids.has(p)), 'the id itself is never stored');
     // Each bit is 1 half the time; six standard deviations either side (sd = 158 at 100,000).

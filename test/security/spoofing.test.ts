@@ -7,6 +7,7 @@ import { api, auth, useHarness, registration, type TestApp } from '../helpers/ha
 import { otherThan } from '../helpers/assertions.js';
 import { auditRows } from '../helpers/audit.js';
 import { counterKey, limits } from '../../src/http/rate-limit.js';
+import { firstStoreId } from '../../src/store/store.js';
 
 /**
  * Spoofing and step skipping: a client that lies about its address, rotates addresses inside
@@ -62,7 +63,7 @@ function assertProblem(answer: Answer, status: number, code: string, where = '')
 
 /** How far the register limit has counted for a client key (white-box: the limiter's key layout). */
 async function registerCount(t: TestApp, clientKey: string): Promise<number> {
-  const key = counterKey(t.services.keys.counters, limits.registrations, clientKey);
+  const key = counterKey(t.services.keys.counters, limits.registrations, clientKey, firstStoreId);
   return (await t.services.counters.peek(key, t.clock.now().getTime())).count;
 }
 

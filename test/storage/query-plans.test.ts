@@ -30,22 +30,22 @@ async function seed(db: Database, passwordHash: string, at: Date): Promise<void>
   // The service's clock, not the server's: the rows must be as old as the service will think.
   const now = `'${at.toISOString()}'::timestamptz`;
   await db.exec(`
-    INSERT INTO customers (id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
-      SELECT gen_random_uuid(), 'Seeded ' || n, 'email', 'seeded-' || n || '@example.com', '${passwordHash}', ${now}, ${now}, ${now}
+    INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, verified_at, created_at, updated_at)
+      SELECT 'default', gen_random_uuid(), 'Seeded ' || n, 'email', 'seeded-' || n || '@example.com', '${passwordHash}', ${now}, ${now}, ${now}
         FROM generate_series(1, ${seededRows}) AS n;
-    INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at)
-      SELECT md5(id::text), id, ${now}, ${now}, ${now} + interval '1 day' FROM customers WHERE name LIKE 'Seeded %';
-    INSERT INTO challenges (id, customer_id, purpose, code_mac, created_at, expires_at, consumed_at)
-      SELECT gen_random_uuid(), id, 'verification', md5(id::text), ${now} - interval '2 days', ${now} - interval '1 day', ${now} - interval '2 days'
+    INSERT INTO sessions (store_id, id_hash, customer_id, created_at, last_seen_at, expires_at)
+      SELECT store_id, md5(id::text), id, ${now}, ${now}, ${now} + interval '1 day' FROM customers WHERE name LIKE 'Seeded %';
+    INSERT INTO challenges (store_id, id, customer_id, purpose, code_mac, created_at, expires_at, consumed_at)
+      SELECT store_id, gen_random_uuid(), id, 'verification', md5(id::text), ${now} - interval '2 days', ${now} - interval '1 day', ${now} - interval '2 days'
         FROM customers WHERE name LIKE 'Seeded %';
-    INSERT INTO outbox (channel, purpose, recipient, status, next_attempt_at, window_started_at, created_at, updated_at, sent_at)
-      SELECT 'email', 'verification', identity_value, 'sent', ${now} - interval '2 days', ${now} - interval '2 days',
+    INSERT INTO outbox (store_id, channel, purpose, recipient, status, next_attempt_at, window_started_at, created_at, updated_at, sent_at)
+      SELECT store_id, 'email', 'verification', identity_value, 'sent', ${now} - interval '2 days', ${now} - interval '2 days',
              ${now} - interval '2 days', ${now} - interval '2 days', ${now} - interval '2 days'
         FROM customers WHERE name LIKE 'Seeded %';
-    INSERT INTO audit_events (occurred_at, event, customer_id)
-      SELECT ${now} - interval '2 days', 'login_succeeded', id FROM customers WHERE name LIKE 'Seeded %';
-    INSERT INTO known_devices (customer_id, family, masked_address, last_seen_at)
-      SELECT id, 'Firefox on Linux', '192.0.2.0/24', ${now} - interval '2 days' FROM customers WHERE name LIKE 'Seeded %';
+    INSERT INTO audit_events (store_id, occurred_at, event, customer_id)
+      SELECT store_id, ${now} - interval '2 days', 'login_succeeded', id FROM customers WHERE name LIKE 'Seeded %';
+    INSERT INTO known_devices (store_id, customer_id, family, masked_address, last_seen_at)
+      SELECT store_id, id, 'Firefox on Linux', '192.0.2.0/24', ${now} - interval '2 days' FROM customers WHERE name LIKE 'Seeded %';
     ANALYZE;
   `);
 }
@@ -99,9 +99,9 @@ describe(`query plans of the hot paths (${testBackends.database})`, () => {
     const touched = [...statements.keys()].join('\n');
     // The flows above really ran the statements this test is about.
     for (const needle of [
-      'FROM customers WHERE identity_type = $1 AND identity_value = $2',
+      'WHERE store_id = $1 AND identity_type = $2 AND identity_value = $3',
       'INSERT INTO sessions',
-      'WHERE s.id_hash = $1',
+      'WHERE s.store_id = $4 AND s.id_hash = $1',
       'FROM challenges',
       'UPDATE outbox SET locked_until',
     ])

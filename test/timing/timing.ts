@@ -194,6 +194,8 @@ async function post(
   route: string,
   body: unknown,
   cookie?: string,
+  /** The store's host, sent as a trusted proxy forwards it. */
+  forwardedHost?: string,
 ): Promise<{ status: number; ms: number }> {
   const started = performance.now();
   const response = await fetch(`${base}/api/v1/customer/auth${route}`, {
@@ -202,6 +204,7 @@ async function post(
       'content-type': 'application/json',
       'x-forwarded-for': nextAddress(),
       ...(cookie === undefined ? {} : { cookie }),
+      ...(forwardedHost === undefined ? {} : { 'x-forwarded-host': forwardedHost }),
     },
     body: JSON.stringify(body),
   });
@@ -628,3 +631,58 @@ function defaultConfigurationPairs(store: TimingStore): void {
     await assertIndistinguishable(context, taken, free, samplesPerSlowCase, contractShiftBound);
   });
 }
+
+/**
+ * An identity with an account in one store is, for every other store of the deployment, an
+ * identity without one: the same answers in the same time. The customers are registered in the
+ * first store; a second store is then made, and every request goes to it.
+ */
+describe('response times do not tell who has an account in another store', { timeout: 15 * 60_000 }, () => {
+  // One more customer than the samples use: the probe that tells when the new store is served.
+  const needed = samplesPerSlowCase + warmUpsPerCase + 1;
+  const store = timingStore('email', needed);
+  const other = 'b.shop.test';
+  before(async () => {
+    const created = await runCommand(
+      ['store', 'create', '--slug', 'shop-b', '--name', 'Shop B', '--host', other],
+      cliEnv(store.dataDir),
+    );
+    assert.equal(created.code, 0, created.stderr);
+    // The first store's customer and password sign in until the service serves the new store on
+    // its host; from then on that host knows no such account.
+    const probe = store.customers[needed - 1]!;
+    const deadline = Date.now() + 10_000;
+    while ((await post(store.base, '/login', { identity: probe, password }, undefined, other)).status !== 401) {
+      assert.ok(Date.now() < deadline, 'the service took up the new store within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+
+  test('login: an identity of another store and an unknown one take the same time', async (context) => {
+    const elsewhere: Case = {
+      label: 'identity of another store',
+      status: 401,
+      request: (i) => post(store.base, '/login', { identity: store.customers[i]!, password }, undefined, other),
+    };
+    const unknown: Case = {
+      label: 'unknown identity',
+      status: 401,
+      request: (i) => post(store.base, '/login', { identity: store.unknown(i), password }, undefined, other),
+    };
+    await assertIndistinguishable(context, elsewhere, unknown, samplesPerSlowCase, contractShiftBound);
+  });
+
+  test('forgot password: an identity of another store and an unknown one take the same time', async (context) => {
+    const elsewhere: Case = {
+      label: 'identity of another store',
+      status: 202,
+      request: (i) => post(store.base, '/password/forgot', { identity: store.customers[i]! }, undefined, other),
+    };
+    const unknown: Case = {
+      label: 'unknown identity',
+      status: 202,
+      request: (i) => post(store.base, '/password/forgot', { identity: store.unknown(i) }, undefined, other),
+    };
+    await assertIndistinguishable(context, elsewhere, unknown, samplesPerSlowCase, contractShiftBound);
+  });
+});

@@ -18,6 +18,7 @@ export type ProblemCode =
   | 'csrf_token_mismatch'
   | 'rate_limited'
   | 'internal_error'
+  | 'store_not_found'
   | 'store_unavailable'
   | 'deployment_not_ready'
   | 'service_unavailable';

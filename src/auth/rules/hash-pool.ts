@@ -132,38 +132,53 @@ class HashThread {
 }
 
 /**
- * argon2id on dedicated low-priority threads, off the event loop. Its queue is the only one for
+ * argon2id on dedicated low-priority threads, off the event loop. Its queues are the only ones for
  * hashing work; callers bound what they submit (the hasher's in-flight bound refuses beyond it), and
- * the pool runs it on `size` threads in arrival order.
+ * the pool runs it on `size` threads. Work waits in a queue per lane (one per store), served in
+ * turn: one store's burst, however long, puts at most one of its hashes ahead of another store's
+ * next one, where a single FIFO would make that store wait for the whole burst. Within a lane,
+ * work runs in arrival order. The default lane is ''.
  */
 export class HashPool {
   private readonly threads: HashThread[];
-  private readonly queue: Pending[] = [];
+  /**
+   * The lanes with work waiting, in turn order (a Map iterates in insertion order): the first is
+   * served next and then goes to the back. A lane is dropped when it empties, so this holds no
+   * more than the work waiting, however many lanes have come and gone.
+   */
+  private readonly lanes = new Map<string, Pending[]>();
   private closed = false;
 
   constructor(size: number, { nice = hashThreadNice, idleMs = hashThreadIdleMs }: HashPoolOptions = {}) {
     this.threads = Array.from({ length: size }, () => new HashThread(() => this.next(), nice, idleMs));
   }
 
-  hash(password: string, options: Options): Promise<string> {
-    return this.submit({ op: 'hash', password, options }) as Promise<string>;
+  hash(password: string, options: Options, lane = ''): Promise<string> {
+    return this.submit({ op: 'hash', password, options }, lane) as Promise<string>;
   }
 
-  verify(hash: string, password: string): Promise<boolean> {
-    return this.submit({ op: 'verify', hash, password }) as Promise<boolean>;
+  verify(hash: string, password: string, lane = ''): Promise<boolean> {
+    return this.submit({ op: 'verify', hash, password }, lane) as Promise<boolean>;
   }
 
-  /** Stops the threads; work not finished is rejected. */
+  /** Stops the threads; work not finished, in every lane, is rejected. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const pending of this.queue.splice(0)) pending.reject(new Error('hashing pool closed'));
+    for (const queue of this.lanes.values()) {
+      for (const pending of queue) pending.reject(new Error('hashing pool closed'));
+    }
+    this.lanes.clear();
     await Promise.all(this.threads.map((thread) => thread.close()));
   }
 
-  private submit(job: HashJob): Promise<string | boolean> {
+  private submit(job: HashJob, lane: string): Promise<string | boolean> {
     if (this.closed) return Promise.reject(new Error('hashing pool closed'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ job, resolve, reject });
+      const pending = { job, resolve, reject };
+      const queue = this.lanes.get(lane);
+      // A lane with nothing waiting joins at the back of the turn order, behind every waiting lane.
+      if (queue === undefined) this.lanes.set(lane, [pending]);
+      else queue.push(pending);
       this.next();
     });
   }
@@ -171,9 +186,22 @@ export class HashPool {
   private next(): void {
     if (this.closed) return;
     for (const thread of this.threads) {
-      if (this.queue.length === 0) return;
-      if (thread.idle) thread.run(this.queue.shift()!);
+      if (!thread.idle) continue;
+      const pending = this.take();
+      if (pending === undefined) return;
+      thread.run(pending);
     }
+  }
+
+  /** The head of the lane whose turn it is; that lane goes to the back, or is dropped once empty. */
+  private take(): Pending | undefined {
+    const first = this.lanes.entries().next();
+    if (first.done === true) return undefined;
+    const [lane, queue] = first.value;
+    const pending = queue.shift();
+    this.lanes.delete(lane);
+    if (queue.length > 0) this.lanes.set(lane, queue);
+    return pending;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { Queryable } from '../../storage/database.js';
+import type { StoreQueryable } from '../../storage/database.js';
 import { voidLiveChallenges } from '../tables/codes.js';
 import { markProven, type CustomerRow } from '../tables/customers.js';
 import { deleteCustomerPasskeys } from '../tables/passkeys.js';
@@ -31,7 +31,7 @@ export interface Proof {
  * version it returns.
  */
 export async function proveControl(
-  tx: Queryable,
+  tx: StoreQueryable,
   clock: Clock,
   customer: CustomerRow,
   proof: Proof,
@@ -48,7 +48,7 @@ export async function proveControl(
  * proof of control): no code sent before the change may act after it, whatever its purpose or
  * the address it went to.
  */
-export async function credentialsChanged(tx: Queryable, clock: Clock, customerId: string): Promise<void> {
+export async function credentialsChanged(tx: StoreQueryable, clock: Clock, customerId: string): Promise<void> {
   await voidLiveChallenges(tx, clock, customerId);
 }
 

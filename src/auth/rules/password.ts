@@ -14,6 +14,12 @@ export interface PasswordHasher {
   verifyDummy(password: string): Promise<void>;
   /** True when the hash was made with other parameters than the current ones. */
   needsRehash(passwordHash: string): boolean;
+  /**
+   * The same hasher with its work (hash, verify, verifyDummy) queued in the store's own lane and
+   * counted against the store's own in-flight bound, so one store's login flood neither delays
+   * another store's logins by more than one hash per store nor has them refused.
+   */
+  lane(storeId: string): PasswordHasher;
 }
 
 export interface Argon2Parameters {
@@ -34,21 +40,39 @@ export class HasherBusyError extends Error {
 }
 
 /**
- * The one bound on hashing work: at most `limit` jobs in flight (running or queued), beyond which
- * work is refused. It queues nothing itself; the pool's queue orders what waits for a thread.
+ * How many lanes' worth of in-flight work the hasher holds at most in all. Each lane (store) has
+ * the whole per-lane bound, so one store's flood, or up to three at once, never refuses another
+ * store's work; the total still caps the memory that pending work (and its callers) can take.
+ */
+const lanesInFlight = 4;
+
+/**
+ * The bound on hashing work: at most `laneLimit` jobs of one lane in flight (running or queued),
+ * beyond which that lane's work is refused, and at most `totalLimit` of all lanes together. It
+ * queues nothing itself; the pool's per-lane queues order what waits for a thread. A lane's count
+ * is dropped at zero, so the map holds no more than the lanes with work in flight.
  */
 class InFlightBound {
-  private inFlight = 0;
+  private readonly inFlight = new Map<string, number>();
+  private total = 0;
 
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly laneLimit: number,
+    private readonly totalLimit: number,
+  ) {}
 
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.inFlight >= this.limit) throw new HasherBusyError();
-    this.inFlight += 1;
+  async run<T>(lane: string, work: () => Promise<T>): Promise<T> {
+    const inLane = this.inFlight.get(lane) ?? 0;
+    if (inLane >= this.laneLimit || this.total >= this.totalLimit) throw new HasherBusyError();
+    this.inFlight.set(lane, inLane + 1);
+    this.total += 1;
     try {
       return await work();
     } finally {
-      this.inFlight -= 1;
+      this.total -= 1;
+      const left = (this.inFlight.get(lane) ?? 1) - 1;
+      if (left === 0) this.inFlight.delete(lane);
+      else this.inFlight.set(lane, left);
     }
   }
 }
@@ -81,7 +105,8 @@ export function dummyPasswordHash(parameters: Argon2Parameters): string {
 /**
  * argon2id on the process's low-priority hashing threads, never on the event loop. As many hashes
  * at a time as there are threads (HASH_THREADS, by default one per core) give full throughput;
- * more would only add latency and memory.
+ * more would only add latency and memory. The hasher itself works in the default lane (''); each
+ * `lane(storeId)` shares its threads and bounds but queues and counts in that store's lane.
  */
 export function createArgon2Hasher(
   parameters: Argon2Parameters = productionArgon2,
@@ -91,26 +116,30 @@ export function createArgon2Hasher(
     pool = sharedHashPool() as Pick<HashPool, 'hash' | 'verify'>,
   }: { concurrency?: number; maxWaiting?: number; pool?: Pick<HashPool, 'hash' | 'verify'> } = {},
 ): PasswordHasher {
-  // As many running as there are threads, and maxWaiting more queued in the pool behind them.
-  const gate = new InFlightBound(concurrency + maxWaiting);
+  // Per lane, as many running as there are threads and maxWaiting more queued in the pool behind
+  // them: the default lane alone is bounded exactly as the hasher was before it had lanes.
+  const gate = new InFlightBound(concurrency + maxWaiting, lanesInFlight * (concurrency + maxWaiting));
   const options = { algorithm: Algorithm.Argon2id, ...parameters };
   const phcParameters = `m=${parameters.memoryCost},t=${parameters.timeCost},p=${parameters.parallelism}`;
-  const hashPassword = (password: string) => gate.run(() => pool.hash(hashInput(password), options));
-  const verifyPassword = (passwordHash: string, password: string) =>
-    gate.run(() => pool.verify(passwordHash, hashInput(password)).catch(() => false));
   const dummyHash = dummyPasswordHash(parameters);
-  return {
-    hash: hashPassword,
-    // A retired password costs what a wrong one costs, so neither tells the other apart.
-    verify: async (passwordHash, password) =>
-      passwordHash === null
-        ? verifyPassword(dummyHash, password).then(() => false)
-        : verifyPassword(passwordHash, password),
-    async verifyDummy(password) {
-      await verifyPassword(dummyHash, password);
-    },
-    needsRehash: (passwordHash) => !passwordHash.startsWith(`$argon2id$v=19$${phcParameters}$`),
+  const inLane = (lane: string): PasswordHasher => {
+    const verifyPassword = (passwordHash: string, password: string) =>
+      gate.run(lane, () => pool.verify(passwordHash, hashInput(password), lane).catch(() => false));
+    return {
+      hash: (password) => gate.run(lane, () => pool.hash(hashInput(password), options, lane)),
+      // A retired password costs what a wrong one costs, so neither tells the other apart.
+      verify: async (passwordHash, password) =>
+        passwordHash === null
+          ? verifyPassword(dummyHash, password).then(() => false)
+          : verifyPassword(passwordHash, password),
+      async verifyDummy(password) {
+        await verifyPassword(dummyHash, password);
+      },
+      needsRehash: (passwordHash) => !passwordHash.startsWith(`$argon2id$v=19$${phcParameters}$`),
+      lane: inLane,
+    };
   };
+  return inLane('');
 }
 
 let commonPasswords: Set<string> | undefined;

@@ -1,7 +1,7 @@
 import { createHmac, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
 import { secondsBefore, type Clock } from '../../clock.js';
 import { acceptedKeys, type Keys } from '../../keys.js';
-import { deleteInBatch, type Queryable } from '../../storage/database.js';
+import { deleteInBatch, type Queryable, type StoreQueryable } from '../../storage/database.js';
 
 export type ChallengePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
 
@@ -32,7 +32,7 @@ export interface IssuedChallenge {
 
 /** A new code for the purpose; every earlier live code of that purpose stops working. */
 export async function issueChallenge(
-  tx: Queryable,
+  tx: StoreQueryable,
   deps: CodeDeps,
   customerId: string,
   purpose: ChallengePurpose,
@@ -45,9 +45,18 @@ export async function issueChallenge(
   const code = generateCode();
   const expiresAt = new Date(now.getTime() + codeLifetimeSeconds * 1000);
   await tx.query(
-    `INSERT INTO challenges (id, customer_id, purpose, code_mac, created_at, expires_at, new_identity_value)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [challengeId, customerId, purpose, codeMac(deps.keys.codes, challengeId, code), now, expiresAt, newIdentityValue],
+    `INSERT INTO challenges (store_id, id, customer_id, purpose, code_mac, created_at, expires_at, new_identity_value)
+     VALUES ($8, $1, $2, $3, $4, $5, $6, $7)`,
+    [
+      challengeId,
+      customerId,
+      purpose,
+      codeMac(deps.keys.codes, challengeId, code),
+      now,
+      expiresAt,
+      newIdentityValue,
+      tx.storeId,
+    ],
   );
   return { challengeId, code, expiresAt };
 }
@@ -57,15 +66,16 @@ export async function issueChallenge(
  * purpose (a credential or the identity changed, so no code sent before it may act after it).
  */
 export async function voidLiveChallenges(
-  tx: Queryable,
+  tx: StoreQueryable,
   clock: Clock,
   customerId: string,
   purpose: ChallengePurpose | null = null,
 ): Promise<void> {
   await tx.query(
     `UPDATE challenges SET voided_at = $3
-      WHERE customer_id = $1 AND ($2::text IS NULL OR purpose = $2) AND consumed_at IS NULL AND voided_at IS NULL`,
-    [customerId, purpose, clock.now()],
+      WHERE store_id = $4 AND customer_id = $1 AND ($2::text IS NULL OR purpose = $2)
+        AND consumed_at IS NULL AND voided_at IS NULL`,
+    [customerId, purpose, clock.now(), tx.storeId],
   );
 }
 
@@ -77,7 +87,7 @@ export async function voidLiveChallenges(
  * identity costs what a wrong code costs.
  */
 export async function consumeChallenge(
-  tx: Queryable,
+  tx: StoreQueryable,
   deps: CodeDeps,
   customerId: string | null,
   purpose: ChallengePurpose,
@@ -93,7 +103,7 @@ export interface ConsumedChallenge {
 
 /** As consumeChallenge, answering with the consumed code's id and pending identity, or null. */
 export async function consumeChallengeOf(
-  tx: Queryable,
+  tx: StoreQueryable,
   deps: CodeDeps,
   customerId: string | null,
   purpose: ChallengePurpose,
@@ -102,13 +112,14 @@ export async function consumeChallengeOf(
   const now = deps.clock.now();
   const [attempt] = await tx.query<{ id: string; code_mac: string }>(
     `UPDATE challenges SET attempts = attempts + 1
-      WHERE id = (SELECT id FROM challenges
-                   WHERE customer_id = $1 AND purpose = $2
+      WHERE store_id = $5
+        AND id = (SELECT id FROM challenges
+                   WHERE store_id = $5 AND customer_id = $1 AND purpose = $2
                      AND consumed_at IS NULL AND voided_at IS NULL AND expires_at > $3
                    ORDER BY created_at DESC LIMIT 1)
         AND attempts < $4 AND consumed_at IS NULL
       RETURNING id, code_mac`,
-    [customerId ?? randomUUID(), purpose, now, maxCodeAttempts],
+    [customerId ?? randomUUID(), purpose, now, maxCodeAttempts, tx.storeId],
   );
   const challengeId = attempt?.id ?? randomUUID();
   const expected = Buffer.from(attempt?.code_mac ?? codeMac(deps.keys.codes, challengeId, generateCode()));
@@ -128,15 +139,16 @@ export async function consumeChallengeOf(
     return null;
   }
   const [consumed] = await tx.query<{ new_identity_value: string | null }>(
-    'UPDATE challenges SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL RETURNING new_identity_value',
-    [challengeId, now],
+    `UPDATE challenges SET consumed_at = $2
+      WHERE store_id = $3 AND id = $1 AND consumed_at IS NULL RETURNING new_identity_value`,
+    [challengeId, now, tx.storeId],
   );
   return consumed === undefined ? null : { challengeId, newIdentityValue: consumed.new_identity_value };
 }
 
 /** Deletes every code of the customer, live or finished (account deletion). */
-export async function deleteCustomerChallenges(tx: Queryable, customerId: string): Promise<void> {
-  await tx.query('DELETE FROM challenges WHERE customer_id = $1', [customerId]);
+export async function deleteCustomerChallenges(tx: StoreQueryable, customerId: string): Promise<void> {
+  await tx.query('DELETE FROM challenges WHERE store_id = $2 AND customer_id = $1', [customerId, tx.storeId]);
 }
 
 /**
@@ -156,9 +168,10 @@ export async function deleteFinishedChallenges(
     db,
     {
       table: 'challenges',
-      key: ['id'],
+      key: ['store_id', 'id'],
       where: `LEAST(expires_at, consumed_at, voided_at) <= $1
-          AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.challenge_id = challenges.id AND o.sealed_body IS NOT NULL)`,
+          AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.store_id = challenges.store_id
+                             AND o.challenge_id = challenges.id AND o.sealed_body IS NOT NULL)`,
     },
     [cutoff],
     limit,

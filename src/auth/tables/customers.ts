@@ -1,5 +1,5 @@
 import type { IdentityMode } from '../../config.js';
-import type { Queryable } from '../../storage/database.js';
+import { deleteInBatch, type Queryable, type StoreQueryable } from '../../storage/database.js';
 import type { ParsedIdentity } from '../rules/identity.js';
 
 export interface CustomerRow {
@@ -54,11 +54,11 @@ export function customerColumnsOf(alias: string): string {
 }
 
 /** Whether an account already holds the identity (a read outside any transaction). */
-export async function identityTaken(db: Queryable, type: IdentityMode, value: string): Promise<boolean> {
-  const rows = await db.query('SELECT 1 FROM customers WHERE identity_type = $1 AND identity_value = $2', [
-    type,
-    value,
-  ]);
+export async function identityTaken(db: StoreQueryable, type: IdentityMode, value: string): Promise<boolean> {
+  const rows = await db.query(
+    'SELECT 1 FROM customers WHERE store_id = $3 AND identity_type = $1 AND identity_value = $2',
+    [type, value, db.storeId],
+  );
   return rows.length > 0;
 }
 
@@ -67,26 +67,28 @@ export async function identityTaken(db: Queryable, type: IdentityMode, value: st
  * concurrent registrations of one identity: one row wins.
  */
 export async function insertCustomer(
-  tx: Queryable,
+  tx: StoreQueryable,
   customer: { id: string; name: string; type: IdentityMode; value: string; passwordHash: string; now: Date },
 ): Promise<CustomerRow | null> {
   const [row] = await tx.query<CustomerRow>(
-    `INSERT INTO customers (id, name, identity_type, identity_value, password_hash, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $6)
-     ON CONFLICT (identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
-    [customer.id, customer.name, customer.type, customer.value, customer.passwordHash, customer.now],
+    `INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, created_at, updated_at)
+     VALUES ($7, $1, $2, $3, $4, $5, $6, $6)
+     ON CONFLICT (store_id, identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
+    [customer.id, customer.name, customer.type, customer.value, customer.passwordHash, customer.now, tx.storeId],
   );
   return row ?? null;
 }
 
 /** Holds off new customers until the caller's transaction ends; reading stays open. */
-export async function lockCustomers(tx: Queryable): Promise<void> {
+export async function lockCustomers(tx: StoreQueryable): Promise<void> {
   await tx.query('LOCK TABLE customers IN SHARE ROW EXCLUSIVE MODE');
 }
 
-/** How many customers there are (a store may change its identity mode only while there are none). */
-export async function countCustomers(db: Queryable): Promise<number> {
-  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers');
+/** How many customers the store has (it may change its identity mode only while there are none). */
+export async function countCustomers(db: StoreQueryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM customers WHERE store_id = $1', [
+    db.storeId,
+  ]);
   return row?.n ?? 0;
 }
 
@@ -94,44 +96,53 @@ export async function countCustomers(db: Queryable): Promise<number> {
  * Stores the same password under new hashing parameters. The credential version stays, and so do
  * sessions; nothing changes when the password was replaced since it was read.
  */
-export async function upgradePasswordHash(db: Queryable, id: string, from: string, to: string): Promise<void> {
-  await db.query('UPDATE customers SET password_hash = $2 WHERE id = $1 AND password_hash = $3', [id, to, from]);
+export async function upgradePasswordHash(db: StoreQueryable, id: string, from: string, to: string): Promise<void> {
+  await db.query('UPDATE customers SET password_hash = $2 WHERE store_id = $4 AND id = $1 AND password_hash = $3', [
+    id,
+    to,
+    from,
+    db.storeId,
+  ]);
 }
 
 /** A customer named by id, or by an identity as the edge parsed it (none when it did not parse). */
 export type CustomerKey = { id: string } | Pick<ParsedIdentity, 'mode' | 'value'>;
 
 // Built once per key kind, as every read of one customer is.
-const byId = `SELECT ${customerColumns} FROM customers WHERE id = $1`;
-const byIdentity = `SELECT ${customerColumns} FROM customers WHERE identity_type = $1 AND identity_value = $2`;
+const byId = `SELECT ${customerColumns} FROM customers WHERE store_id = $1 AND id = $2`;
+const byIdentity = `SELECT ${customerColumns} FROM customers
+  WHERE store_id = $1 AND identity_type = $2 AND identity_value = $3`;
 
-async function selectCustomer(db: Queryable, key: CustomerKey, locking: string): Promise<CustomerRow | null> {
-  if ('id' in key) return (await db.query<CustomerRow>(byId + locking, [key.id]))[0] ?? null;
+async function selectCustomer(db: StoreQueryable, key: CustomerKey, locking: string): Promise<CustomerRow | null> {
+  if ('id' in key) return (await db.query<CustomerRow>(byId + locking, [db.storeId, key.id]))[0] ?? null;
   if (key.value === null) return null;
-  return (await db.query<CustomerRow>(byIdentity + locking, [key.mode, key.value]))[0] ?? null;
+  return (await db.query<CustomerRow>(byIdentity + locking, [db.storeId, key.mode, key.value]))[0] ?? null;
 }
 
 /** The customer holding the identity; null when none does, or the identity did not parse. */
 export async function findCustomerByIdentity(
-  db: Queryable,
+  db: StoreQueryable,
   identity: Pick<ParsedIdentity, 'mode' | 'value'>,
 ): Promise<CustomerRow | null> {
   return selectCustomer(db, identity, '');
 }
 
-export async function findCustomerById(db: Queryable, id: string): Promise<CustomerRow | null> {
+export async function findCustomerById(db: StoreQueryable, id: string): Promise<CustomerRow | null> {
   return selectCustomer(db, { id }, '');
 }
 
 /** When the account was made: part of the customer's data export, not of the Customer resource. */
-export async function customerCreatedAt(db: Queryable, id: string): Promise<string | null> {
-  const rows = await db.query<{ created_at: Date }>('SELECT created_at FROM customers WHERE id = $1', [id]);
+export async function customerCreatedAt(db: StoreQueryable, id: string): Promise<string | null> {
+  const rows = await db.query<{ created_at: Date }>(
+    'SELECT created_at FROM customers WHERE store_id = $2 AND id = $1',
+    [id, db.storeId],
+  );
   return rows[0] === undefined ? null : new Date(rows[0].created_at).toISOString();
 }
 
 /** Deletes the customer row; whatever still references it by foreign key goes with it. */
-export async function deleteCustomer(tx: Queryable, id: string): Promise<boolean> {
-  const rows = await tx.query('DELETE FROM customers WHERE id = $1 RETURNING 1', [id]);
+export async function deleteCustomer(tx: StoreQueryable, id: string): Promise<boolean> {
+  const rows = await tx.query('DELETE FROM customers WHERE store_id = $2 AND id = $1 RETURNING 1', [id, tx.storeId]);
   return rows.length === 1;
 }
 
@@ -141,7 +152,7 @@ export async function deleteCustomer(tx: Queryable, id: string): Promise<boolean
  * and a new credential version, so no login that checked the old one opens a session.
  */
 export async function markProven(
-  tx: Queryable,
+  tx: StoreQueryable,
   id: string,
   now: Date,
   { retirePassword }: { retirePassword: boolean },
@@ -151,8 +162,8 @@ export async function markProven(
         SET verified_at = $2, updated_at = $2,
             password_hash = CASE WHEN $3 THEN NULL ELSE password_hash END,
             credential_version = credential_version + CASE WHEN $3 THEN 1 ELSE 0 END
-      WHERE id = $1 AND verified_at IS NULL RETURNING ${customerColumns}`,
-    [id, now, retirePassword],
+      WHERE store_id = $4 AND id = $1 AND verified_at IS NULL RETURNING ${customerColumns}`,
+    [id, now, retirePassword, tx.storeId],
   );
   return row ?? (await findCustomerById(tx, id))!;
 }
@@ -161,7 +172,7 @@ export async function markProven(
  * The customer's row, locked until the transaction ends: changes of credentials queue behind it.
  * The one way any flow locks a customer, by id or by identity.
  */
-export async function lockCustomer(tx: Queryable, key: CustomerKey): Promise<CustomerRow | null> {
+export async function lockCustomer(tx: StoreQueryable, key: CustomerKey): Promise<CustomerRow | null> {
   return selectCustomer(tx, key, ' FOR UPDATE');
 }
 
@@ -169,25 +180,30 @@ export async function lockCustomer(tx: Queryable, key: CustomerKey): Promise<Cus
  * Replaces the password and raises the credential version, so no session can be opened against
  * the old one any more (see createSession). Returns the new version.
  */
-export async function replacePassword(tx: Queryable, id: string, passwordHash: string, now: Date): Promise<number> {
+export async function replacePassword(
+  tx: StoreQueryable,
+  id: string,
+  passwordHash: string,
+  now: Date,
+): Promise<number> {
   const [row] = await tx.query<{ credential_version: number }>(
     `UPDATE customers SET password_hash = $2, credential_version = credential_version + 1, updated_at = $3
-      WHERE id = $1 RETURNING credential_version`,
-    [id, passwordHash, now],
+      WHERE store_id = $4 AND id = $1 RETURNING credential_version`,
+    [id, passwordHash, now, tx.storeId],
   );
   return row!.credential_version;
 }
 
 /** Sets the display name; null when the customer is gone. */
 export async function updateCustomerName(
-  db: Queryable,
+  db: StoreQueryable,
   id: string,
   name: string,
   now: Date,
 ): Promise<CustomerRow | null> {
   const rows = await db.query<CustomerRow>(
-    `UPDATE customers SET name = $2, updated_at = $3 WHERE id = $1 RETURNING ${customerColumns}`,
-    [id, name, now],
+    `UPDATE customers SET name = $2, updated_at = $3 WHERE store_id = $4 AND id = $1 RETURNING ${customerColumns}`,
+    [id, name, now, db.storeId],
   );
   return rows[0] ?? null;
 }
@@ -198,7 +214,7 @@ export async function updateCustomerName(
  * to a savepoint, so the caller's transaction (and the code it spent) still commits.
  */
 export async function switchIdentity(
-  tx: Queryable,
+  tx: StoreQueryable,
   id: string,
   type: IdentityMode,
   value: string,
@@ -208,8 +224,8 @@ export async function switchIdentity(
   try {
     const [row] = await tx.query<CustomerRow>(
       `UPDATE customers SET identity_type = $2, identity_value = $3, verified_at = $4, updated_at = $4
-        WHERE id = $1 RETURNING ${customerColumns}`,
-      [id, type, value, now],
+        WHERE store_id = $5 AND id = $1 RETURNING ${customerColumns}`,
+      [id, type, value, now, tx.storeId],
     );
     await tx.query('RELEASE SAVEPOINT switch_identity');
     return row ?? null;
@@ -218,4 +234,12 @@ export async function switchIdentity(
     await tx.query('ROLLBACK TO SAVEPOINT switch_identity');
     return null;
   }
+}
+
+/**
+ * Deletes up to `limit` customers of a deleted store, and with them (their foreign keys cascade)
+ * their codes, sessions, passkeys and known devices; returns how many customers went.
+ */
+export async function deleteStoreCustomers(db: Queryable, storeId: string, limit: number): Promise<number> {
+  return deleteInBatch(db, { table: 'customers', key: ['store_id', 'id'], where: 'store_id = $1' }, [storeId], limit);
 }

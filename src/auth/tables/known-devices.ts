@@ -1,5 +1,5 @@
 import { secondsBefore, type Clock } from '../../clock.js';
-import { deleteInBatch, type Queryable, type StatementParams } from '../../storage/database.js';
+import { deleteInBatch, type Queryable, type StatementParams, type StoreQueryable } from '../../storage/database.js';
 
 /** How far back a sign-in counts as having seen a device; older rows are pruned. */
 export const knownDeviceDays = 90;
@@ -29,7 +29,7 @@ export interface DeviceHistory {
  * worst two notices, never none.
  */
 export async function recordSignIn(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   customerId: string,
   device: DeviceKey,
@@ -38,11 +38,12 @@ export async function recordSignIn(
   const cutoff = knownDeviceCutoff(now);
   const [history] = await db.query<{ seen: boolean; any_seen: boolean }>(
     `WITH recorded AS (
-       INSERT INTO known_devices (customer_id, family, masked_address, last_seen_at) VALUES ($1, $2, $3, $5)
-       ON CONFLICT (customer_id, family, masked_address) DO UPDATE SET last_seen_at = excluded.last_seen_at)
+       INSERT INTO known_devices (store_id, customer_id, family, masked_address, last_seen_at)
+       VALUES ($6, $1, $2, $3, $5)
+       ON CONFLICT (store_id, customer_id, family, masked_address) DO UPDATE SET last_seen_at = excluded.last_seen_at)
      SELECT coalesce(bool_or(family = $2 AND masked_address = $3), false) AS seen, count(*) > 0 AS any_seen
-       FROM known_devices WHERE customer_id = $1 AND last_seen_at > $4`,
-    [customerId, device.family, device.maskedAddress, cutoff, now],
+       FROM known_devices WHERE store_id = $6 AND customer_id = $1 AND last_seen_at > $4`,
+    [customerId, device.family, device.maskedAddress, cutoff, now, db.storeId],
   );
   return { seen: history?.seen ?? false, anySeen: history?.any_seen ?? false };
 }
@@ -51,9 +52,15 @@ export async function recordSignIn(
  * The part of a sign-in's statement (createSession) that refreshes its device when it was seen
  * within the look-back, for the customer of `opened`, a sub-statement returning `customer_id`.
  */
-export function refreshSeenDevice(params: StatementParams, opened: string, device: DeviceKey, now: Date): string {
+export function refreshSeenDevice(
+  params: StatementParams,
+  storeId: string,
+  opened: string,
+  device: DeviceKey,
+  now: Date,
+): string {
   return `UPDATE known_devices d SET last_seen_at = ${params.add(now)} FROM ${opened}
-        WHERE d.customer_id = ${opened}.customer_id AND d.family = ${params.add(device.family)}
+        WHERE d.store_id = ${params.add(storeId)} AND d.customer_id = ${opened}.customer_id AND d.family = ${params.add(device.family)}
           AND d.masked_address = ${params.add(device.maskedAddress)} AND d.last_seen_at > ${params.add(knownDeviceCutoff(now))}
        RETURNING 1`;
 }
@@ -67,7 +74,11 @@ export async function deleteOldKnownDevices(
 ): Promise<number> {
   return deleteInBatch(
     db,
-    { table: 'known_devices', key: ['customer_id', 'family', 'masked_address'], where: 'last_seen_at <= $1' },
+    {
+      table: 'known_devices',
+      key: ['store_id', 'customer_id', 'family', 'masked_address'],
+      where: 'last_seen_at <= $1',
+    },
     [secondsBefore(clock.now(), retentionSeconds)],
     limit,
   );
@@ -75,12 +86,13 @@ export async function deleteOldKnownDevices(
 
 /** Every device kept for the customer, the most recently seen first. */
 export async function listKnownDevices(
-  db: Queryable,
+  db: StoreQueryable,
   customerId: string,
 ): Promise<Array<{ family: string; masked_address: string; last_seen_at: string }>> {
   const rows = await db.query<{ family: string; masked_address: string; last_seen_at: Date }>(
-    'SELECT family, masked_address, last_seen_at FROM known_devices WHERE customer_id = $1 ORDER BY last_seen_at DESC',
-    [customerId],
+    `SELECT family, masked_address, last_seen_at FROM known_devices
+      WHERE store_id = $2 AND customer_id = $1 ORDER BY last_seen_at DESC`,
+    [customerId, db.storeId],
   );
   return rows.map((row) => ({ ...row, last_seen_at: new Date(row.last_seen_at).toISOString() }));
 }

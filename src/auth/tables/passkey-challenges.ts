@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
-import { deleteInBatch, type Queryable } from '../../storage/database.js';
+import { deleteInBatch, type Queryable, type StoreQueryable } from '../../storage/database.js';
 
 /** A ceremony's challenge lives this long, and the cookie that names it no longer. */
 export const passkeyChallengeLifetimeSeconds = 5 * 60;
@@ -17,7 +17,7 @@ function hashHandle(handle: string): string {
  * browser's handle. A registration challenge also names the customer it was made for.
  */
 export async function storePasskeyChallenge(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   ceremony: PasskeyCeremony,
   challenge: string,
@@ -26,8 +26,9 @@ export async function storePasskeyChallenge(
   const handle = randomBytes(32).toString('base64url');
   const expiresAt = new Date(clock.now().getTime() + passkeyChallengeLifetimeSeconds * 1000);
   await db.query(
-    'INSERT INTO passkey_challenges (handle_hash, purpose, customer_id, challenge, expires_at) VALUES ($1, $2, $3, $4, $5)',
-    [hashHandle(handle), ceremony, customerId, challenge, expiresAt],
+    `INSERT INTO passkey_challenges (store_id, handle_hash, purpose, customer_id, challenge, expires_at)
+     VALUES ($6, $1, $2, $3, $4, $5)`,
+    [hashHandle(handle), ceremony, customerId, challenge, expiresAt, db.storeId],
   );
   return handle;
 }
@@ -38,15 +39,15 @@ export async function storePasskeyChallenge(
  * ceremony, or it has expired.
  */
 export async function takePasskeyChallenge(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   ceremony: PasskeyCeremony,
   handle: string,
 ): Promise<{ challenge: string; customerId: string | null } | null> {
   const rows = await db.query<{ challenge: string; customer_id: string | null; live: boolean }>(
-    `DELETE FROM passkey_challenges WHERE handle_hash = $1 AND purpose = $2
+    `DELETE FROM passkey_challenges WHERE store_id = $4 AND handle_hash = $1 AND purpose = $2
      RETURNING challenge, customer_id::text AS customer_id, expires_at > $3 AS live`,
-    [hashHandle(handle), ceremony, clock.now()],
+    [hashHandle(handle), ceremony, clock.now(), db.storeId],
   );
   const row = rows[0];
   return row === undefined || !row.live ? null : { challenge: row.challenge, customerId: row.customer_id };
@@ -56,8 +57,18 @@ export async function takePasskeyChallenge(
 export async function deleteExpiredPasskeyChallenges(db: Queryable, clock: Clock, limit: number): Promise<number> {
   return deleteInBatch(
     db,
-    { table: 'passkey_challenges', key: ['handle_hash'], where: 'expires_at <= $1' },
+    { table: 'passkey_challenges', key: ['store_id', 'handle_hash'], where: 'expires_at <= $1' },
     [clock.now()],
+    limit,
+  );
+}
+
+/** Deletes up to `limit` challenges of a deleted store; returns how many. */
+export async function deleteStorePasskeyChallenges(db: Queryable, storeId: string, limit: number): Promise<number> {
+  return deleteInBatch(
+    db,
+    { table: 'passkey_challenges', key: ['store_id', 'handle_hash'], where: 'store_id = $1' },
+    [storeId],
     limit,
   );
 }

@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { Queryable } from '../../storage/database.js';
+import type { StoreQueryable } from '../../storage/database.js';
 
 /** A passkey as the account area shows it: never its credential id or public key. */
 export interface PasskeyView {
@@ -47,10 +47,14 @@ function toView(row: PasskeyRow): PasskeyView {
 }
 
 /** Stores a verified credential; null when that credential is already registered (to anyone). */
-export async function insertPasskey(db: Queryable, clock: Clock, passkey: NewPasskey): Promise<PasskeyView | null> {
+export async function insertPasskey(
+  db: StoreQueryable,
+  clock: Clock,
+  passkey: NewPasskey,
+): Promise<PasskeyView | null> {
   const rows = await db.query<PasskeyRow>(
-    `INSERT INTO passkeys (customer_id, credential_id, public_key, counter, transports, name, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (credential_id) DO NOTHING
+    `INSERT INTO passkeys (store_id, customer_id, credential_id, public_key, counter, transports, name, created_at)
+     VALUES ($8, $1, $2, $3, $4, $5, $6, $7) ON CONFLICT (store_id, credential_id) DO NOTHING
      RETURNING ${viewColumns}`,
     [
       passkey.customerId,
@@ -60,33 +64,38 @@ export async function insertPasskey(db: Queryable, clock: Clock, passkey: NewPas
       passkey.transports,
       passkey.name,
       clock.now(),
+      db.storeId,
     ],
   );
   return rows[0] === undefined ? null : toView(rows[0]);
 }
 
 /** The customer's passkeys, newest first. */
-export async function listPasskeys(db: Queryable, customerId: string): Promise<PasskeyView[]> {
+export async function listPasskeys(db: StoreQueryable, customerId: string): Promise<PasskeyView[]> {
   const rows = await db.query<PasskeyRow>(
-    `SELECT ${viewColumns} FROM passkeys WHERE customer_id = $1 ORDER BY created_at DESC, public_id DESC`,
-    [customerId],
+    `SELECT ${viewColumns} FROM passkeys WHERE store_id = $2 AND customer_id = $1
+      ORDER BY created_at DESC, public_id DESC`,
+    [customerId, db.storeId],
   );
   return rows.map(toView);
 }
 
 /** The customer's credential ids and transports, so an authenticator is not registered twice. */
 export async function listCredentialDescriptors(
-  db: Queryable,
+  db: StoreQueryable,
   customerId: string,
 ): Promise<Array<{ id: string; transports: string[] }>> {
   const rows = await db.query<{ credential_id: string; transports: string[] }>(
-    'SELECT credential_id, transports FROM passkeys WHERE customer_id = $1',
-    [customerId],
+    'SELECT credential_id, transports FROM passkeys WHERE store_id = $2 AND customer_id = $1',
+    [customerId, db.storeId],
   );
   return rows.map((row) => ({ id: row.credential_id, transports: row.transports }));
 }
 
-export async function findPasskeyByCredentialId(db: Queryable, credentialId: string): Promise<StoredPasskey | null> {
+export async function findPasskeyByCredentialId(
+  db: StoreQueryable,
+  credentialId: string,
+): Promise<StoredPasskey | null> {
   const rows = await db.query<{
     public_id: string;
     customer_id: string;
@@ -96,8 +105,8 @@ export async function findPasskeyByCredentialId(db: Queryable, credentialId: str
     transports: string[];
   }>(
     `SELECT public_id::text AS public_id, customer_id::text AS customer_id, credential_id, public_key, counter::text AS counter, transports
-       FROM passkeys WHERE credential_id = $1`,
-    [credentialId],
+       FROM passkeys WHERE store_id = $2 AND credential_id = $1`,
+    [credentialId, db.storeId],
   );
   const row = rows[0];
   if (row === undefined) return null;
@@ -125,15 +134,16 @@ export function counterAdvances(storedCounter: number, newCounter: number): bool
  * still advancing, so of two assertions racing with one counter value only one is recorded.
  */
 export async function recordPasskeyUse(
-  tx: Queryable,
+  tx: StoreQueryable,
   clock: Clock,
   publicId: string,
   newCounter: number,
 ): Promise<boolean> {
   const rows = await tx.query(
     `UPDATE passkeys SET counter = $2, last_used_at = $3
-      WHERE public_id = $1 AND ((counter = 0 AND $2::bigint = 0) OR counter < $2::bigint) RETURNING 1`,
-    [publicId, newCounter, clock.now()],
+      WHERE store_id = $4 AND public_id = $1 AND ((counter = 0 AND $2::bigint = 0) OR counter < $2::bigint)
+      RETURNING 1`,
+    [publicId, newCounter, clock.now(), tx.storeId],
   );
   return rows.length === 1;
 }
@@ -144,17 +154,20 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  * Deletes one of the customer's passkeys by its public handle. False when the customer has no such
  * passkey, whether the handle is malformed, unknown or another customer's: the caller answers alike.
  */
-export async function removePasskey(db: Queryable, customerId: string, publicId: string): Promise<boolean> {
+export async function removePasskey(db: StoreQueryable, customerId: string, publicId: string): Promise<boolean> {
   if (!uuidPattern.test(publicId)) return false;
-  const rows = await db.query('DELETE FROM passkeys WHERE customer_id = $1 AND public_id = $2 RETURNING 1', [
-    customerId,
-    publicId,
-  ]);
+  const rows = await db.query(
+    'DELETE FROM passkeys WHERE store_id = $3 AND customer_id = $1 AND public_id = $2 RETURNING 1',
+    [customerId, publicId, db.storeId],
+  );
   return rows.length === 1;
 }
 
 /** Deletes every passkey of the customer (the first proof of control ends those added before it). */
-export async function deleteCustomerPasskeys(tx: Queryable, customerId: string): Promise<number> {
-  const rows = await tx.query('DELETE FROM passkeys WHERE customer_id = $1 RETURNING 1', [customerId]);
+export async function deleteCustomerPasskeys(tx: StoreQueryable, customerId: string): Promise<number> {
+  const rows = await tx.query('DELETE FROM passkeys WHERE store_id = $2 AND customer_id = $1 RETURNING 1', [
+    customerId,
+    tx.storeId,
+  ]);
   return rows.length;
 }

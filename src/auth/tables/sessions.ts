@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { secondsBefore, type Clock } from '../../clock.js';
-import { deleteInBatch, StatementParams, type Database, type Queryable } from '../../storage/database.js';
+import { deleteInBatch, StatementParams, type Queryable, type StoreQueryable } from '../../storage/database.js';
 import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from '../rules/device-family.js';
 import { refreshSeenDevice, type DeviceKey } from './known-devices.js';
@@ -77,8 +77,15 @@ export interface OpenedSession {
 }
 
 /** The INSERT of createSession, its values added to `params`. */
-function insertSessionSql(params: StatementParams, opening: SessionOpening, session: NewSession, now: Date): string {
+function insertSessionSql(
+  params: StatementParams,
+  storeId: string,
+  opening: SessionOpening,
+  session: NewSession,
+  now: Date,
+): string {
   const { client } = opening;
+  const store = params.add(storeId);
   const idHash = params.add(hashSessionId(session.sessionId));
   const at = params.add(now);
   const expiresAt = params.add(session.expiresAt);
@@ -86,9 +93,9 @@ function insertSessionSql(params: StatementParams, opening: SessionOpening, sess
   const address = params.add(client === undefined ? null : maskAddress(client.address));
   const customerId = params.add(opening.customerId);
   const version = params.add(opening.credentialVersion);
-  return `INSERT INTO sessions (id_hash, customer_id, created_at, last_seen_at, expires_at, user_agent, client_address)
-     SELECT ${idHash}, id, ${at}, ${at}, ${expiresAt}, ${userAgent}, ${address}
-       FROM customers WHERE id = ${customerId} AND credential_version = ${version} FOR SHARE`;
+  return `INSERT INTO sessions (store_id, id_hash, customer_id, created_at, last_seen_at, expires_at, user_agent, client_address)
+     SELECT store_id, ${idHash}, id, ${at}, ${at}, ${expiresAt}, ${userAgent}, ${address}
+       FROM customers WHERE store_id = ${store} AND id = ${customerId} AND credential_version = ${version} FOR SHARE`;
 }
 
 /**
@@ -108,7 +115,7 @@ function insertSessionSql(params: StatementParams, opening: SessionOpening, sess
  * tried again next time.
  */
 export async function createSession(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   opening: SessionOpening,
 ): Promise<OpenedSession | null> {
@@ -116,7 +123,7 @@ export async function createSession(
   const now = clock.now();
   const session = { sessionId, expiresAt: new Date(now.getTime() + sessionAbsoluteLifetimeSeconds * 1000) };
   const params = new StatementParams();
-  const insert = insertSessionSql(params, opening, session, now);
+  const insert = insertSessionSql(params, db.storeId, opening, session, now);
   const { replaces, knownDevice } = opening;
   if (replaces === undefined && knownDevice === undefined) {
     const rows = await db.query(`${insert} RETURNING 1`, params.values);
@@ -125,9 +132,14 @@ export async function createSession(
   const parts = [`opened AS (${insert} RETURNING customer_id)`];
   if (replaces !== undefined) {
     const replacedHash = params.add(hashSessionId(replaces));
-    parts.push(`replaced AS (DELETE FROM sessions WHERE id_hash = ${replacedHash} AND EXISTS (SELECT 1 FROM opened))`);
+    const store = params.add(db.storeId);
+    parts.push(
+      `replaced AS (DELETE FROM sessions WHERE store_id = ${store} AND id_hash = ${replacedHash} AND EXISTS (SELECT 1 FROM opened))`,
+    );
   }
-  if (knownDevice !== undefined) parts.push(`device AS (${refreshSeenDevice(params, 'opened', knownDevice, now)})`);
+  if (knownDevice !== undefined) {
+    parts.push(`device AS (${refreshSeenDevice(params, db.storeId, 'opened', knownDevice, now)})`);
+  }
   const seen = knownDevice === undefined ? 'false' : 'EXISTS (SELECT 1 FROM device)';
   const [row] = await db.query<{ opened: boolean; device_seen: boolean }>(
     `WITH ${parts.join(',\n     ')}
@@ -139,14 +151,26 @@ export async function createSession(
 
 // Built once: a session read is the most frequent statement of all.
 const findSessionCustomerSql = `SELECT ${customerColumnsOf('c')}, s.last_seen_at
-       FROM sessions s JOIN customers c ON c.id = s.customer_id
-      WHERE s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`;
+       FROM sessions s JOIN customers c ON c.store_id = s.store_id AND c.id = s.customer_id
+      WHERE s.store_id = $4 AND s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`;
 
-/** The customer behind a live session, sliding its idle window; null for a dead or unknown one. */
-export async function findSessionCustomer(db: Database, clock: Clock, sessionId: string): Promise<CustomerRow | null> {
+/**
+ * The customer behind a live session of the store, sliding its idle window; null for a dead or
+ * unknown one, and for another store's: a cookie sent to a sibling store's host opens nothing.
+ */
+export async function findSessionCustomer(
+  db: StoreQueryable,
+  clock: Clock,
+  sessionId: string,
+): Promise<CustomerRow | null> {
   const { now, idleCutoff } = idleCutoffOf(clock);
   const idHash = hashSessionId(sessionId);
-  const rows = await db.query<CustomerRow & { last_seen_at: Date }>(findSessionCustomerSql, [idHash, now, idleCutoff]);
+  const rows = await db.query<CustomerRow & { last_seen_at: Date }>(findSessionCustomerSql, [
+    idHash,
+    now,
+    idleCutoff,
+    db.storeId,
+  ]);
   const row = rows[0];
   if (row === undefined) return null;
   await slideIdleWindow(db, idHash, now, row.last_seen_at);
@@ -155,9 +179,13 @@ export async function findSessionCustomer(db: Database, clock: Clock, sessionId:
 }
 
 /** Moves a live session's last use to now, at most once per touch interval (a write each time). */
-async function slideIdleWindow(db: Database, idHash: string, now: Date, lastSeenAt: Date): Promise<void> {
+async function slideIdleWindow(db: StoreQueryable, idHash: string, now: Date, lastSeenAt: Date): Promise<void> {
   if (now.getTime() - new Date(lastSeenAt).getTime() > sessionTouchIntervalSeconds * 1000) {
-    await db.query('UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1', [idHash, now]);
+    await db.query('UPDATE sessions SET last_seen_at = $2 WHERE store_id = $3 AND id_hash = $1', [
+      idHash,
+      now,
+      db.storeId,
+    ]);
   }
 }
 
@@ -174,8 +202,8 @@ export interface LiveSession {
 // asks on each of its requests.
 const findLiveSessionSql = `SELECT ${customerColumnsOf('c')}, s.last_seen_at, s.public_id::text AS session_public_id,
             s.created_at AS session_created_at, s.expires_at AS session_expires_at
-       FROM sessions s JOIN customers c ON c.id = s.customer_id
-      WHERE s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`;
+       FROM sessions s JOIN customers c ON c.store_id = s.store_id AND c.id = s.customer_id
+      WHERE s.store_id = $4 AND s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`;
 
 type LiveSessionRow = CustomerRow & {
   last_seen_at: Date;
@@ -188,10 +216,14 @@ type LiveSessionRow = CustomerRow & {
  * The session of a cookie value and its customer, by the session check's rule (findSessionCustomer),
  * sliding its idle window the same way; null for a dead, revoked or unknown one.
  */
-export async function findLiveSession(db: Database, clock: Clock, sessionId: string): Promise<LiveSession | null> {
+export async function findLiveSession(
+  db: StoreQueryable,
+  clock: Clock,
+  sessionId: string,
+): Promise<LiveSession | null> {
   const { now, idleCutoff } = idleCutoffOf(clock);
   const idHash = hashSessionId(sessionId);
-  const rows = await db.query<LiveSessionRow>(findLiveSessionSql, [idHash, now, idleCutoff]);
+  const rows = await db.query<LiveSessionRow>(findLiveSessionSql, [idHash, now, idleCutoff, db.storeId]);
   const row = rows[0];
   if (row === undefined) return null;
   await slideIdleWindow(db, idHash, now, row.last_seen_at);
@@ -206,11 +238,12 @@ export async function findLiveSession(db: Database, clock: Clock, sessionId: str
 }
 
 /** Deletes a session; returns its customer when it was live, null when there was none (gone, expired, unknown). */
-export async function deleteSession(db: Queryable, clock: Clock, sessionId: string): Promise<string | null> {
+export async function deleteSession(db: StoreQueryable, clock: Clock, sessionId: string): Promise<string | null> {
   const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<{ customer_id: string; live: boolean }>(
-    'DELETE FROM sessions WHERE id_hash = $1 RETURNING customer_id, (expires_at > $2 AND last_seen_at > $3) AS live',
-    [hashSessionId(sessionId), now, idleCutoff],
+    `DELETE FROM sessions WHERE store_id = $4 AND id_hash = $1
+     RETURNING customer_id, (expires_at > $2 AND last_seen_at > $3) AS live`,
+    [hashSessionId(sessionId), now, idleCutoff, db.storeId],
   );
   return rows[0]?.live === true ? rows[0].customer_id : null;
 }
@@ -245,7 +278,7 @@ function idleCutoffOf(clock: Clock): { now: Date; idleCutoff: Date } {
 
 /** The customer's live sessions, newest first; `currentSessionId` is the caller's cookie, if any. */
 export async function listCustomerSessions(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   customerId: string,
   currentSessionId?: string,
@@ -253,9 +286,9 @@ export async function listCustomerSessions(
   const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<SessionRow>(
     `SELECT id_hash, public_id::text AS public_id, created_at, last_seen_at, expires_at, user_agent, client_address
-       FROM sessions WHERE customer_id = $1 AND ${liveCondition}
+       FROM sessions WHERE store_id = $4 AND customer_id = $1 AND ${liveCondition}
       ORDER BY created_at DESC, public_id DESC`,
-    [customerId, now, idleCutoff],
+    [customerId, now, idleCutoff, db.storeId],
   );
   const currentHash = currentSessionId === undefined ? undefined : hashSessionId(currentSessionId);
   return rows.map((row) => ({
@@ -269,11 +302,11 @@ export async function listCustomerSessions(
 }
 
 /** How many live sessions the customer has, by the same rule as every other reader of sessions. */
-export async function countLiveCustomerSessions(db: Queryable, clock: Clock, customerId: string): Promise<number> {
+export async function countLiveCustomerSessions(db: StoreQueryable, clock: Clock, customerId: string): Promise<number> {
   const { now, idleCutoff } = idleCutoffOf(clock);
   const [row] = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM sessions WHERE customer_id = $1 AND ${liveCondition}`,
-    [customerId, now, idleCutoff],
+    `SELECT count(*)::int AS n FROM sessions WHERE store_id = $4 AND customer_id = $1 AND ${liveCondition}`,
+    [customerId, now, idleCutoff, db.storeId],
   );
   return row?.n ?? 0;
 }
@@ -286,7 +319,7 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  * whether the handle is malformed, unknown or another customer's: the caller answers all three alike.
  */
 export async function revokeCustomerSession(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   customerId: string,
   publicId: string,
@@ -295,8 +328,9 @@ export async function revokeCustomerSession(
   if (!uuidPattern.test(publicId)) return fail('not_found');
   const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<{ id_hash: string }>(
-    `DELETE FROM sessions WHERE customer_id = $1 AND public_id = $4 AND ${liveCondition} RETURNING id_hash`,
-    [customerId, now, idleCutoff, publicId],
+    `DELETE FROM sessions WHERE store_id = $5 AND customer_id = $1 AND public_id = $4 AND ${liveCondition}
+     RETURNING id_hash`,
+    [customerId, now, idleCutoff, publicId, db.storeId],
   );
   const row = rows[0];
   return row === undefined ? fail('not_found') : ok({ current: row.id_hash === hashSessionId(currentSessionId) });
@@ -307,7 +341,7 @@ export async function revokeCustomerSession(
  * returns how many of those were live: dead ones go too, but were no device to sign out.
  */
 export async function revokeCustomerSessions(
-  db: Queryable,
+  db: StoreQueryable,
   clock: Clock,
   customerId: string,
   keepSessionId?: string,
@@ -315,16 +349,16 @@ export async function revokeCustomerSessions(
   const { now, idleCutoff } = idleCutoffOf(clock);
   const [row] = await db.query<{ n: number }>(
     `WITH gone AS (
-       DELETE FROM sessions WHERE customer_id = $1 AND ($4::text IS NULL OR id_hash <> $4)
+       DELETE FROM sessions WHERE store_id = $5 AND customer_id = $1 AND ($4::text IS NULL OR id_hash <> $4)
        RETURNING ${liveCondition} AS live)
      SELECT count(*) FILTER (WHERE live)::int AS n FROM gone`,
-    [customerId, now, idleCutoff, keepSessionId === undefined ? null : hashSessionId(keepSessionId)],
+    [customerId, now, idleCutoff, keepSessionId === undefined ? null : hashSessionId(keepSessionId), db.storeId],
   );
   return row?.n ?? 0;
 }
 
-export async function deleteCustomerSessions(tx: Queryable, customerId: string): Promise<void> {
-  await tx.query('DELETE FROM sessions WHERE customer_id = $1', [customerId]);
+export async function deleteCustomerSessions(tx: StoreQueryable, customerId: string): Promise<void> {
+  await tx.query('DELETE FROM sessions WHERE store_id = $2 AND customer_id = $1', [customerId, tx.storeId]);
 }
 
 /**
@@ -341,7 +375,7 @@ export async function deleteExpiredSessions(
   const cutoff = secondsBefore(clock.now(), retentionSeconds);
   return deleteInBatch(
     db,
-    { table: 'sessions', key: ['id_hash'], where: 'expires_at <= $1 OR last_seen_at <= $2' },
+    { table: 'sessions', key: ['store_id', 'id_hash'], where: 'expires_at <= $1 OR last_seen_at <= $2' },
     [cutoff, secondsBefore(cutoff, sessionIdleTimeoutSeconds)],
     limit,
   );

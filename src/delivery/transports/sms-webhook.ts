@@ -17,6 +17,8 @@ export function createSmsWebhookTransport(url: string, secret: string): Transpor
         to: message.to,
         text: message.content.text,
         purpose: message.purpose,
+        store_id: message.from.storeId,
+        sender: message.from.smsSender,
       });
       const response = await fetch(url, {
         method: 'POST',

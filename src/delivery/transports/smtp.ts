@@ -56,6 +56,15 @@ function explain(error: unknown, options: SMTPTransport.Options): unknown {
   return error;
 }
 
+/**
+ * The From of a store without a mail_from of its own: MAIL_FROM as the operator wrote it when it
+ * names a sender (`Shop <a@b>`), else its bare address under the store's name, so one deployment's
+ * stores each sign their own mail.
+ */
+export function fromLineOf(mailFrom: string, storeName: string): string | { name: string; address: string } {
+  return /<[^<>]+>\s*$/.test(mailFrom) ? mailFrom : { name: storeName, address: mailFrom.trim() };
+}
+
 export function createSmtpTransport(smtpUrl: string, from: string, tls: SmtpTlsOptions = {}): Transport {
   const options = smtpOptions(smtpUrl, tls);
   // nodemailer is loaded with the first message rather than at the start, which it would slow by
@@ -69,7 +78,7 @@ export function createSmtpTransport(smtpUrl: string, from: string, tls: SmtpTlsO
       try {
         const transporter = await connect();
         await transporter.sendMail({
-          from,
+          from: message.from.mailFrom ?? fromLineOf(from, message.from.storeName),
           to: message.to,
           subject: message.content.subject,
           text: message.content.text,

@@ -4,6 +4,7 @@ import { newPasswordErrors, validateName } from '../../auth/rules/fields.js';
 import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
 import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
+import { storeCsrfKey } from '../csrf.js';
 import { startSessionCookies } from '../session-cookie.js';
 import { ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
 
@@ -52,7 +53,7 @@ const changeProfileRoute = declareRoute({
 /** The signed-in customer's own account: password and name. */
 export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { config, keys, metrics } = services;
-  const { deps, audit, limit, refusal, reauthenticated } = routeKit(services);
+  const { depsOf, audit, limit, refusal, reauthenticated } = routeKit(services);
   const countChange = (outcome: string) => metrics.passwordChanges.inc({ outcome });
 
   return async (app) => {
@@ -63,14 +64,14 @@ export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       const result = await reauthenticated(
         request,
         customer,
-        () => changePassword(deps, request.store, { customer, sessionId, client }, request.body),
+        () => changePassword(depsOf(request), request.store, { customer, sessionId, client }, request.body),
         () => countChange('throttled'),
       );
       if (!result.ok)
         throw refusal(request, passwordChangeOutcomes, result, { customerId: customer.id, count: countChange });
       countChange('success');
       audit(request, 'password.changed', customer.id);
-      startSessionCookies(reply, config, keys.csrf, result.value.sessionId);
+      startSessionCookies(reply, config, storeCsrfKey(keys.csrf, request.store.id), result.value.sessionId);
       return { status: 'password_changed' as const };
     });
 
@@ -82,7 +83,7 @@ export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
         return errors;
       });
       await limit(request, [[limits.profileChanges, customer.id]]);
-      const result = await changeName(deps, customer.id, request.body.name);
+      const result = await changeName(depsOf(request), customer.id, request.body.name);
       if (!result.ok) throw refusal(request, nameChangeOutcomes, result);
       audit(request, 'profile.changed', customer.id);
       return result.value;

@@ -38,13 +38,13 @@ const deleteAccountRoute = declareRoute({
 /** The signed-in customer's own data: export it, or delete the account. */
 export function erasureRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics } = services;
-  const { deps, audit, limit, refusal, reauthenticated, signOut } = routeKit(services);
+  const { depsOf, audit, limit, refusal, reauthenticated, signOut } = routeKit(services);
 
   return async (app) => {
     app.get('/account/export', exportAccountRoute, async (request, reply) => {
       const { customer, sessionId } = accountOf(request);
       await limit(request, [[limits.accountExports, customer.id]]);
-      const exported = await exportAccount(deps, customer.id, sessionId);
+      const exported = await exportAccount(depsOf(request), customer.id, sessionId);
       if (!exported.ok) throw refusal(request, exportOutcomes, exported);
       audit(request, 'account.exported', customer.id);
       metrics.accountRequests.inc({ operation: 'export' });
@@ -57,12 +57,12 @@ export function erasureRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       const { customer } = accountOf(request);
       // The failed-login limit of the identity, as at login: a stolen session cannot guess on.
       const result = await reauthenticated(request, customer, () =>
-        deleteAccountWithPassword(deps, request.store.name, customer, request.body.current_password),
+        deleteAccountWithPassword(depsOf(request), request.store.name, customer, request.body.current_password),
       );
       if (!result.ok) throw refusal(request, deleteOutcomes, result, { customerId: customer.id });
       audit(request, 'account.deleted', customer.id);
       metrics.accountRequests.inc({ operation: 'delete' });
-      signOut(reply);
+      signOut(request, reply);
       return { status: 'deleted' as const };
     });
   };

@@ -49,7 +49,7 @@ const confirmIdentityRoute = declareRoute({
 /** The signed-in customer moving their account to another email address or phone number. */
 export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics } = services;
-  const { deps, audit, limit, refusal, reauthenticated, accept } = routeKit(services);
+  const { depsOf, audit, limit, refusal, reauthenticated, accept } = routeKit(services);
   const countStep = (step: string) => (outcome: string) => metrics.identityChanges.inc({ step, outcome });
   const countRequest = countStep('request');
   const countConfirm = countStep('confirm');
@@ -58,13 +58,15 @@ export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
     app.post('/identity/change', changeIdentityRoute, async (request, reply) => {
       const { customer } = accountOf(request);
       const store = request.store;
-      refuseInvalidBody(request, (fields) => identityChangeErrors(store, fields, deps.allowedCallingCodes));
+      refuseInvalidBody(request, (fields) =>
+        identityChangeErrors(store, fields, services.config.smsAllowedCallingCodes),
+      );
       // A full queue refuses before the password is checked or anything counted.
       services.background.assertRoom('identity-change');
       const checked = await reauthenticated(
         request,
         customer,
-        () => checkIdentityChange(deps, store, customer, request.body),
+        () => checkIdentityChange(depsOf(request), store, customer, request.body),
         () => countRequest('throttled'),
       );
       if (!checked.ok)
@@ -81,7 +83,7 @@ export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       // Answered before the new identity is looked up, so the time to answer cannot tell whether
       // it has an account (as forgot-password does).
       const accepted = accept(reply, 'identity-change', () =>
-        requestIdentityChange(deps, store, customer.id, newIdentityValue),
+        requestIdentityChange(depsOf(request), store, customer.id, newIdentityValue),
       );
       countRequest('accepted');
       audit(request, 'identity.change_requested', customer.id);
@@ -91,7 +93,13 @@ export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
     app.post('/identity/confirm', confirmIdentityRoute, async (request) => {
       const { sessionId, customer } = accountOf(request);
       await limit(request, [[limits.codeAttempts, request.clientKey]]);
-      const result = await confirmIdentityChange(deps, request.store, customer.id, sessionId, request.body.code);
+      const result = await confirmIdentityChange(
+        depsOf(request),
+        request.store,
+        customer.id,
+        sessionId,
+        request.body.code,
+      );
       if (!result.ok) throw refusal(request, confirmOutcomes, result, { count: countConfirm });
       countConfirm('changed');
       audit(request, 'identity.changed', customer.id);

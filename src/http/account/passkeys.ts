@@ -6,7 +6,7 @@ import { finishPasskeyRegistration, startPasskeyRegistration } from '../../auth/
 import { validateName } from '../../auth/rules/fields.js';
 import { listPasskeys, removePasskey } from '../../auth/tables/passkeys.js';
 import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
-import { accountOf, routeKit, type KitSource } from '../kit.js';
+import { accountOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
 import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { ProblemError } from '../problems.js';
@@ -68,15 +68,14 @@ const removal = declareRoute({
 
 /** Passkeys in the account area: adding one, listing them, removing one. Each needs the session. */
 export function passkeyRoutes(services: KitSource): FastifyPluginAsyncTypebox {
-  const { db } = services;
-  const { deps, audit, limit, forget, refusal } = routeKit(services);
+  const { depsOf, audit, limit, forget, refusal } = routeKit(services);
   const { ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
 
   return async (app) => {
     app.post('/passkeys/register/options', registrationOptions, async (request, reply) => {
       const { customer } = accountOf(request);
       return ceremonyOptions(request, reply, async (rp) => {
-        const started = await startPasskeyRegistration(deps, rp, customer);
+        const started = await startPasskeyRegistration(depsOf(request), rp, customer);
         if (!started.ok) throw new ProblemError('identity_unverified');
         return started.value;
       });
@@ -92,13 +91,19 @@ export function passkeyRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       const errors: FieldErrors = {};
       const name = request.body.name === undefined ? undefined : validateName(request.body.name, errors);
       if (Object.keys(errors).length > 0) throw new ProblemError('validation_failed', { errors });
-      const result = await finishPasskeyRegistration(deps, relyingParty(services, request), request.store, customer, {
-        handle: passkeyHandle(request, cookieKeys),
-        response: request.body.credential as unknown as RegistrationResponseJSON,
-        name,
-        currentPassword: request.body.current_password,
-        userAgent: request.headers['user-agent'],
-      });
+      const result = await finishPasskeyRegistration(
+        depsOf(request),
+        relyingParty(services, request),
+        request.store,
+        customer,
+        {
+          handle: passkeyHandle(request, cookieKeys),
+          response: request.body.credential as unknown as RegistrationResponseJSON,
+          name,
+          currentPassword: request.body.current_password,
+          userAgent: request.headers['user-agent'],
+        },
+      );
       clearPasskeyCookie(reply, secure);
       if (!result.ok) {
         const fields = result.error === 'credential_refused' ? { credential: [credentialRefused] } : undefined;
@@ -111,13 +116,14 @@ export function passkeyRoutes(services: KitSource): FastifyPluginAsyncTypebox {
     });
 
     app.get('/passkeys', list, async (request) => ({
-      passkeys: await listPasskeys(db, accountOf(request).customer.id),
+      passkeys: await listPasskeys(storeDbOf(services, request), accountOf(request).customer.id),
     }));
 
     app.post('/passkeys/:id/delete', removal, async (request) => {
       const { customer } = accountOf(request);
       await limit(request, [[limits.passkeyChanges, customer.id]]);
-      if (!(await removePasskey(db, customer.id, request.params.id))) throw new ProblemError('not_found');
+      if (!(await removePasskey(storeDbOf(services, request), customer.id, request.params.id)))
+        throw new ProblemError('not_found');
       audit(request, 'passkey.removed', customer.id, { passkey: request.params.id, by: 'customer' });
       return { status: 'deleted' as const };
     });

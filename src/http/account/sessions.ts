@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { listCustomerSessions, revokeCustomerSession, revokeCustomerSessions } from '../../auth/tables/sessions.js';
 import { declareRoute } from '../declare.js';
-import { accountOf, routeKit, type KitSource } from '../kit.js';
+import { accountOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
@@ -37,32 +37,38 @@ const revokeOtherSessionsRoute = declareRoute({
 
 /** The account area: the signed-in customer's own sessions. */
 export function sessionRoutes(services: KitSource): FastifyPluginAsyncTypebox {
-  const { metrics, db, clock } = services;
+  const { metrics, clock } = services;
   const { audit, limit, signOut } = routeKit(services);
 
   return async (app) => {
     app.get('/sessions', listSessionsRoute, async (request) => {
       const { sessionId, customer } = accountOf(request);
-      return { sessions: await listCustomerSessions(db, clock, customer.id, sessionId) };
+      return { sessions: await listCustomerSessions(storeDbOf(services, request), clock, customer.id, sessionId) };
     });
 
     app.post('/sessions/:id/revoke', revokeSessionRoute, async (request, reply) => {
       const { sessionId, customer } = accountOf(request);
       await limit(request, [[limits.sessionRevocations, customer.id]]);
-      const revoked = await revokeCustomerSession(db, clock, customer.id, request.params.id, sessionId);
+      const revoked = await revokeCustomerSession(
+        storeDbOf(services, request),
+        clock,
+        customer.id,
+        request.params.id,
+        sessionId,
+      );
       if (!revoked.ok) throw new ProblemError('not_found');
       const { current } = revoked.value;
       metrics.sessionsRevoked.inc({ scope: 'one' });
       audit(request, 'session.revoked', customer.id, { count: '1', current: String(current), by: 'customer' });
       // Revoking the session of the request is a logout.
-      if (current) signOut(reply);
+      if (current) signOut(request, reply);
       return { status: 'revoked' as const };
     });
 
     app.post('/sessions/revoke-others', revokeOtherSessionsRoute, async (request) => {
       const { sessionId, customer } = accountOf(request);
       await limit(request, [[limits.sessionRevocations, customer.id]]);
-      const count = await revokeCustomerSessions(db, clock, customer.id, sessionId);
+      const count = await revokeCustomerSessions(storeDbOf(services, request), clock, customer.id, sessionId);
       metrics.sessionsRevoked.inc({ scope: 'others' }, count);
       audit(request, 'session.revoked', customer.id, { count: String(count), current: 'false', by: 'customer' });
       return { status: 'revoked' as const, count };

@@ -2,6 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
 import { toCustomer } from '../../auth/tables/customers.js';
 import { findLiveSession } from '../../auth/tables/sessions.js';
+import { forStore } from '../../storage/database.js';
+import { loadStore, normalizeHost, onlyStore, type StoreContext } from '../../store/store.js';
 import { bodyLimitBytes } from '../common.js';
 import { soleCookie } from '../csrf.js';
 import type { Edge } from '../edge.js';
@@ -27,16 +29,33 @@ export const IntrospectBody = Type.Object(
         description: "The session cookie's value alone.",
       }),
     ),
+    store: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: "The shopper's store, by id or slug. With several stores, send this or `host`.",
+      }),
+    ),
+    host: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        description: 'The host the shopper called (a storefront host of the store), instead of `store`.',
+      }),
+    ),
   },
   {
     additionalProperties: false,
-    description: 'Exactly one of `cookie` and `session`; any other field is refused.',
+    description:
+      'Exactly one of `cookie` and `session`, and at most one of `store` and `host` (one is needed once the deployment has several stores); any other field is refused.',
   },
 );
 export type IntrospectBody = Static<typeof IntrospectBody>;
 
 const time = Type.String({ format: 'date-time' });
 const notExactlyOne = { body: ['Send exactly one of cookie and session.'] };
+const storeNeeded = { store: ['The deployment has several stores: send store (id or slug) or host.'] };
+const bothStoreAndHost = { body: ['Send at most one of store and host.'] };
 
 export const ActiveSession = Type.Object({
   active: Type.Literal(true),
@@ -85,6 +104,7 @@ const introspectRoute = {
       ...ownProblemResponses(
         [
           'validation_failed',
+          'store_not_found',
           'unauthenticated',
           'payload_too_large',
           'unsupported_media_type',
@@ -110,16 +130,40 @@ function sessionIdOf(body: IntrospectBody, cookieName: string): string | undefin
 export function introspectionRoutes(
   services: Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter'>,
 ): FastifyPluginAsyncTypebox {
-  const { db, clock, config, store, limiter } = services;
+  const { db, clock, config, limiter } = services;
+
+  /** The store the body names; a session is only ever looked for in it. */
+  async function storeOf(body: IntrospectBody): Promise<StoreContext> {
+    if (body.store !== undefined && body.host !== undefined) {
+      throw new ProblemError('validation_failed', { errors: bothStoreAndHost });
+    }
+    if (body.store !== undefined) {
+      const store = (await services.store.byId(body.store)) ?? (await loadStore(db, { slug: body.store }));
+      if (store === null) throw new ProblemError('store_not_found');
+      return store;
+    }
+    if (body.host !== undefined) {
+      const store = await services.store.resolve(normalizeHost(body.host));
+      if (store === null) throw new ProblemError('store_not_found');
+      return store;
+    }
+    const only = await onlyStore(db);
+    if (!only.ok) {
+      if (only.reason === 'several_stores') throw new ProblemError('validation_failed', { errors: storeNeeded });
+      throw new ProblemError('store_not_found');
+    }
+    return only.store;
+  }
+
   return async (app) => {
     app.post('/sessions/introspect', introspectRoute, async (request) => {
       await limiter.consume(request, [[limits.introspections, adminCallerOf(request).tokenId]]);
       const sessionId = sessionIdOf(request.body, config.sessionCookieName);
       // Not written to the audit trail: a backend asks on each of its requests, so the trail would
       // hold little else and its writes would cost more than the read. The request log names the token.
-      const live = sessionId === undefined ? null : await findLiveSession(db, clock, sessionId);
+      const { id, status } = await storeOf(request.body);
+      const live = sessionId === undefined ? null : await findLiveSession(forStore(db, id), clock, sessionId);
       if (live === null) return { active: false as const };
-      const { id, status } = await store.get();
       return {
         active: true as const,
         customer: toCustomer(live.customer),

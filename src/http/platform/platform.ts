@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Edge } from '../edge.js';
-import { setCsrfCookie } from '../csrf.js';
+import { setCsrfCookie, storeCsrfKey } from '../csrf.js';
+import { hostOf } from '../scopes.js';
 import { ProblemError } from '../problems.js';
 import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
 import { sessionCookieOf } from '../session-cookie.js';
@@ -64,8 +65,8 @@ export function probeRoutes(services: Edge): FastifyPluginAsyncTypebox {
           response: { 200: HealthReady, ...problemResponses('deployment_not_ready', 'rate_limited') },
         },
       },
-      async () => {
-        const { ready, checks, store } = await services.readiness();
+      async (request) => {
+        const { ready, checks, store } = await services.readiness(hostOf(request));
         const details = store === null ? undefined : { store_id: store.id, store_status: store.status };
         if (!ready || app.draining) {
           throw new ProblemError('deployment_not_ready', details === undefined ? { checks } : { checks, details });
@@ -100,7 +101,7 @@ export function csrfCookieRoute(services: Pick<Edge, 'config' | 'keys'>, url: st
       },
       async (request, reply) => {
         const sessionId = sessionCookieOf(request, services.config);
-        setCsrfCookie(reply, services.keys.csrf, sessionId, services.config);
+        setCsrfCookie(reply, storeCsrfKey(services.keys.csrf, request.store.id), sessionId, services.config);
         return reply.code(204).send(null);
       },
     );

@@ -24,7 +24,7 @@ const resetPasswordRoute = declareRoute({
 
 /** Recovery: ask for a reset code, set a new password with it. */
 export function recoveryRoutes(services: KitSource): FastifyPluginAsyncTypebox {
-  const { deps, audit, limit, refusal } = routeKit(services);
+  const { depsOf, audit, limit, refusal } = routeKit(services);
 
   return async (app) => {
     await app.register(
@@ -40,7 +40,10 @@ export function recoveryRoutes(services: KitSource): FastifyPluginAsyncTypebox {
     app.post('/password/reset', resetPasswordRoute, async (request) => {
       refuseInvalidBody(request, newPasswordErrors);
       await limit(request, [[limits.codeAttempts, request.clientKey]]);
-      const result = await resetPassword(deps, request.store, { ...request.body, identity: identityOf(request) });
+      const result = await resetPassword(depsOf(request), request.store, {
+        ...request.body,
+        identity: identityOf(request),
+      });
       if (!result.ok) throw refusal(request, resetOutcomes, result);
       audit(request, 'password.reset', result.value.customerId);
       return { status: 'password_reset' as const };

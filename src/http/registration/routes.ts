@@ -46,13 +46,15 @@ const verifyRoute = declareRoute({
 
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
 export function registrationRoutes(services: KitSource): FastifyPluginAsyncTypebox {
-  const { deps, audit, limit, refusal } = routeKit(services);
+  const { depsOf, audit, limit, refusal } = routeKit(services);
 
   return async (app) => {
     app.post('/register', registerRoute, async (request, reply) => {
-      refuseInvalidBody(request, (fields) => registrationErrors(request.store, fields, deps.allowedCallingCodes));
+      refuseInvalidBody(request, (fields) =>
+        registrationErrors(request.store, fields, services.config.smsAllowedCallingCodes),
+      );
       await limit(request, [[limits.registrations, request.clientKey]]);
-      const result = await register(deps, request.store, request.body);
+      const result = await register(depsOf(request), request.store, request.body);
       if (!result.ok) throw refusal(request, registerOutcomes, result);
       audit(request, 'customer.registered', result.value.id);
       reply.code(201);
@@ -61,7 +63,7 @@ export function registrationRoutes(services: KitSource): FastifyPluginAsyncTypeb
 
     app.post('/verify', verifyRoute, async (request) => {
       await limit(request, [[limits.codeAttempts, request.clientKey]]);
-      const result = await verifyIdentity(deps, identityOf(request), request.body.code);
+      const result = await verifyIdentity(depsOf(request), identityOf(request), request.body.code);
       if (!result.ok) throw refusal(request, verifyOutcomes, result);
       audit(request, 'customer.verified', result.value.id);
       return result.value;

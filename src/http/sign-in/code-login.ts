@@ -26,7 +26,7 @@ const loginWithCodeRoute = declareRoute({
  */
 export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics } = services;
-  const { deps, limit, refusal, signInSucceeded } = routeKit(services);
+  const { depsOf, limit, refusal, signInSucceeded } = routeKit(services);
   const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
 
   return async (app) => {
@@ -48,7 +48,7 @@ export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox 
       const previous = sessionCookieOf(request, services.config);
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
       const attempt = { store: request.store, client, previousSessionId: previous };
-      const result = await loginWithCode(deps, attempt, identityOf(request), request.body.code);
+      const result = await loginWithCode(depsOf(request), attempt, identityOf(request), request.body.code);
       if (!result.ok) throw refusal(request, codeLoginOutcomes, result, { count: countLogin });
       return signInSucceeded(request, reply, result.value, 'code');
     });

@@ -47,19 +47,19 @@ const loginWithPasskeyRoute = declareRoute({
 /** Signing in with a passkey: no session needed, and the answer of a login. */
 export function passkeyLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics } = services;
-  const { deps, audit, limit, refusal, signInSucceeded } = routeKit(services);
+  const { depsOf, audit, limit, refusal, signInSucceeded } = routeKit(services);
   const { ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
   const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
 
   return async (app) => {
     app.post('/passkeys/login/options', passkeyLoginOptionsRoute, async (request, reply) => {
-      return ceremonyOptions(request, reply, (rp) => startPasskeyLogin(deps, rp));
+      return ceremonyOptions(request, reply, (rp) => startPasskeyLogin(depsOf(request), rp));
     });
 
     app.post('/passkeys/login', loginWithPasskeyRoute, async (request, reply) => {
       await limit(request, [[limits.loginAttempts, request.clientKey]], () => countLogin('throttled'));
       const result = await loginWithPasskey(
-        deps,
+        depsOf(request),
         relyingParty(services, request),
         {
           store: request.store,

@@ -3,7 +3,7 @@ import { login } from '../../auth/flows/login.js';
 import { toCustomer } from '../../auth/tables/customers.js';
 import { deleteSession } from '../../auth/tables/sessions.js';
 import { declareRoute, signInRefused, type Outcomes } from '../declare.js';
-import { accountOf, identityOf, routeKit, type KitSource } from '../kit.js';
+import { accountOf, identityOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { limits, type LimitHit } from '../rate-limit.js';
 import { AuthSession, LoginBody, SignedOutStatus } from '../schemas.js';
@@ -48,8 +48,8 @@ const logoutRoute = declareRoute({
 
 /** Signing in with a password, asking who is signed in, and signing out. */
 export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTypebox {
-  const { metrics, db, clock } = services;
-  const { deps, audit, limit, refusal, signInSucceeded, signOut } = routeKit(services);
+  const { metrics, clock } = services;
+  const { depsOf, audit, limit, refusal, signInSucceeded, signOut } = routeKit(services);
   const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
 
   return async (app) => {
@@ -64,7 +64,7 @@ export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTyp
       const previous = sessionCookieOf(request, services.config);
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
       const attempt = { store: request.store, client, previousSessionId: previous };
-      const result = await login(deps, attempt, identity, request.body.password);
+      const result = await login(depsOf(request), attempt, identity, request.body.password);
       if (!result.ok) throw refusal(request, loginOutcomes, result, { count: countLogin });
       return signInSucceeded(request, reply, result.value, 'password', identity.key);
     });
@@ -77,10 +77,10 @@ export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTyp
 
     app.post('/logout', logoutRoute, async (request, reply) => {
       // Gone since the session was read (a parallel logout): that one signed out, not this one.
-      const customerId = await deleteSession(db, clock, accountOf(request).sessionId);
+      const customerId = await deleteSession(storeDbOf(services, request), clock, accountOf(request).sessionId);
       if (customerId === null) throw new ProblemError('unauthenticated');
       audit(request, 'logout', customerId);
-      signOut(reply);
+      signOut(request, reply);
       return { status: 'signed_out' as const };
     });
   };
