@@ -24,7 +24,14 @@ import {
 } from './context.js';
 import { hashingConnections, sessionConnections } from './customer-load.js';
 import { nextClientAddress, runLoad, statusText, sum, type LoadResult } from './load.js';
-import { listeningPorts, measureServiceCpu, waitUntilIdle, type ServiceCpu } from './proc.js';
+import {
+  cpuSeconds,
+  descendantPids,
+  listeningPorts,
+  measureServiceCpu,
+  waitUntilIdle,
+  type ServiceCpu,
+} from './proc.js';
 import { freePort, startService, type Server } from './servers.js';
 
 /**
@@ -42,10 +49,23 @@ const throughputShare = 0.95;
 const memoryGrowthLimitMb = 25;
 const changeVisibleLimitMs = 2_000;
 const floodP99Limit = 2;
-/** Store B's own logins while A floods: a normal store's trickle, about a tenth of what hashing allows. */
-const quietStoreRate = 10;
-/** Spans of the flood rows, in --seconds: 200 of B's logins a span give its p99 a few answers above it. */
+/**
+ * Store B's own logins while A floods: a normal store's trickle, a tenth of the logins a second
+ * the many-store service reached in 13a, at most 10 a second (about a twelfth of a quiet 2-core
+ * host's). A fixed rate would not stay a trickle on a host whose other work leaves the service a
+ * fraction of its cores: B would then want more than half of what is left, and queue behind
+ * itself whatever the hashing line does.
+ */
+const quietShare = 0.1;
+const quietRateLimit = 10;
+/** Spans of the flood rows, in --seconds, and the fewest logins of B's a span gives its p99. */
 const floodSpanFactor = 5;
+const quietLoginsPerSpan = 100;
+/** Stores the platform creates through the admin API in 13f, over `adminConnections` connections. */
+const adminCreates = 400;
+const adminConnections = 4;
+const adminCreateP99LimitMs = 50;
+const adminToken = 'bench-admin-token-0123456789abcdef0123456789abcdef';
 /** Pause and resume samples per store, of `changeStores` stores, idle and again under load. */
 const changeStores = 3;
 const figure = '13';
@@ -104,14 +124,15 @@ async function newBackend(
  */
 async function startWithMetrics(context: BenchContext, env: Record<string, string>) {
   const metricsPort = await freePort();
+  const adminPort = await freePort();
   const cpuProfileDir = context.profile?.figure === figure ? context.profile.dir : undefined;
   const started = performance.now();
   const service = await startService(
-    { ...env, METRICS_PORT: String(metricsPort) },
-    cpuProfileDir === undefined ? {} : { cpuProfileDir },
+    { ...env, METRICS_PORT: String(metricsPort), ADMIN_TOKENS: adminToken },
+    { adminPort, ...(cpuProfileDir !== undefined && { cpuProfileDir }) },
   );
   for (;;) {
-    const port = listeningPorts(service.pid).find((candidate) => candidate !== metricsPort);
+    const port = listeningPorts(service.pid).find((candidate) => candidate !== metricsPort && candidate !== adminPort);
     if (port !== undefined) {
       return {
         service: { ...service, url: `http://127.0.0.1:${port}` },
@@ -431,20 +452,74 @@ async function serveEveryStore(deployment: Deployment, cookieName: string): Prom
   return (performance.now() - started) / 1000;
 }
 
+/**
+ * The database server processes serving a deployment: in embedded mode the service's own
+ * descendants; otherwise the backends connected to its database (the server is shared, and other
+ * users' backends are not its cost).
+ */
+async function databasePids(deployment: Deployment): Promise<number[]> {
+  if (deployment.backend.mode === 'embedded') return descendantPids(deployment.service.pid);
+  const client = new pg.Client({
+    connectionString: deployment.backend.serverUrl(deployment.backend.serviceDatabase),
+  });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    return rows.map((row) => row.pid);
+  } finally {
+    await client.end();
+  }
+}
+
+/** CPU milliseconds per answer of the service process (every thread) and of its database's processes. */
+interface Cost {
+  serviceMs: number;
+  databaseMs: number;
+}
+
+/**
+ * Starts reading what a load costs in CPU; the returned function takes the number of answers.
+ * On a shared host the CPU a request takes moves far less than the throughput others leave, so
+ * this tells a real difference from a noisy one. A backend that ends meanwhile takes its time
+ * with it; the pool keeps its connections for minutes, so none should.
+ */
+async function measureCost(deployment: Deployment): Promise<(answers: number) => Promise<Cost>> {
+  const total = (pids: number[]) => pids.reduce((sum, pid) => sum + (cpuSeconds(pid) || 0), 0);
+  const serviceBefore = cpuSeconds(deployment.service.pid);
+  const before = new Map((await databasePids(deployment)).map((pid) => [pid, cpuSeconds(pid) || 0]));
+  return async (answers) => {
+    const serviceSeconds = cpuSeconds(deployment.service.pid) - serviceBefore;
+    const after = await databasePids(deployment);
+    const databaseSeconds = total(after) - after.reduce((sum, pid) => sum + (before.get(pid) ?? 0), 0);
+    return { serviceMs: (serviceSeconds * 1000) / answers, databaseMs: (databaseSeconds * 1000) / answers };
+  };
+}
+
+function costText(costs: Cost[]): string {
+  const service = median(costs.map((cost) => cost.serviceMs));
+  const database = median(costs.map((cost) => cost.databaseMs));
+  const digits = service + database < 1 ? 3 : 2;
+  return `CPU per answer ${format(service + database, digits)} ms (service ${format(service, digits)} + database ${format(database, digits)})`;
+}
+
 /** A measured round of one deployment, the host quiet for both services, its CPU read over it. */
 async function measuredLoad(
   context: BenchContext,
   deployments: Deployment[],
   deployment: Deployment,
   load: () => Promise<LoadResult>,
-): Promise<{ result: LoadResult; cpu: ServiceCpu }> {
+): Promise<{ result: LoadResult; cpu: ServiceCpu; cost: Cost }> {
   await beforeRound(
     context,
     deployments.map((each) => each.service.pid),
   );
+  const stopCost = await measureCost(deployment);
   const stopCpu = measureServiceCpu(deployment.service.pid);
   const result = await timed(context, figure, load);
-  return { result, cpu: stopCpu(result.responses) };
+  const cpu = stopCpu(result.responses);
+  return { result, cpu, cost: await stopCost(result.responses) };
 }
 
 interface Side {
@@ -452,12 +527,27 @@ interface Side {
   session: LoadResult[];
   loginCpu: ServiceCpu[];
   sessionCpu: ServiceCpu[];
+  loginCost: Cost[];
+  sessionCost: Cost[];
   /** The many-store service only, as information: its first store's 100 sessions, and one session of every store. */
   firstStore: LoadResult[];
   perStore: LoadResult[];
+  firstStoreCost: Cost[];
+  perStoreCost: Cost[];
 }
 
-const emptySide = (): Side => ({ login: [], session: [], loginCpu: [], sessionCpu: [], firstStore: [], perStore: [] });
+const emptySide = (): Side => ({
+  login: [],
+  session: [],
+  loginCpu: [],
+  sessionCpu: [],
+  loginCost: [],
+  sessionCost: [],
+  firstStore: [],
+  perStore: [],
+  firstStoreCost: [],
+  perStoreCost: [],
+});
 
 /** Goals 1 and 2: logins and session checks of both deployments, rounds alternating which goes first. */
 async function throughputRounds(
@@ -483,11 +573,13 @@ async function throughputRounds(
       );
       side.login.push(login.result);
       side.loginCpu.push(login.cpu);
+      side.loginCost.push(login.cost);
       const session = await measuredLoad(context, [one, many], deployment, () =>
         sessionMix(deployment, cookieName, context.seconds),
       );
       side.session.push(session.result);
       side.sessionCpu.push(session.cpu);
+      side.sessionCost.push(session.cost);
       // Information: the many-store service checking the one-store deployment's 100 sessions (all
       // at its first store), then 10,000 sessions, one at each store: what a spread of stores
       // costs apart from a spread of a million sessions.
@@ -501,12 +593,14 @@ async function throughputRounds(
         );
         side.firstStore.push(first.result);
         side.perStore.push(perStore.result);
-        information = `; first store only ${format(first.result.okPerSecond)}/s (${statusText(first.result)}), one session per store ${format(perStore.result.okPerSecond)}/s (${statusText(perStore.result)})`;
+        side.firstStoreCost.push(first.cost);
+        side.perStoreCost.push(perStore.cost);
+        information = `; first store only ${format(first.result.okPerSecond)}/s (${statusText(first.result)}, ${costText([first.cost])}), one session per store ${format(perStore.result.okPerSecond)}/s (${statusText(perStore.result)}, ${costText([perStore.cost])})`;
       }
       const memory = await recordRss(context, deployment.service, figure, `13 ${deployment.label} round ${round}`);
       progress(
         context,
-        `fig 13 ${deployment.label} round ${round}/${context.rounds}: login ${format(login.result.okPerSecond, 1)}/s, p99 ${format(login.result.latency.p99)} ms (${statusText(login.result)}), ${cpuText(login.cpu)}; session check ${format(session.result.okPerSecond)}/s, p99 ${format(session.result.latency.p99, 1)} ms (${statusText(session.result)}), ${cpuText(session.cpu)}${information}; ${rssText(memory)}`,
+        `fig 13 ${deployment.label} round ${round}/${context.rounds}: login ${format(login.result.okPerSecond, 1)}/s, p99 ${format(login.result.latency.p99)} ms (${statusText(login.result)}), ${cpuText(login.cpu)}, ${costText([login.cost])}; session check ${format(session.result.okPerSecond)}/s, p99 ${format(session.result.latency.p99, 1)} ms (${statusText(session.result)}), ${cpuText(session.cpu)}, ${costText([session.cost])}${information}; ${rssText(memory)}`,
       );
     }
   }
@@ -519,6 +613,7 @@ function throughputRow(
   one: LoadResult[],
   many: LoadResult[],
   cpus: { one: ServiceCpu[]; many: ServiceCpu[] },
+  costs: { one: Cost[]; many: Cost[] },
   information: string[] = [],
   extra: LoadResult[] = [],
 ): Row {
@@ -548,6 +643,7 @@ function throughputRow(
       `p99 ${format(p99(many), 1)} ms against one store's ${format(p99(one), 1)} ms`,
       `${format(storeCount)} stores: ${cpuSummary(cpus.many)}`,
       `one store: ${cpuSummary(cpus.one)}`,
+      `${costText(costs.many)} with ${format(storeCount)} stores against ${costText(costs.one)} with one`,
       ...information,
       ...[...one, ...many, ...extra].filter((result) => result.non2xx + result.errors > 0).map(statusText),
     ],
@@ -732,6 +828,7 @@ async function openLogins(
   context: BenchContext,
   deployment: Deployment,
   store: number,
+  rate: number,
   seconds: number,
 ): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
@@ -761,7 +858,7 @@ async function openLogins(
     // Send every arrival that is due (timers are coarse), then draw the next gap.
     while (next <= performance.now() && next < deadline) {
       send();
-      next += (-Math.log(1 - Math.random()) / quietStoreRate) * 1000;
+      next += (-Math.log(1 - Math.random()) / rate) * 1000;
     }
   }
   await Promise.all([...inFlight]);
@@ -786,16 +883,22 @@ async function openLogins(
 }
 
 /**
- * Goal 5: store B's logins (open-loop, `quietStoreRate` a second) alone, and while store A floods
+ * Goal 5: store B's logins (open-loop, see `quietShare`) alone, and while store A floods
  * logins over 32 connections as fast as answers come; both on the many-store deployment. The flood
  * starts a second before B's span and ends a second after. As information, the same trickle sent
  * to A's own store during A's flood: what B's logins would meet if they waited in A's line, so the
  * row tells the per-store hashing line's part from what a saturated host costs anyway. The three
  * spans of a round take turns going first.
  */
-async function floodRow(context: BenchContext, deployments: Deployment[], many: Deployment): Promise<Row> {
+async function floodRow(
+  context: BenchContext,
+  deployments: Deployment[],
+  many: Deployment,
+  loginRate: number,
+): Promise<Row> {
   const [floodStore, quietStore] = [2, 3];
-  const span = floodSpanFactor * context.seconds;
+  const rate = Math.min(quietRateLimit, Math.round(quietShare * loginRate * 10) / 10);
+  const span = Math.max(floodSpanFactor * context.seconds, Math.ceil(quietLoginsPerSpan / rate));
   const spans = { alone: [] as LoadResult[], flooded: [] as LoadResult[], shared: [] as LoadResult[] };
   const floods: LoadResult[] = [];
   const cpus: ServiceCpu[] = [];
@@ -809,7 +912,7 @@ async function floodRow(context: BenchContext, deployments: Deployment[], many: 
       headers: { host: hostOf(floodStore) },
       body: () => ({ identity: identityOf(randomInt(1, customersPerStore + 1)), password: context.password }),
     });
-  await openLogins(context, many, quietStore, 1);
+  await openLogins(context, many, quietStore, rate, 1);
   const phases = ['alone', 'flooded', 'shared'] as const;
   for (let round = 1; round <= context.rounds; round += 1) {
     for (let turn = 0; turn < phases.length; turn += 1) {
@@ -820,13 +923,13 @@ async function floodRow(context: BenchContext, deployments: Deployment[], many: 
         deployments.map((each) => each.service.pid),
       );
       if (phase === 'alone') {
-        spans.alone.push(await timed(context, figure, () => openLogins(context, many, quietStore, span)));
+        spans.alone.push(await timed(context, figure, () => openLogins(context, many, quietStore, rate, span)));
         continue;
       }
       const target = phase === 'flooded' ? quietStore : floodStore;
       const stopCpu = measureServiceCpu(many.service.pid);
       const [a, b] = await timed(context, figure, () =>
-        Promise.all([flood(span + 2), sleep(1_000).then(() => openLogins(context, many, target, span))]),
+        Promise.all([flood(span + 2), sleep(1_000).then(() => openLogins(context, many, target, rate, span))]),
       );
       spans[phase].push(b);
       if (phase === 'flooded') {
@@ -843,7 +946,7 @@ async function floodRow(context: BenchContext, deployments: Deployment[], many: 
   }
   const p99 = (results: LoadResult[]) => median(results.map((result) => result.latency.p99));
   const p50 = (results: LoadResult[]) => median(results.map((result) => result.latency.p50));
-  const rate = (results: LoadResult[]) => median(results.map((result) => result.okPerSecond));
+  const answered = (results: LoadResult[]) => median(results.map((result) => result.okPerSecond));
   const value = p99(spans.flooded);
   const baseline = p99(spans.alone);
   const ratio = value / baseline;
@@ -853,7 +956,7 @@ async function floodRow(context: BenchContext, deployments: Deployment[], many: 
   const listed = (results: LoadResult[]) => results.map((result) => format(result.latency.p99, 1)).join(' / ');
   return {
     id: '13e',
-    label: `store B's login p99 (open-loop, ${quietStoreRate}/s, ${span} s spans) while store A floods logins over ${hashingConnections} connections, of ${format(storeCount)} stores`,
+    label: `store B's login p99 (open-loop, ${format(rate, 1)}/s: a tenth of 13a's rate, at most ${quietRateLimit}; ${span} s spans) while store A floods logins over ${hashingConnections} connections, of ${format(storeCount)} stores`,
     unit: 'ms',
     value,
     baseline,
@@ -865,7 +968,7 @@ async function floodRow(context: BenchContext, deployments: Deployment[], many: 
     rounds: `flooded ${listed(spans.flooded)} ms; alone ${listed(spans.alone)} ms; p50 flooded ${format(p50(spans.flooded), 1)} ms, alone ${format(p50(spans.alone), 1)} ms; store A ${floods.map((result) => format(result.okPerSecond, 1)).join(' / ')} logins/s`,
     notes: [
       `information: the same trickle sent to A's own store during its flood, p99 ${listed(spans.shared)} ms, p50 ${format(p50(spans.shared), 1)} ms (what B's logins would meet in A's hashing line)`,
-      `store B answered ${format(rate(spans.flooded), 1)} logins/s flooded, ${format(rate(spans.alone), 1)}/s alone`,
+      `store B answered ${format(answered(spans.flooded), 1)} logins/s flooded, ${format(answered(spans.alone), 1)}/s alone`,
       cpuSummary(cpus),
       ...all.filter((result) => result.non2xx + result.errors > 0).map(statusText),
     ],
@@ -877,6 +980,75 @@ async function floodRow(context: BenchContext, deployments: Deployment[], many: 
  * throughput, the service's memory with every store cached, how soon a store change is seen, and
  * whether one store's flood of logins holds up another's.
  */
+/**
+ * 13f: the platform making stores through the admin API (`POST /admin/v1/stores`, each with its
+ * own slug, host and Idempotency-Key) on the deployment that holds 10,000 stores, closed-loop over
+ * a few connections as a platform's signup workers would; the latency of every answer.
+ */
+async function adminCreateRow(context: BenchContext, many: Deployment): Promise<Row> {
+  await waitUntilIdle(many.service.pid);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: adminConnections });
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let next = 0;
+  const create = (index: number) =>
+    new Promise<void>((resolve, reject) => {
+      const body = JSON.stringify({ slug: `made-${index}`, name: `Made ${index}`, hosts: [`made-${index}.new.test`] });
+      const started = performance.now();
+      const request = http.request(
+        `${many.service.adminUrl}/admin/v1/stores`,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            authorization: `Bearer ${adminToken}`,
+            'content-type': 'application/json',
+            'idempotency-key': `bench-${index}`,
+          },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => {
+            latencies.push(performance.now() - started);
+            statuses[String(response.statusCode)] = (statuses[String(response.statusCode)] ?? 0) + 1;
+            resolve();
+          });
+        },
+      );
+      request.on('error', reject);
+      request.end(body);
+    });
+  const started = performance.now();
+  await timed(context, figure, () =>
+    Promise.all(
+      Array.from({ length: adminConnections }, async () => {
+        while (next < adminCreates) await create((next += 1));
+      }),
+    ),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (share: number) => latencies[Math.min(latencies.length - 1, Math.ceil(share * latencies.length) - 1)]!;
+  const p99 = at(0.99);
+  const non2xx = latencies.length - (statuses['201'] ?? 0);
+  progress(
+    context,
+    `fig 13 admin creates: ${latencies.length} in ${format(seconds, 1)} s, p50 ${format(at(0.5), 1)} ms, p99 ${format(p99, 1)} ms, max ${format(latencies.at(-1)!, 1)} ms (${JSON.stringify(statuses)})`,
+  );
+  return {
+    id: '13f',
+    label: `POST /admin/v1/stores p99 (a new store with a host and an Idempotency-Key each, ${adminConnections} connections) with ${format(storeCount)} stores present`,
+    unit: 'ms',
+    value: p99,
+    goal: { text: `≤ ${adminCreateP99LimitMs} ms`, met: p99 <= adminCreateP99LimitMs && non2xx === 0 },
+    non2xx,
+    errors: 0,
+    rounds: `${latencies.length} creates in ${format(seconds, 1)} s (${format(latencies.length / seconds, 1)}/s); p50 ${format(at(0.5), 1)} ms, max ${format(latencies.at(-1)!, 1)} ms`,
+    notes: [`answers by status: ${JSON.stringify(statuses)}`],
+  };
+}
+
 export async function figureManyStores(context: BenchContext): Promise<Row[]> {
   if (storeCacheLimit < storeCount)
     progress(context, `fig 13: the store cache holds ${format(storeCacheLimit)} stores, fewer than the figure's`);
@@ -913,6 +1085,7 @@ export async function figureManyStores(context: BenchContext): Promise<Row[]> {
         oneSide.login,
         manySide.login,
         { one: oneSide.loginCpu, many: manySide.loginCpu },
+        { one: oneSide.loginCost, many: manySide.loginCost },
       ),
       throughputRow(
         '13b',
@@ -920,15 +1093,17 @@ export async function figureManyStores(context: BenchContext): Promise<Row[]> {
         oneSide.session,
         manySide.session,
         { one: oneSide.sessionCpu, many: manySide.sessionCpu },
+        { one: oneSide.sessionCost, many: manySide.sessionCost },
         [
-          `information, the ${format(storeCount)}-store service: its first store's 100 sessions only (the one-store pattern) ${rates(manySide.firstStore)}/s; one session at each of its stores ${rates(manySide.perStore)}/s`,
+          `information, the ${format(storeCount)}-store service: its first store's 100 sessions only (the one-store pattern) ${rates(manySide.firstStore)}/s, ${costText(manySide.firstStoreCost)}; one session at each of its stores ${rates(manySide.perStore)}/s, ${costText(manySide.perStoreCost)}`,
         ],
         [...manySide.firstStore, ...manySide.perStore],
       ),
     ];
     rows.push(await memoryRow(context, one, many));
     rows.push(await changeRow(context, many, cookieName));
-    rows.push(await floodRow(context, [one, many], many));
+    rows.push(await floodRow(context, [one, many], many, rows[0]!.value));
+    rows.push(await adminCreateRow(context, many));
     return rows;
   } finally {
     for (const deployment of deployments) await closeDeployment(context, deployment);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kind, type TSchema } from '@sinclair/typebox';
 import * as passkeySchemas from '../src/http/passkey-schemas.js';
-import { problemCatalogue } from '../src/http/problems.js';
+import { adminProblemCatalogue, problemCatalogue } from '../src/http/problems.js';
 import * as schemas from '../src/http/schemas.js';
 
 export const clientTypesFile = path.join(import.meta.dirname, '..', 'packages', 'client', 'src', 'api-types.ts');
@@ -119,6 +119,7 @@ function objectOf(schema: Schema, indent: string, names: Map<TSchema, string>): 
 export function clientTypesSource(): string {
   const names = new Map(Object.entries(exported).map(([name, schema]) => [schema, name] as const));
   const codes = Object.keys(problemCatalogue).map((code) => `  | '${code}'`);
+  const adminCodes = Object.keys(adminProblemCatalogue).map((code) => `  | '${code}'`);
   const declarations = Object.entries(exported).map(([name, schema]) => {
     // The schema itself is not looked up by name here, or it would refer to itself.
     const others = new Map([...names].filter(([other]) => other !== schema));
@@ -132,6 +133,9 @@ export function clientTypesSource(): string {
     '',
     '/** Every error code the API can answer with (the `code` of its problem documents). */',
     `export type ProblemCode =\n${codes.join('\n')};`,
+    '',
+    '/** The codes only the admin listener answers with, besides those of ProblemCode. */',
+    `export type AdminProblemCode =\n${adminCodes.join('\n')};`,
     '',
     declarations.join('\n'),
   ].join('\n');

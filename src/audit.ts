@@ -19,6 +19,9 @@ export const auditEvents = [
   'reauthentication.failed',
   'passkey.added',
   'passkey.removed',
+  'store.created',
+  'store.changed',
+  'customer.looked_up',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 

@@ -10,6 +10,7 @@ import type { RetentionSettings } from './config.js';
 import { deleteFinishedMessages, deleteStoreMessages } from './delivery/outbox.js';
 import { PeriodicTask } from './periodic.js';
 import type { Queryable } from './storage/database.js';
+import { deleteExpiredIdempotencyKeys } from './store/idempotency.js';
 import { deletedStores, dropStoreRow } from './store/store.js';
 
 export const janitorTables = [
@@ -19,6 +20,7 @@ export const janitorTables = [
   'audit_events',
   'known_devices',
   'passkey_challenges',
+  'idempotency_keys',
 ] as const;
 export type JanitorTable = (typeof janitorTables)[number];
 export type RemovedRows = Record<JanitorTable, number>;
@@ -95,6 +97,8 @@ export async function prune(
     known_devices: (limit) => deleteOldKnownDevices(db, clock, days(knownDeviceDays), limit),
     // Nothing to look back on: a passkey challenge is useless once expired, so it goes at once.
     passkey_challenges: (limit) => deleteExpiredPasskeyChallenges(db, clock, limit),
+    // A retry's answer is kept 24 hours, as the admin API promises; after that the key is free.
+    idempotency_keys: (limit) => deleteExpiredIdempotencyKeys(db, clock, limit),
   };
   const removed = Object.fromEntries(janitorTables.map((table) => [table, 0])) as RemovedRows;
   const failures: PruneError['failures'] = [];
@@ -106,6 +110,7 @@ export async function prune(
     'audit_events',
     'known_devices',
     'passkey_challenges',
+    'idempotency_keys',
   ] as const) {
     try {
       for (let batch = 0; batch < limits.maxBatchesPerTable && !stopping(); batch += 1) {
@@ -198,6 +203,11 @@ export class Janitor {
 
   start(): void {
     if (this.intervalSeconds > 0) this.loop.start();
+  }
+
+  /** Runs a pass now (or after the one in progress): a store was deleted and its erasure should not wait. */
+  wake(): void {
+    this.loop.wake();
   }
 
   /** Cancels the next pass and ends the current one after its batch in flight. */

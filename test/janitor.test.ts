@@ -30,6 +30,7 @@ const nothing: RemovedRows = {
   audit_events: 0,
   known_devices: 0,
   passkey_challenges: 0,
+  idempotency_keys: 0,
 };
 
 /** A fake clock that moves to "start + offset seconds", so each step reads as a point on one timeline. */
@@ -357,6 +358,7 @@ describe('the janitor', () => {
       ['audit_events', ['audit_events_time']],
       ['known_devices', ['known_devices_last_seen']],
       ['passkey_challenges', ['passkey_challenges_expires']],
+      ['idempotency_keys', ['idempotency_keys_created']],
       ['outbox.challenge_id', ['outbox_challenge']],
     ] as const;
     assert.equal(plans.length, expected.length);
@@ -420,7 +422,15 @@ describe('the janitor', () => {
       // Each table was tried on its own, and each is named with its cause.
       assert.equal(
         (warning?.['err'] as { message?: string } | undefined)?.message,
-        `could not prune ${['sessions', 'outbox', 'challenges', 'audit_events', 'known_devices', 'passkey_challenges']
+        `could not prune ${[
+          'sessions',
+          'outbox',
+          'challenges',
+          'audit_events',
+          'known_devices',
+          'passkey_challenges',
+          'idempotency_keys',
+        ]
           .map((table) => `${table} (connection lost)`)
           .join(', ')}`,
       );

@@ -3,30 +3,7 @@ import { describe, test } from 'node:test';
 import { eraseDeletedStores } from '../src/janitor.js';
 import { markStoreDeleted } from '../src/store/store.js';
 import { auth, registration, useHarness, type TestApp } from './helpers/harness.js';
-import { twoStores } from './helpers/stores.js';
-
-/** Every table that holds a store's rows. */
-const storeTables = [
-  'customers',
-  'challenges',
-  'sessions',
-  'outbox',
-  'audit_events',
-  'known_devices',
-  'passkeys',
-  'passkey_challenges',
-];
-
-async function rowsOf(t: TestApp, storeId: string): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  for (const table of storeTables) {
-    const [row] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE store_id = $1`, [
-      storeId,
-    ]);
-    counts[table] = row!.n;
-  }
-  return counts;
-}
+import { rowsOf, storeTables, twoStores } from './helpers/stores.js';
 
 /** A customer of the store on `host`: registered, verified, signed in (sessions, codes, messages, audit). */
 async function fillStore(t: TestApp, host: string, email: string): Promise<void> {
@@ -63,7 +40,7 @@ describe('deleting a store', () => {
     await eraseDeletedStores(t.db, { batchSize: 1, stopping: () => (batches += 1) > 3 });
     const partway = await rowsOf(t, b);
     assert.ok(
-      Object.values(partway).some((n) => n > 0),
+      Object.entries(partway).some(([table, n]) => table !== 'stores' && n > 0),
       'rows are left for the next pass',
     );
     const [marked] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM stores WHERE id = $1', [b]);

@@ -6,13 +6,16 @@ import { parseArgs } from 'node:util';
 import { auditEvents, type AuditEvent } from '../audit.js';
 import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
 import {
-  normalizeHost,
-  storeSlugPattern,
-  storeStatuses,
-  type NewStore,
-  type StoreChanges,
-  type StoreStatus,
-} from '../store/store.js';
+  distinct,
+  FieldError,
+  storeHost,
+  storeMailFrom,
+  storeName,
+  storeOrigin,
+  storeSlug,
+  storeSmsSender,
+} from '../store/fields.js';
+import { storeStatuses, type NewStore, type StoreChanges, type StoreStatus } from '../store/store.js';
 import type { AdminCommand, StoreCommand } from './commands.js';
 
 export const usage = `Usage: storefront-auth <command>
@@ -219,7 +222,7 @@ function parseKnown(
     case 'store hosts add':
     case 'store hosts remove': {
       if (argument === undefined) throw new UsageError(`${key} needs a host`);
-      const host = hostValue(key, argument);
+      const host = flagValue(key, storeHost, argument);
       return { name: key === 'store hosts add' ? 'store.hosts.add' : 'store.hosts.remove', host };
     }
     case 'store delete': {
@@ -257,86 +260,19 @@ function storeFlag(value: string | undefined): string | undefined {
   return trimmed;
 }
 
-/** A host name as stores hold it (lowercase, punycode); what is wrong with it, said, otherwise. */
-function hostValue(what: string, input: string): string {
-  const host = normalizeHost(input);
-  if (host !== null) return host;
-  const shown = JSON.stringify(input);
-  if (input.includes('*'))
-    throw new UsageError(`${what} ${shown}: a wildcard is not a host; name each host, such as shop.example.com`);
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(input.trim()))
-    throw new UsageError(
-      `${what} ${shown}: give the host name alone, without a scheme or path, such as shop.example.com`,
-    );
-  if (/:\d*$/.test(input.trim()) && !input.includes('['))
-    throw new UsageError(`${what} ${shown}: give the host name without a port, such as shop.example.com`);
-  throw new UsageError(
-    `${what} ${shown} is not a host name (labels of letters, digits and -, no port, no wildcard, no address), such as shop.example.com`,
-  );
-}
-
-/** An http(s) origin as browsers send it in Origin: scheme, host (punycode) and a port when not the default. */
-function originValue(input: string): string {
-  const shown = JSON.stringify(input);
-  const example = 'such as https://shop.example.com';
-  let url: URL;
+/** A value checked by the store's field rules (store/fields.ts), its refusal worded after the flag. */
+function flagValue<T>(flag: string, check: (input: string) => T, input: string): T {
   try {
-    url = new URL(input.trim());
-  } catch {
-    throw new UsageError(`--allowed-origin ${shown} is not an origin, ${example}`);
+    return check(input);
+  } catch (error) {
+    if (error instanceof FieldError) throw new UsageError(`${flag} ${error.message}`);
+    throw error;
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    throw new UsageError(`--allowed-origin ${shown} must be an http:// or https:// origin, ${example}`);
-  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '' || url.pathname !== '/')
-    throw new UsageError(
-      `--allowed-origin ${shown} must be an origin alone, without a path, query or user, ${example}`,
-    );
-  if (url.hostname.includes('*'))
-    throw new UsageError(`--allowed-origin ${shown}: a wildcard is not allowed; name each origin, ${example}`);
-  // A trailing slash is forgiven: what is kept is the origin, as a browser's Origin header holds it.
-  return url.origin;
-}
-
-const mailFromExample = '"Acme Shoes <shop@acme.example>"';
-
-/** `Name <address>` as an SMTP From line takes it: the name quoted when it holds a character that would split it. */
-function mailFromValue(input: string): string {
-  const shown = JSON.stringify(input);
-  if (/[\u0000-\u001f\u007f]/.test(input))
-    throw new UsageError(`--mail-from ${shown} holds a line break or control character`);
-  const match = /^(.*?)\s*<([^<>\s]+)>$/.exec(input.trim());
-  if (match === null)
-    throw new UsageError(`--mail-from ${shown} must be a sender name and an address, such as ${mailFromExample}`);
-  // A name already in quotes is taken without them, and quoted again below when it needs to be.
-  const name = match[1]!
-    .trim()
-    .replace(/^"(.*)"$/, '$1')
-    .trim();
-  const address = match[2]!;
-  if (name === '' || /[<>]/.test(name))
-    throw new UsageError(`--mail-from ${shown} must be a sender name and an address, such as ${mailFromExample}`);
-  if (/["\\]/.test(name)) throw new UsageError(`--mail-from ${shown}: the sender name may not hold " or \\`);
-  if ([...name].length > 120) throw new UsageError('--mail-from: the sender name must be at most 120 characters');
-  if (!/^[^\s@<>",;:()[\]\\]+@[^\s@<>",;:()[\]\\]+$/.test(address) || address.length > 254)
-    throw new UsageError(`--mail-from ${shown}: ${address} is not an email address`);
-  // A comma, say, would otherwise split the From line into two addresses.
-  return /[,.:;()@[\]]/.test(name) ? `"${name}" <${address}>` : `${name} <${address}>`;
-}
-
-function smsSenderValue(input: string): string {
-  const sender = input.trim();
-  if ([...sender].length > 32 || /[\u0000-\u001f\u007f]/.test(sender))
-    throw new UsageError('--sms-sender must be 1 to 32 characters, without control characters');
-  return sender;
 }
 
 function storeSettings(values: Flags): StoreChanges {
   const changes: StoreChanges = {};
-  if (values.name !== undefined) {
-    const name = values.name.trim();
-    if (name === '' || [...name].length > 120) throw new UsageError('--name must be 1 to 120 characters');
-    changes.name = name;
-  }
+  if (values.name !== undefined) changes.name = flagValue('--name', storeName, values.name);
   const mode = choice('--identity-mode', values['identity-mode'], ['email', 'phone'] as const);
   if (mode !== undefined) changes.identityMode = mode;
   const required = choice('--verification-required', values['verification-required'], ['true', 'false'] as const);
@@ -352,13 +288,19 @@ function storeSettings(values: Flags): StoreChanges {
   // An empty value clears: `--allowed-origin ''` leaves only https:// and each host.
   const origins = values['allowed-origin'];
   if (origins !== undefined)
-    changes.allowedOrigins = [...new Set(origins.filter((origin) => origin.trim() !== '').map(originValue))];
+    changes.allowedOrigins = distinct(
+      origins.filter((origin) => origin.trim() !== ''),
+      (origin) => flagValue('--allowed-origin', storeOrigin, origin),
+    );
   const mailFrom = values['mail-from'];
-  if (mailFrom !== undefined) changes.mailFrom = mailFrom.trim() === '' ? null : mailFromValue(mailFrom);
+  if (mailFrom !== undefined)
+    changes.mailFrom = mailFrom.trim() === '' ? null : flagValue('--mail-from', storeMailFrom, mailFrom);
   const smsSender = values['sms-sender'];
-  if (smsSender !== undefined) changes.smsSender = smsSender.trim() === '' ? null : smsSenderValue(smsSender);
+  if (smsSender !== undefined)
+    changes.smsSender = smsSender.trim() === '' ? null : flagValue('--sms-sender', storeSmsSender, smsSender);
   const rpId = values['webauthn-rp-id'];
-  if (rpId !== undefined) changes.webauthnRpId = rpId.trim() === '' ? null : hostValue('--webauthn-rp-id', rpId);
+  if (rpId !== undefined)
+    changes.webauthnRpId = rpId.trim() === '' ? null : flagValue('--webauthn-rp-id', storeHost, rpId);
   return changes;
 }
 
@@ -366,10 +308,9 @@ function storeCreateCommand(values: Flags): AdminCommand {
   const slug = values.slug;
   if (slug === undefined || values.name === undefined)
     throw new UsageError('store create needs --slug (3 to 63 of a-z, 0-9 and -) and --name');
-  if (!storeSlugPattern.test(slug))
-    throw new UsageError(`--slug ${JSON.stringify(slug)} must be 3 to 63 of a-z, 0-9 and -`);
+  flagValue('--slug', storeSlug, slug);
   const settings = storeSettings(values);
-  const hosts = [...new Set((values.host ?? []).map((host) => hostValue('--host', host)))];
+  const hosts = distinct(values.host ?? [], (host) => flagValue('--host', storeHost, host));
   const store: NewStore = {
     ...settings,
     slug,

@@ -27,6 +27,7 @@ import {
   type StoreContext,
 } from '../store/store.js';
 import { counted } from './counted.js';
+import { describeStore } from '../store/fields.js';
 
 /** What an operator can ask for. */
 export type AdminCommand =
@@ -79,28 +80,6 @@ export interface AdminDeps {
   config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed'>;
   /** The deployment's keys, to seal the notice `customer delete` queues; that command needs them. */
   keys?: Keys;
-}
-
-export function describeStore(store: StoreContext) {
-  return {
-    id: store.id,
-    slug: store.slug,
-    name: store.name,
-    status: store.status,
-    identity_mode: store.identityMode,
-    settings: {
-      'auth.customer_verification_required': store.verificationRequired,
-      'auth.sign_in_with_code': store.signInWithCode,
-      'auth.sign_in_notices': store.signInNotices,
-      'auth.passkeys': store.passkeys,
-    },
-    hosts: store.hosts,
-    allowed_origins: store.allowedOrigins,
-    mail_from: store.mailFrom,
-    sms_sender: store.smsSender,
-    webauthn_rp_id: store.webauthnRpId,
-    updated_at: store.updatedAt,
-  };
 }
 
 /** The customer an operator named, or the error line to print. */

@@ -116,10 +116,10 @@ export type ServiceFastify = ReturnType<typeof createServiceFastify>;
  * read strictly as UTF-8 and every string in it must be well-formed Unicode, here once for all
  * routes, so that no two different inputs reach a hash or the database as one.
  */
-export function acceptJsonOnly(app: ServiceFastify): void {
+export function acceptJsonOnly(app: ServiceFastify, alsoAs: string[] = []): void {
   app.removeContentTypeParser(['text/plain', 'application/json']);
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
+  app.addContentTypeParser(['application/json', ...alsoAs], { parseAs: 'buffer' }, (request, bytes, done) => {
     const text = decodeUtf8(bytes as Buffer);
     if (text === null) {
       done(new ProblemError('validation_failed', { errors: { body: ['Must be UTF-8 text.'] } }), undefined);

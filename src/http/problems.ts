@@ -73,6 +73,23 @@ export type ProblemCode = keyof typeof problemCatalogue;
  */
 export const adminProblemCatalogue = {
   forbidden: { status: 403, title: 'Forbidden', detail: 'This token may not make this call.' },
+  slug_taken: { status: 409, title: 'Slug taken', detail: 'Another store has this slug.' },
+  host_taken: {
+    status: 409,
+    title: 'Host taken',
+    detail: 'Another store answers on this host; remove it there first.',
+  },
+  identity_mode_in_use: {
+    status: 409,
+    title: 'Identity mode in use',
+    detail:
+      'The store has customers registered by its current identity mode, who could no longer sign in; send ?force=true to switch anyway.',
+  },
+  idempotency_key_reused: {
+    status: 422,
+    title: 'Idempotency key reused',
+    detail: 'This Idempotency-Key came with another request within the last 24 hours; use a new key for a new request.',
+  },
 } as const;
 
 export type AdminProblemCode = keyof typeof adminProblemCatalogue;
@@ -84,6 +101,11 @@ const everyProblem: Record<AnyProblemCode, { status: number; title: string; deta
   ...problemCatalogue,
   ...adminProblemCatalogue,
 };
+
+/** A code's status, title and detail, whichever listener answers it. */
+export function problemEntry(code: AnyProblemCode): { status: number; title: string; detail: string } {
+  return everyProblem[code];
+}
 
 /**
  * Reason phrases for the status lines of statuses Node's http module does not name, which it would

@@ -34,6 +34,8 @@ export const limits = {
   // Keyed by the admin token's id: a backend asks on each of its requests, from a few addresses,
   // so no per-address limit fits; this only bounds a leaked or runaway token.
   introspections: { name: 'introspect', limit: 100_000, windowSeconds: minute },
+  // Keyed by the admin token's id: every other admin call (stores, hosts, customers).
+  adminCalls: { name: 'admin', limit: 1_000, windowSeconds: minute },
 } satisfies Record<string, LimitRule>;
 
 export type LimitHit = [rule: LimitRule, subject: string];

@@ -2,7 +2,7 @@ import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox
 import { maxNameLength } from '../auth/rules/fields.js';
 import { maxIdentityLength } from '../auth/rules/identity.js';
 import { maxPasswordLength } from '../auth/rules/password.js';
-import { problemCatalogue, type ProblemCode } from './problems.js';
+import { problemEntry, type AnyProblemCode, type ProblemCode } from './problems.js';
 
 /** Caps a raw name before trimming; the name's own limit (maxNameLength) applies after it. */
 export const maxRawNameLength = 255;
@@ -204,7 +204,7 @@ export const HealthReady = Type.Object({
 /** What an operation's documentation shows of its own: field errors, and details it words its own way. */
 export interface ProblemExamples {
   fieldErrors?: Record<string, string[]>;
-  details?: Partial<Record<ProblemCode, string>>;
+  details?: Partial<Record<AnyProblemCode, string>>;
 }
 
 function requiredFieldsExample(body: TObject): Record<string, string[]> {
@@ -216,16 +216,16 @@ function requiredFieldsExample(body: TObject): Record<string, string[]> {
  * validation_failed, `checks` and `details` for readiness), and an example made of the first
  * code, so a reader sees the operation's own fields rather than another operation's.
  */
-function problemSchema(codes: ProblemCode[], own: ProblemExamples): TSchema {
-  const [first] = codes as [ProblemCode, ...ProblemCode[]];
+function problemSchema(codes: AnyProblemCode[], own: ProblemExamples): TSchema {
+  const [first] = codes as [AnyProblemCode, ...AnyProblemCode[]];
   const carriesErrors = codes.includes('validation_failed');
   const carriesChecks = codes.includes('deployment_not_ready');
   const example = {
     type: 'about:blank',
-    title: problemCatalogue[first].title,
-    status: problemCatalogue[first].status,
+    title: problemEntry(first).title,
+    status: problemEntry(first).status,
     code: first,
-    detail: own.details?.[first] ?? problemCatalogue[first].detail,
+    detail: own.details?.[first] ?? problemEntry(first).detail,
     request_id: '5f0c6f5e-1f4b-4a59-9a1e-4b8f3c2d7e10',
     ...(first === 'validation_failed' && own.fieldErrors !== undefined ? { errors: own.fieldErrors } : {}),
     ...(first === 'deployment_not_ready'
@@ -237,7 +237,7 @@ function problemSchema(codes: ProblemCode[], own: ProblemExamples): TSchema {
       type: Type.String(),
       title: Type.String(),
       status: Type.Integer(),
-      code: Type.Unsafe<ProblemCode>({ type: 'string', enum: codes }),
+      code: Type.Unsafe<AnyProblemCode>({ type: 'string', enum: codes }),
       detail: Type.String(),
       request_id: Type.String({ description: 'Equals the X-Request-ID header.' }),
       ...(carriesErrors
@@ -261,19 +261,17 @@ function problemSchema(codes: ProblemCode[], own: ProblemExamples): TSchema {
   );
 }
 
-function responsesFor(codes: ProblemCode[], own: ProblemExamples) {
-  const byStatus = new Map<number, ProblemCode[]>();
+function responsesFor(codes: AnyProblemCode[], own: ProblemExamples) {
+  const byStatus = new Map<number, AnyProblemCode[]>();
   for (const code of new Set(codes)) {
-    const status = problemCatalogue[code].status;
+    const status = problemEntry(code).status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   return Object.fromEntries(
     [...byStatus].map(([status, list]) => [
       status,
       {
-        description: list
-          .map((code) => `\`${code}\`: ${own.details?.[code] ?? problemCatalogue[code].detail}`)
-          .join(' '),
+        description: list.map((code) => `\`${code}\`: ${own.details?.[code] ?? problemEntry(code).detail}`).join(' '),
         content: { 'application/problem+json': { schema: problemSchema(list, own) } },
       },
     ]),
@@ -286,7 +284,7 @@ export function problemResponses(...codes: ProblemCode[]) {
 }
 
 /** As problemResponses, in the operation's own words: its field errors, and details it words its own way. */
-export function ownProblemResponses(codes: ProblemCode[], own: ProblemExamples) {
+export function ownProblemResponses(codes: AnyProblemCode[], own: ProblemExamples) {
   return responsesFor(codes, own);
 }
 

@@ -3,7 +3,11 @@ import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 function fieldOf(error: FastifySchemaValidationError): string {
   if (error.keyword === 'required') return String(error.params['missingProperty']);
   // A schema that refuses unknown fields (the admin API's) names the field it refused.
-  if (error.keyword === 'additionalProperties') return String(error.params['additionalProperty']);
+  if (error.keyword === 'additionalProperties') {
+    const parent = error.instancePath.split('/').slice(1).join('.');
+    const name = String(error.params['additionalProperty']);
+    return parent === '' ? name : `${parent}.${name}`;
+  }
   const field = error.instancePath.split('/')[1];
   return field === undefined || field === '' ? 'body' : field;
 }

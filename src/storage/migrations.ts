@@ -372,6 +372,23 @@ export const migrations: Migration[] = [
           REFERENCES customers (store_id, id) ON DELETE CASCADE;
     `,
   },
+  {
+    version: 14,
+    name: 'idempotency keys',
+    sql: `
+      -- The first answer to an admin call sent with an Idempotency-Key, kept 24 hours so that a
+      -- retry gets it again instead of doing the work twice. The deployment's, not a store's: the
+      -- call that creates a store comes before the store.
+      CREATE TABLE idempotency_keys (
+        key text PRIMARY KEY,
+        request_hash text NOT NULL,
+        status integer NOT NULL,
+        answer jsonb NOT NULL,
+        created_at timestamptz NOT NULL
+      );
+      CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -299,62 +299,63 @@ function settingsOf(changes: StoreChanges): Record<string, boolean> {
   };
 }
 
-/** Adds hosts to a store in `tx`; the first one another store holds is returned instead. */
-async function insertHosts(tx: Queryable, storeId: string, hosts: readonly string[]): Promise<string | null> {
-  for (const host of hosts) {
-    const rows = await tx.query(
-      'INSERT INTO store_hosts (host, store_id) VALUES ($1, $2) ON CONFLICT (host) DO NOTHING RETURNING 1',
-      [host, storeId],
-    );
-    if (rows.length === 0) {
-      const [owner] = await tx.query<{ store_id: string }>('SELECT store_id FROM store_hosts WHERE host = $1', [host]);
-      if (owner?.store_id !== storeId) return host;
-    }
-  }
-  return null;
+/** The first of `hosts` that a store other than `storeId` holds, or null. */
+async function takenHost(tx: Queryable, storeId: string | null, hosts: readonly string[]): Promise<string | null> {
+  if (hosts.length === 0) return null;
+  const rows = await tx.query<{ host: string }>(
+    'SELECT host FROM store_hosts WHERE host = ANY($1) AND store_id IS DISTINCT FROM $2',
+    [hosts, storeId],
+  );
+  const taken = new Set(rows.map((row) => row.host));
+  return hosts.find((host) => taken.has(host)) ?? null;
 }
 
-class Rollback extends Error {
-  constructor(readonly result: StoreCreateResult) {
-    super('rolled back');
-  }
+async function insertHosts(tx: Queryable, storeId: string, hosts: readonly string[]): Promise<void> {
+  await tx.query(
+    'INSERT INTO store_hosts (host, store_id) SELECT unnest($1::text[]), $2 ON CONFLICT (host) DO NOTHING',
+    [hosts, storeId],
+  );
+}
+
+/**
+ * Makes a store with its hosts (already normalized) in `tx`, which may hold other work of the same
+ * call (an idempotency key). Store changes take turns (lockStoreChanges), so the slug and hosts are
+ * checked before anything is written: a refusal writes nothing and leaves `tx` usable.
+ */
+export async function insertStore(tx: Queryable, clock: Clock, store: NewStore): Promise<StoreCreateResult> {
+  const now = clock.now();
+  const id = randomUUID();
+  await lockStoreChanges(tx);
+  const [slugTaken] = await tx.query('SELECT 1 FROM stores WHERE slug = $1 AND deleted_at IS NULL', [store.slug]);
+  if (slugTaken !== undefined) return { ok: false, reason: 'slug_taken' };
+  const hosts = store.hosts ?? [];
+  const taken = await takenHost(tx, null, hosts);
+  if (taken !== null) return { ok: false, reason: 'host_taken', host: taken };
+  await tx.query(
+    `INSERT INTO stores (id, slug, name, status, identity_mode, settings, allowed_origins, mail_from, sms_sender,
+                         webauthn_rp_id, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $11)`,
+    [
+      id,
+      store.slug,
+      store.name,
+      store.status ?? 'active',
+      store.identityMode,
+      JSON.stringify(settingsOf(store)),
+      store.allowedOrigins ?? [],
+      store.mailFrom ?? null,
+      store.smsSender ?? null,
+      store.webauthnRpId ?? null,
+      now,
+    ],
+  );
+  await insertHosts(tx, id, hosts);
+  return { ok: true, store: (await loadStore(tx, { id }))! };
 }
 
 /** Makes a store with its hosts (already normalized); nothing is made when the slug or a host is taken. */
 export async function createStore(db: Database, clock: Clock, store: NewStore): Promise<StoreCreateResult> {
-  try {
-    return await db.transaction(async (tx) => {
-      const now = clock.now();
-      const id = randomUUID();
-      await tx.query('SELECT pg_advisory_xact_lock($1)', [storeChangeLockKey]);
-      const inserted = await tx.query(
-        `INSERT INTO stores (id, slug, name, status, identity_mode, settings, allowed_origins, mail_from, sms_sender,
-                             webauthn_rp_id, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $11)
-         ON CONFLICT (slug) WHERE deleted_at IS NULL DO NOTHING RETURNING 1`,
-        [
-          id,
-          store.slug,
-          store.name,
-          store.status ?? 'active',
-          store.identityMode,
-          JSON.stringify(settingsOf(store)),
-          store.allowedOrigins ?? [],
-          store.mailFrom ?? null,
-          store.smsSender ?? null,
-          store.webauthnRpId ?? null,
-          now,
-        ],
-      );
-      if (inserted.length === 0) throw new Rollback({ ok: false, reason: 'slug_taken' });
-      const taken = await insertHosts(tx, id, store.hosts ?? []);
-      if (taken !== null) throw new Rollback({ ok: false, reason: 'host_taken', host: taken });
-      return { ok: true, store: (await loadStore(tx, { id }))! };
-    });
-  } catch (error) {
-    if (error instanceof Rollback) return error.result;
-    throw error;
-  }
+  return db.transaction((tx) => insertStore(tx, clock, store));
 }
 
 export type StoreUpdateResult =
@@ -441,20 +442,18 @@ export async function addStoreHost(
   storeId: string,
   host: string,
 ): Promise<HostChangeResult> {
-  try {
-    return await db.transaction(async (tx) => {
-      // Read after the lock: a deletion committed meanwhile is seen, and no host is added to it.
-      await lockStoreChanges(tx);
-      if ((await loadStore(tx, { id: storeId })) === null) return { ok: false, reason: 'no_store' };
-      if ((await insertHosts(tx, storeId, [host])) !== null)
-        throw new Rollback({ ok: false, reason: 'host_taken', host });
-      await bumpStoreVersion(tx, storeId, clock.now());
-      return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
-    });
-  } catch (error) {
-    if (error instanceof Rollback) return { ok: false, reason: 'host_taken' };
-    throw error;
-  }
+  return db.transaction(async (tx) => {
+    // Read after the lock: a deletion committed meanwhile is seen, and no host is added to it.
+    await lockStoreChanges(tx);
+    const store = await loadStore(tx, { id: storeId });
+    if (store === null) return { ok: false, reason: 'no_store' };
+    if ((await takenHost(tx, storeId, [host])) !== null) return { ok: false, reason: 'host_taken' };
+    // A host the store has already is no change: the feed is not bumped for it.
+    if (store.hosts.includes(host)) return { ok: true, store };
+    await insertHosts(tx, storeId, [host]);
+    await bumpStoreVersion(tx, storeId, clock.now());
+    return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
+  });
 }
 
 export async function removeStoreHost(

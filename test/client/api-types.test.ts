@@ -2,12 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, test } from 'node:test';
 import type { Static } from '@sinclair/typebox';
+import type * as admin from '../../packages/client/src/admin.js';
 import type * as backend from '../../packages/client/src/backend.js';
 import type * as client from '../../packages/client/src/index.js';
 import type * as introspection from '../../src/http/admin/introspect.js';
+import type * as storeSchemas from '../../src/http/admin/store-schemas.js';
 import { clientTypesFile, clientTypesSource } from '../../scripts/client-types.js';
 import type * as passkeySchemas from '../../src/http/passkey-schemas.js';
-import type { ProblemCode } from '../../src/http/problems.js';
+import type { AdminProblemCode, ProblemCode } from '../../src/http/problems.js';
 import type * as schemas from '../../src/http/schemas.js';
 
 /**
@@ -58,6 +60,14 @@ export const sameTypes = [
   same<client.Passkey, Static<typeof passkeySchemas.Passkey>>(true),
   same<client.PasskeyList, Static<typeof passkeySchemas.PasskeyList>>(true),
   same<backend.ActiveSession, Static<typeof introspection.ActiveSession>>(true),
+  same<client.AdminProblemCode, AdminProblemCode>(true),
+  same<admin.Store, Static<typeof storeSchemas.Store>>(true),
+  same<admin.CreatedStore, Static<typeof storeSchemas.CreatedStore>>(true),
+  same<admin.NewStore, storeSchemas.CreateStoreBody>(true),
+  same<admin.StorePatch, storeSchemas.StorePatch>(true),
+  same<admin.StoreList, Static<typeof storeSchemas.StoreList>>(true),
+  same<admin.DeletedStore, Static<typeof storeSchemas.DeletedStore>>(true),
+  same<admin.StoreCustomer, Static<typeof storeSchemas.StoreCustomer>>(true),
   same<backend.InactiveSession, Static<typeof introspection.InactiveSession>>(true),
 ];
 

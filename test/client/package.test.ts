@@ -27,8 +27,9 @@ function npmEnv(): NodeJS.ProcessEnv {
 const consumer = `
 import { createStorefrontAuthClient, StorefrontAuthError } from '@storefront-auth/client';
 import { createIntrospectionClient } from '@storefront-auth/client/backend';
+import { createAdminClient } from '@storefront-auth/client/admin';
 
-const [baseUrl, adminUrl, token] = process.argv.slice(2);
+const [baseUrl, adminUrl, token, adminToken] = process.argv.slice(2);
 const seen = {};
 const auth = createStorefrontAuthClient({ baseUrl });
 seen.platform = await auth.platform();
@@ -56,11 +57,27 @@ await backend.logout();
 seen.relayedOnLogout = relayed.some((line) => line.startsWith('storefront_session='));
 seen.inactiveAfterLogout = (await introspection.introspect(cookie)).active === false;
 seen.noCookieNoCall = (await introspection.introspect(undefined)).active === false;
+// The platform's backend: a store made twice with one key is one store; a taken slug is typed.
+const admin = createAdminClient({ baseUrl: adminUrl, token: adminToken });
+const made = await admin.createStore({ slug: 'packed', name: 'Packed', hosts: ['packed.example'] }, { idempotencyKey: 'k-1' });
+const again = await admin.createStore({ slug: 'packed', name: 'Packed', hosts: ['packed.example'] }, { idempotencyKey: 'k-1' });
+seen.createdOnce = made.id === again.id;
+try {
+  await admin.createStore({ slug: 'packed', name: 'Other' });
+} catch (error) {
+  seen.adminRefusal = { typed: error instanceof StorefrontAuthError, status: error.status, code: error.code };
+}
+const slugs = [];
+for await (const store of admin.allStores({ pageSize: 1 })) slugs.push(store.slug);
+seen.stores = slugs;
+seen.paused = (await admin.changeStore('packed', { status: 'paused' })).status;
+seen.deleted = (await admin.deleteStore(made.id)).status;
 console.log(JSON.stringify(seen));
 `;
 
 const typedConsumer = `
 import { createStorefrontAuthClient, StorefrontAuthError, type Customer, type ProblemCode } from '@storefront-auth/client';
+import { createAdminClient, type Store } from '@storefront-auth/client/admin';
 
 const auth = createStorefrontAuthClient({ baseUrl: 'https://shop.example', cookie: 'a=1', onSetCookie: () => {} });
 export async function register(): Promise<string> {
@@ -71,13 +88,20 @@ export async function register(): Promise<string> {
 export const incomplete = () => auth.login({ identity: 'a@example.com' });
 export const code: ProblemCode = 'rate_limited';
 export const isOffline = (error: unknown) => error instanceof StorefrontAuthError && error.code === 'network_error';
+export const admin = createAdminClient({ baseUrl: 'http://127.0.0.1:3001', token: 't' });
+export const made: Promise<Store> = admin.createStore({ slug: 'a-shop', name: 'A' }, { idempotencyKey: 'k' });
+// @ts-expect-error a patch of a field the store does not have is refused by the types
+export const typo = () => admin.changeStore('a-shop', { nmae: 'B' });
+export const taken = (error: StorefrontAuthError) => error.code === 'host_taken';
 `;
 
 const introspectionToken = 'introspection-token-of-the-shop-backend-0123456789';
+const adminToken = 'admin-token-of-the-store-platform-backend-0123456789';
 
 describe('the client package, packed and installed as a user installs it', { timeout: 180_000 }, () => {
   const running = useClientService('sfa-client-package-', {
     INTROSPECTION_TOKENS: introspectionToken,
+    ADMIN_TOKENS: adminToken,
     ADMIN_PORT: '0',
   });
   let scratch: string;
@@ -108,6 +132,8 @@ describe('the client package, packed and installed as a user installs it', { tim
     const { stdout } = await run('tar', ['-tzf', tarball]);
     assert.deepEqual(stdout.trim().split('\n').sort(), [
       'package/README.md',
+      'package/dist/admin.d.ts',
+      'package/dist/admin.js',
       'package/dist/answers.d.ts',
       'package/dist/answers.js',
       'package/dist/api-types.d.ts',
@@ -135,6 +161,7 @@ describe('the client package, packed and installed as a user installs it', { tim
     assert.equal(manifest.type, 'module');
     assert.equal(manifest.exports['.'].types, './dist/index.d.ts');
     assert.equal(manifest.exports['./backend'].types, './dist/backend.d.ts');
+    assert.equal(manifest.exports['./admin'].types, './dist/admin.d.ts');
   });
 
   test('plain Node ESM imports it and registers, signs in and reads the session on a running service', async () => {
@@ -143,7 +170,7 @@ describe('the client package, packed and installed as a user installs it', { tim
     assert.ok(service.adminUrl, 'the admin listener is up');
     const { stdout } = await run(
       process.execPath,
-      ['consumer.mjs', service.url, service.adminUrl, introspectionToken],
+      ['consumer.mjs', service.url, service.adminUrl, introspectionToken, adminToken],
       {
         cwd: project,
       },
@@ -159,6 +186,11 @@ describe('the client package, packed and installed as a user installs it', { tim
       relayedOnLogout: true,
       inactiveAfterLogout: true,
       noCookieNoCall: true,
+      createdOnce: true,
+      adminRefusal: { typed: true, status: 409, code: 'slug_taken' },
+      stores: ['default', 'packed'],
+      paused: 'paused',
+      deleted: 'deleted',
     });
   });
 

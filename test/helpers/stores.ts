@@ -120,3 +120,30 @@ export function refusalShape(reply: Reply) {
   const { request_id: _id, ...body } = reply.body as Record<string, unknown>;
   return { status: reply.status, body, setCookie: reply.headers['set-cookie'] };
 }
+
+/** Every table that holds a store's rows, its own row and hosts included. */
+export const storeTables = [
+  'customers',
+  'challenges',
+  'sessions',
+  'outbox',
+  'audit_events',
+  'known_devices',
+  'passkeys',
+  'passkey_challenges',
+  'store_hosts',
+  'stores',
+];
+
+/** How many rows of each table belong to the store. */
+export async function rowsOf(t: TestApp, storeId: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of storeTables) {
+    const column = table === 'stores' ? 'id' : 'store_id';
+    const [row] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${column} = $1`, [
+      storeId,
+    ]);
+    counts[table] = row!.n;
+  }
+  return counts;
+}

@@ -3,11 +3,10 @@ import { describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { sessionAbsoluteLifetimeSeconds, sessionIdleTimeoutSeconds } from '../../src/auth/tables/sessions.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { buildAdminApp } from '../../src/http/admin/app.js';
+import { adminAppOf } from '../helpers/admin.js';
 import { adminGuard, AdminTokens, tokenIdOf } from '../../src/http/admin/tokens.js';
 import { createServiceFastify, handleError, setCommonHeaders } from '../../src/http/common.js';
 import { counterKey, limits } from '../../src/http/rate-limit.js';
-import { MemoryCounterStore, type WindowCount } from '../../src/storage/counters.js';
 import { firstStoreId, updateStore } from '../../src/store/store.js';
 import { signedIn, withSession } from '../helpers/customers.js';
 import { api, auth, injector, testSecret, toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
@@ -15,6 +14,7 @@ import { capturingLogger } from '../helpers/logs.js';
 import { serviceBackend } from '../helpers/service-backend.js';
 import { startService } from '../helpers/service-process.js';
 import { assertRedoclyClean } from '../helpers/openapi-lint.js';
+import { SpentCounters } from '../helpers/counters.js';
 
 const adminToken = 'admin-token-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
 const introspectionToken = 'introspection-token-BBBBBBBBBBBBBBBBBBBBBBBBBBBB';
@@ -36,13 +36,7 @@ async function startWithAdmin(
   overrides = {},
 ): Promise<WithAdmin> {
   const t = await harness.start({ env, overrides });
-  const admin = await buildAdminApp(t.services);
-  await admin.ready();
-  const close = t.close;
-  t.close = async () => {
-    await admin.close();
-    await close();
-  };
+  const admin = await adminAppOf(t);
   const bearer = (token: string | null | undefined): Record<string, string> =>
     token === null ? {} : { authorization: `Bearer ${token ?? introspectionToken}` };
   const inject = injector(admin);
@@ -395,14 +389,7 @@ describe('the admin listener', () => {
 
     test('past 100,000 a minute a token is refused 429 rate_limited, and another token is not', async () => {
       // A counter store that has already counted 100,000 introspections of the first token.
-      class Spent extends MemoryCounterStore {
-        key = '';
-        override async increment(key: string, windowSeconds: number, nowMs: number): Promise<WindowCount> {
-          const counted = await super.increment(key, windowSeconds, nowMs);
-          return key === this.key ? { ...counted, count: counted.count + limits.introspections.limit } : counted;
-        }
-      }
-      const counters = new Spent();
+      const counters = new SpentCounters(limits.introspections.limit);
       const { t, introspect } = await startWithAdmin(harness, tokens, { counters });
       counters.key = counterKey(t.services.keys.counters, limits.introspections, tokenIdOf(introspectionToken));
       const refused = await introspect({ session: 'x' });
@@ -446,7 +433,8 @@ describe('the admin listener', () => {
       assert.equal(reply.status, 200);
       const document = reply.body;
       assert.equal(document.openapi, '3.1.0');
-      assert.deepEqual(Object.keys(document.paths), [introspectPath]);
+      // Its own calls; the store calls are test/http/admin-stores.test.ts's.
+      assert.ok(Object.keys(document.paths).includes(introspectPath));
       const operation = document.paths[introspectPath].post;
       assert.equal(operation.operationId, 'introspectSession');
       assert.deepEqual(operation.security, [{ bearer: [] }]);

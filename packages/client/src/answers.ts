@@ -1,8 +1,11 @@
 /** What both entry points share: reading an answer, and the one error every failure is. */
-import type { ProblemCode, ReadinessChecks } from './api-types.js';
+import type { AdminProblemCode, ProblemCode, ReadinessChecks } from './api-types.js';
 
-/** The API's problem codes, plus `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's). */
-export type StorefrontAuthErrorCode = ProblemCode | 'network_error' | 'invalid_response';
+/**
+ * The API's problem codes (the admin listener's too, for the backend entry points), plus
+ * `network_error` (no answer at all) and `invalid_response` (an answer that is not the API's).
+ */
+export type StorefrontAuthErrorCode = ProblemCode | AdminProblemCode | 'network_error' | 'invalid_response';
 
 export interface StorefrontAuthErrorInit {
   status: number;
@@ -83,7 +86,8 @@ export function answerOf<T>(response: Response, text: string): T {
   const problem = isRecord(parsed) ? parsed : {};
   throw new StorefrontAuthError({
     status: response.status,
-    code: typeof problem['code'] === 'string' ? (problem['code'] as ProblemCode) : 'invalid_response',
+    code:
+      typeof problem['code'] === 'string' ? (problem['code'] as ProblemCode | AdminProblemCode) : 'invalid_response',
     errors: readFieldErrors(problem['errors']),
     retryAfter: parseRetryAfter(response.headers.get('retry-after')),
     requestId: typeof problem['request_id'] === 'string' ? problem['request_id'] : requestId,

@@ -23,6 +23,14 @@ export type ProblemCode =
   | 'deployment_not_ready'
   | 'service_unavailable';
 
+/** The codes only the admin listener answers with, besides those of ProblemCode. */
+export type AdminProblemCode =
+  | 'forbidden'
+  | 'slug_taken'
+  | 'host_taken'
+  | 'identity_mode_in_use'
+  | 'idempotency_key_reused';
+
 export interface RegisterBody {
   /** Up to 120 characters once trimmed; no control characters. */
   name: string;

@@ -6,6 +6,7 @@ import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } f
 import { edgeOf, type Edge } from '../edge.js';
 import { unknownPathAnswer } from '../scopes.js';
 import { introspectionRoutes } from './introspect.js';
+import { storeRoutes } from './stores.js';
 import { adminGuard, AdminTokens } from './tokens.js';
 
 /** Where every admin route lives, on the admin listener only. */
@@ -24,7 +25,8 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   // Backends reach it directly, not through the shoppers' proxy: X-Forwarded-For is nobody's word here.
   const app = createServiceFastify(services.logger, { trustProxy: false });
   app.decorateRequest('adminCaller', null);
-  acceptJsonOnly(app);
+  // A PATCH of a store is a JSON merge patch (RFC 7396), which may say so by its media type.
+  acceptJsonOnly(app, ['application/merge-patch+json']);
   const unknownPath = unknownPathAnswer(app);
 
   app.addHook('onRequest', adminGuard(new AdminTokens(listener)));
@@ -39,6 +41,7 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
 
   await registerAdminOpenApi(app);
   await app.register(introspectionRoutes(services), { prefix: adminPrefix });
+  await app.register(storeRoutes(services), { prefix: adminPrefix });
   // Any token may read the document: the backends that introspect are who it is written for.
   app.get(`${adminPrefix}/openapi.json`, { config: { introspectionTokens: true }, schema: { hide: true } }, async () =>
     app.swagger(),
@@ -81,7 +84,14 @@ async function registerAdminOpenApi(app: ReturnType<typeof createServiceFastify>
         license: { name: 'MIT', identifier: 'MIT' },
       },
       servers: [{ url: '/', description: "this deployment's admin listener" }],
-      tags: [{ name: 'sessions', description: "Shoppers' sessions, as a backend asks about them" }],
+      tags: [
+        { name: 'sessions', description: "Shoppers' sessions, as a backend asks about them" },
+        {
+          name: 'stores',
+          description: "The deployment's stores and their hosts, as the platform's backend manages them",
+        },
+        { name: 'customers', description: "A store's customers, as the platform's support finds and signs them out" },
+      ],
       components: {
         securitySchemes: {
           bearer: {

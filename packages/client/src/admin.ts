@@ -1,0 +1,165 @@
+/**
+ * For a store platform's backend: creates, changes and deletes the deployment's stores, their
+ * hosts, and finds and signs out their customers, through the service's admin listener. Its own
+ * entry point (`@storefront-auth/client/admin`), so a storefront bundle never ships it, and it
+ * holds a token that must never reach a browser.
+ */
+import type { Customer } from './api-types.js';
+import { answerOf, fetchAnswer } from './answers.js';
+
+export { StorefrontAuthError } from './answers.js';
+
+export type StoreStatus = 'active' | 'paused' | 'closed';
+export type IdentityMode = 'email' | 'phone';
+
+export interface StoreSettings {
+  'auth.customer_verification_required': boolean;
+  'auth.sign_in_with_code': boolean;
+  'auth.sign_in_notices': boolean;
+  'auth.passkeys': boolean;
+}
+
+export interface Store {
+  id: string;
+  slug: string;
+  name: string;
+  status: StoreStatus;
+  identity_mode: IdentityMode;
+  settings: StoreSettings;
+  /** Normalized: lowercase, punycode. */
+  hosts: string[];
+  allowed_origins: string[];
+  mail_from: string | null;
+  sms_sender: string | null;
+  webauthn_rp_id: string | null;
+  updated_at: string;
+}
+
+/** The store made; `warnings` says what the creation changed besides (the first store losing every host). */
+export interface CreatedStore extends Store {
+  warnings?: string[];
+}
+
+export interface NewStore {
+  slug: string;
+  name: string;
+  identity_mode?: IdentityMode;
+  status?: StoreStatus;
+  hosts?: string[];
+  settings?: Partial<StoreSettings>;
+  allowed_origins?: string[];
+  mail_from?: string | null;
+  sms_sender?: string | null;
+  webauthn_rp_id?: string | null;
+}
+
+/** A JSON merge patch: fields left out keep their value; null clears those that may be empty. */
+export interface StorePatch {
+  name?: string;
+  identity_mode?: IdentityMode;
+  status?: StoreStatus;
+  settings?: Partial<StoreSettings>;
+  allowed_origins?: string[] | null;
+  mail_from?: string | null;
+  sms_sender?: string | null;
+  webauthn_rp_id?: string | null;
+}
+
+export interface StoreList {
+  stores: Store[];
+  /** Pass as `cursor` for the next page; null on the last. */
+  next_cursor: string | null;
+}
+
+export interface DeletedStore {
+  id: string;
+  slug: string;
+  status: 'deleted';
+}
+
+export interface StoreCustomer extends Customer {
+  session_count: number;
+}
+
+export interface AdminClientOptions {
+  /** The admin listener, e.g. `http://127.0.0.1:3001` (ADMIN_HOST, ADMIN_PORT); never the customer port. */
+  baseUrl: string | URL;
+  /** One of ADMIN_TOKENS. */
+  token: string;
+  /** Defaults to the global `fetch`. */
+  fetch?: typeof globalThis.fetch;
+}
+
+export interface AdminClient {
+  /**
+   * Makes a store. Give an `idempotencyKey` whenever the call may be retried: within 24 hours a
+   * retry with it answers the first answer again and makes nothing.
+   */
+  createStore(store: NewStore, options?: { idempotencyKey?: string }): Promise<CreatedStore>;
+  /** One page of stores by slug; pass the answer's `next_cursor` for the next. */
+  listStores(options?: { cursor?: string; limit?: number }): Promise<StoreList>;
+  /** Every store, page after page. */
+  allStores(options?: { pageSize?: number }): AsyncGenerator<Store>;
+  /** A store by id or slug. */
+  getStore(store: string): Promise<Store>;
+  changeStore(store: string, patch: StorePatch, options?: { force?: boolean }): Promise<Store>;
+  deleteStore(store: string): Promise<DeletedStore>;
+  addHost(store: string, host: string): Promise<Store>;
+  removeHost(store: string, host: string): Promise<Store>;
+  findCustomer(store: string, identity: string): Promise<StoreCustomer>;
+  /** Ends every session of the customer; the number ended. */
+  revokeCustomerSessions(store: string, customerId: string): Promise<number>;
+}
+
+export function createAdminClient(options: AdminClientOptions): AdminClient {
+  const base = `${new URL(options.baseUrl).href.replace(/\/+$/, '')}/admin/v1`;
+  const fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const part = encodeURIComponent;
+
+  async function call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const { response, text } = await fetchAnswer(fetch, `${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${options.token}`,
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      redirect: 'manual',
+    });
+    return answerOf<T>(response, text);
+  }
+
+  const client: AdminClient = {
+    createStore: (store, { idempotencyKey } = {}) =>
+      call('POST', '/stores', store, idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+    listStores({ cursor, limit } = {}) {
+      const query = new URLSearchParams();
+      if (cursor !== undefined) query.set('cursor', cursor);
+      if (limit !== undefined) query.set('limit', String(limit));
+      const search = query.toString();
+      return call('GET', `/stores${search === '' ? '' : `?${search}`}`);
+    },
+    async *allStores({ pageSize } = {}) {
+      let cursor: string | undefined;
+      do {
+        const page = await client.listStores({ ...(cursor && { cursor }), ...(pageSize && { limit: pageSize }) });
+        yield* page.stores;
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor !== undefined);
+    },
+    getStore: (store) => call('GET', `/stores/${part(store)}`),
+    changeStore: (store, patch, { force = false } = {}) =>
+      call('PATCH', `/stores/${part(store)}${force ? '?force=true' : ''}`, patch),
+    deleteStore: (store) => call('DELETE', `/stores/${part(store)}`),
+    addHost: (store, host) => call('POST', `/stores/${part(store)}/hosts`, { host }),
+    removeHost: (store, host) => call('DELETE', `/stores/${part(store)}/hosts/${part(host)}`),
+    findCustomer: (store, identity) =>
+      call('GET', `/stores/${part(store)}/customers?${new URLSearchParams({ identity }).toString()}`),
+    revokeCustomerSessions: async (store, customerId) =>
+      (await call<{ count: number }>('POST', `/stores/${part(store)}/customers/${part(customerId)}/revoke-sessions`))
+        .count,
+  };
+  return client;
+}

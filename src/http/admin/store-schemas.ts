@@ -1,0 +1,160 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Customer } from '../schemas.js';
+
+/**
+ * The admin API's store resources. The schemas check types and sizes; the values themselves (a
+ * host, an origin, a From line) are checked by the store's field rules (store/fields.ts), which the
+ * command line shares, so both refuse the same values in the same words.
+ */
+
+const time = Type.String({ format: 'date-time' });
+const statuses = Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('closed')], {
+  description: "While not `active`, the customer API answers the store's shoppers `503 store_unavailable`.",
+});
+const identityModes = Type.Union([Type.Literal('email'), Type.Literal('phone')], {
+  description: 'What shoppers register and sign in with. `phone` needs SMS_WEBHOOK_URL on the deployment.',
+});
+
+const settingFields = {
+  'auth.customer_verification_required': Type.Boolean({
+    description: 'Shoppers must prove their identity with a code before they can sign in.',
+  }),
+  'auth.sign_in_with_code': Type.Boolean({ description: 'Shoppers may sign in with a code sent to them.' }),
+  'auth.sign_in_notices': Type.Boolean({ description: 'A sign-in from a new device sends the shopper a notice.' }),
+  'auth.passkeys': Type.Boolean({ description: 'Shoppers may add passkeys and sign in with them.' }),
+};
+
+export const StoreSettings = Type.Object(settingFields);
+const SettingsInput = Type.Partial(Type.Object(settingFields), {
+  additionalProperties: false,
+  description: 'Any of the settings; those left out keep their value (on create: their default).',
+});
+
+const hostsField = Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
+  maxItems: 100,
+  description:
+    'Host names the store answers on: lowercase or not, Unicode or punycode (kept as punycode), without a scheme, port or wildcard. Each belongs to one store.',
+});
+const originsField = Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+  maxItems: 100,
+  description:
+    'Storefront origins (scheme, host and port, such as `https://shop.example.com`) allowed to call with credentials, besides `https://` and each host.',
+});
+const nameField = Type.String({ minLength: 1, maxLength: 120, description: 'Shown to shoppers and in messages.' });
+const mailFromField = Type.String({
+  minLength: 1,
+  maxLength: 400,
+  description: "The From line of the store's email, a name and an address: `Acme Shoes <shop@acme.example>`.",
+});
+const smsSenderField = Type.String({
+  minLength: 1,
+  maxLength: 32,
+  description: 'A label the SMS hook receives as `sender`.',
+});
+const rpIdField = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  description: "The passkeys' relying party ID: a host name the store's hosts are on (by default its first host).",
+});
+const nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) =>
+  Type.Union([schema, Type.Null()], { description });
+
+export const Store = Type.Object({
+  id: Type.String({ description: 'Given by the service: a UUID (the first store: `default`).' }),
+  slug: Type.String({ description: 'How operators name the store: 3 to 63 of a-z, 0-9 and -, unique.' }),
+  name: Type.String(),
+  status: statuses,
+  identity_mode: identityModes,
+  settings: StoreSettings,
+  hosts: Type.Array(Type.String(), { description: 'Normalized: lowercase, punycode.' }),
+  allowed_origins: Type.Array(Type.String()),
+  mail_from: nullable(Type.String(), "The store's From line; null: the deployment's MAIL_FROM under the store's name."),
+  sms_sender: nullable(Type.String(), "The SMS hook's `sender`; null: none."),
+  webauthn_rp_id: nullable(
+    Type.String(),
+    "The passkeys' relying party ID; null: the deployment's WEBAUTHN_RP_ID, else the store's first host.",
+  ),
+  updated_at: time,
+});
+
+export const CreatedStore = Type.Composite(
+  [
+    Store,
+    Type.Object({
+      warnings: Type.Optional(
+        Type.Array(Type.String(), {
+          description:
+            'What the creation changed besides: the first store, while it was the only one and had no host, answered on every host, and now answers on none.',
+        }),
+      ),
+    }),
+  ],
+  { description: 'The store made, as GET answers it.' },
+);
+
+export const CreateStoreBody = Type.Object(
+  {
+    slug: Type.String({ maxLength: 63, description: '3 to 63 of a-z, 0-9 and -; unique among live stores.' }),
+    name: nameField,
+    identity_mode: Type.Optional(identityModes),
+    status: Type.Optional(statuses),
+    hosts: Type.Optional(hostsField),
+    settings: Type.Optional(SettingsInput),
+    allowed_origins: Type.Optional(originsField),
+    mail_from: Type.Optional(nullable(mailFromField, mailFromField.description!)),
+    sms_sender: Type.Optional(nullable(smsSenderField, smsSenderField.description!)),
+    webauthn_rp_id: Type.Optional(nullable(rpIdField, rpIdField.description!)),
+  },
+  { additionalProperties: false, description: 'A new store: `slug` and `name`, and any of its other fields.' },
+);
+export type CreateStoreBody = Static<typeof CreateStoreBody>;
+
+export const StorePatch = Type.Object(
+  {
+    name: Type.Optional(nameField),
+    identity_mode: Type.Optional(identityModes),
+    status: Type.Optional(statuses),
+    settings: Type.Optional(SettingsInput),
+    allowed_origins: Type.Optional(
+      Type.Union([originsField, Type.Null()], { description: `${originsField.description} null: none.` }),
+    ),
+    mail_from: Type.Optional(nullable(mailFromField, `${mailFromField.description} null: the deployment's.`)),
+    sms_sender: Type.Optional(nullable(smsSenderField, `${smsSenderField.description} null: none.`)),
+    webauthn_rp_id: Type.Optional(nullable(rpIdField, `${rpIdField.description} null: the default.`)),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'A JSON merge patch (RFC 7396) of the store: the fields sent change, those left out keep their value, and null clears `allowed_origins`, `mail_from`, `sms_sender` and `webauthn_rp_id`. `slug` and `id` do not change; hosts change through `/stores/{id}/hosts`. Any other field is refused, so a typo never passes for a change.',
+  },
+);
+export type StorePatch = Static<typeof StorePatch>;
+
+export const StoreList = Type.Object({
+  stores: Type.Array(Store),
+  next_cursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'Pass as `cursor` for the next page; null on the last page.',
+  }),
+});
+
+export const DeletedStore = Type.Object({
+  id: Type.String(),
+  slug: Type.String(),
+  status: Type.Literal('deleted', {
+    description:
+      'The store no longer resolves and its slug and hosts are free; what it held is erased in the background, in batches, resuming after a restart.',
+  }),
+});
+
+export const HostBody = Type.Object(
+  { host: Type.String({ minLength: 1, maxLength: 253, description: hostsField.description! }) },
+  { additionalProperties: false },
+);
+export type HostBody = Static<typeof HostBody>;
+
+export const StoreCustomer = Type.Composite([
+  Customer,
+  Type.Object({ session_count: Type.Integer({ description: 'Live sessions (signed in, not expired).' }) }),
+]);
+
+export const RevokedSessions = Type.Object({ count: Type.Integer({ description: 'Sessions ended.' }) });

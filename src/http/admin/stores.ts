@@ -1,0 +1,504 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { AuditEvent } from '../../audit.js';
+import { countCustomers, findCustomerById, findCustomerByIdentity, toCustomer } from '../../auth/tables/customers.js';
+import { countLiveCustomerSessions, revokeCustomerSessions } from '../../auth/tables/sessions.js';
+import { parseIdentity } from '../../auth/rules/identity.js';
+import { deliveryProblem } from '../../config.js';
+import { forStore } from '../../storage/database.js';
+import {
+  describeStore,
+  distinct,
+  FieldError,
+  storeHost,
+  storeMailFrom,
+  storeName,
+  storeOrigin,
+  storeSlug,
+  storeSmsSender,
+} from '../../store/fields.js';
+import { requestHash, runOnce } from '../../store/idempotency.js';
+import {
+  addStoreHost,
+  createStore,
+  findStoreNamed,
+  insertStore,
+  listStores,
+  markStoreDeleted,
+  onlyStore,
+  removeStoreHost,
+  storeSlugPattern,
+  updateStore,
+  type NewStore,
+  type StoreChanges,
+  type StoreContext,
+  type StoreCreateResult,
+} from '../../store/store.js';
+import type { Edge } from '../edge.js';
+import { ProblemError, type AnyProblemCode } from '../problems.js';
+import { limits } from '../rate-limit.js';
+import { ownProblemResponses } from '../schemas.js';
+import {
+  CreatedStore,
+  CreateStoreBody,
+  DeletedStore,
+  HostBody,
+  RevokedSessions,
+  Store,
+  StoreCustomer,
+  StoreList,
+  StorePatch,
+} from './store-schemas.js';
+import { adminCallerOf, missingTokenDetail } from './tokens.js';
+
+type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'janitor'>;
+
+const StoreParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100, description: "The store's id (or its slug)." }),
+});
+const HostParams = Type.Composite([StoreParams, Type.Object({ host: Type.String({ minLength: 1, maxLength: 253 }) })]);
+const CustomerParams = Type.Composite([StoreParams, Type.Object({ customer_id: Type.String({ maxLength: 100 }) })]);
+const ListQuery = Type.Object(
+  {
+    cursor: Type.Optional(Type.String({ maxLength: 200, description: "A page's `next_cursor`." })),
+    limit: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,3}$', description: 'Stores per page, 1 to 500 (default 100).' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const CustomerQuery = Type.Object(
+  {
+    identity: Type.String({
+      minLength: 1,
+      maxLength: 320,
+      description: "The customer's email or phone number, as they would type it.",
+    }),
+  },
+  { additionalProperties: false },
+);
+const PatchQuery = Type.Object(
+  {
+    force: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false')], {
+        description: 'Switch `identity_mode` even while customers are registered by the current one.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x21-\\x7e]+$',
+      description:
+        'Any 1 to 255 visible ASCII characters, new for each store to make. Within 24 hours the same key with the same body answers the first answer again (with `Idempotency-Replayed: true`), without making a second store; with another body it is `422 idempotency_key_reused`.',
+    }),
+  ),
+});
+
+const storeNotFound = 'No live store has this id or slug.';
+const storeProblems: AnyProblemCode[] = ['store_not_found'];
+/** What every call of this file can answer besides its own. */
+const common: AnyProblemCode[] = [
+  'unauthenticated',
+  'forbidden',
+  'rate_limited',
+  'service_unavailable',
+  'internal_error',
+];
+const withBody: AnyProblemCode[] = ['validation_failed', 'payload_too_large', 'unsupported_media_type'];
+const examples = { details: { unauthenticated: missingTokenDetail, store_not_found: storeNotFound } };
+
+function route<T extends object>(
+  operationId: string,
+  summary: string,
+  description: string,
+  parts: T,
+  codes: AnyProblemCode[],
+  success: Record<number, unknown>,
+) {
+  return {
+    schema: {
+      tags: [operationId.includes('Customer') ? 'customers' : 'stores'],
+      operationId,
+      summary,
+      description,
+      security: [{ bearer: [] as string[] }],
+      ...parts,
+      response: { ...success, ...ownProblemResponses([...codes, ...common], examples) },
+    },
+  };
+}
+
+/** Each field's refusals, all in one answer, as the customer API names every failing field. */
+class FieldErrors {
+  readonly errors: Record<string, string[]> = {};
+
+  check<T>(field: string, value: T | undefined, rule: (value: T) => unknown): void {
+    if (value === undefined) return;
+    try {
+      rule(value);
+    } catch (error) {
+      if (!(error instanceof FieldError)) throw error;
+      (this.errors[field] ??= []).push(error.message);
+    }
+  }
+
+  /** The value by its rule, or undefined when the rule refused it (already noted). */
+  value<T, R>(field: string, value: T, rule: (value: T) => R): R | undefined {
+    let result: R | undefined;
+    this.check(field, value, (input: T) => (result = rule(input)));
+    return result;
+  }
+
+  throwIfAny(): void {
+    if (Object.keys(this.errors).length > 0) throw new ProblemError('validation_failed', { errors: this.errors });
+  }
+}
+
+/** A patch's or a new store's fields in the store's terms, every value checked by the store's field rules. */
+function storeChangesOf(body: StorePatch, fields: FieldErrors): StoreChanges {
+  const changes: StoreChanges = {};
+  const set = <K extends keyof StoreChanges>(key: K, value: StoreChanges[K] | undefined) => {
+    if (value !== undefined) changes[key] = value;
+  };
+  if (body.name !== undefined) set('name', fields.value('name', body.name, storeName));
+  set('status', body.status);
+  set('identityMode', body.identity_mode);
+  const settings = body.settings ?? {};
+  set('verificationRequired', settings['auth.customer_verification_required']);
+  set('signInWithCode', settings['auth.sign_in_with_code']);
+  set('signInNotices', settings['auth.sign_in_notices']);
+  set('passkeys', settings['auth.passkeys']);
+  if (body.allowed_origins !== undefined)
+    set(
+      'allowedOrigins',
+      fields.value('allowed_origins', body.allowed_origins ?? [], (origins) => distinct(origins, storeOrigin)),
+    );
+  const optional = <R>(field: string, value: string | null | undefined, rule: (input: string) => R) =>
+    value === undefined ? undefined : value === null ? null : fields.value(field, value, rule);
+  set('mailFrom', optional('mail_from', body.mail_from, storeMailFrom));
+  set('smsSender', optional('sms_sender', body.sms_sender, storeSmsSender));
+  set('webauthnRpId', optional('webauthn_rp_id', body.webauthn_rp_id, storeHost));
+  return changes;
+}
+
+function newStoreOf(body: CreateStoreBody, config: Deps['config']): NewStore {
+  const fields = new FieldErrors();
+  fields.check('slug', body.slug, storeSlug);
+  const hosts = fields.value('hosts', body.hosts ?? [], (hosts) => distinct(hosts, storeHost)) ?? [];
+  const changes = storeChangesOf(body, fields);
+  const identityMode = body.identity_mode ?? 'email';
+  const problem = deliveryProblem(config, identityMode);
+  if (problem !== undefined)
+    (fields.errors['identity_mode'] ??= []).push(
+      `The deployment cannot send by ${identityMode}: ${problem.variable} ${problem.reason}.`,
+    );
+  fields.throwIfAny();
+  return { ...changes, slug: body.slug, name: changes.name!, identityMode, hosts };
+}
+
+function hostOf(input: string): string {
+  const fields = new FieldErrors();
+  const host = fields.value('host', input, storeHost);
+  fields.throwIfAny();
+  return host!;
+}
+
+const cursorOf = (slug: string) => Buffer.from(slug).toString('base64url');
+
+function slugAfter(cursor: string | undefined): string {
+  if (cursor === undefined) return '';
+  const slug = Buffer.from(cursor, 'base64url').toString();
+  if (!storeSlugPattern.test(slug))
+    throw new ProblemError('validation_failed', { errors: { cursor: ["Is not a page's next_cursor."] } });
+  return slug;
+}
+
+function pageSize(limit: string | undefined): number {
+  const size = limit === undefined ? 100 : Number(limit);
+  if (size < 1 || size > 500)
+    throw new ProblemError('validation_failed', { errors: { limit: ['Must be from 1 to 500.'] } });
+  return size;
+}
+
+const customerIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function refusedCreate(result: Exclude<StoreCreateResult, { ok: true }>): ProblemError {
+  return result.reason === 'slug_taken'
+    ? new ProblemError('slug_taken')
+    : new ProblemError('host_taken', {}, {}, `Another store answers on ${result.host}; remove it there first.`);
+}
+
+/**
+ * The platform's calls about stores, hosts and customers, on the admin listener only: made for a
+ * backend that creates a store when a merchant signs up and retries what it is not sure went
+ * through. Every change is on the change feed at once, so each instance follows within its next
+ * feed read (a second), this one at once.
+ */
+export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
+  const { db, clock, config, limiter } = services;
+
+  async function storeNamed(name: string): Promise<StoreContext> {
+    const store = await findStoreNamed(db, name);
+    if (store === null) throw new ProblemError('store_not_found', {}, {}, storeNotFound);
+    return store;
+  }
+
+  function audit(
+    request: FastifyRequest,
+    storeId: string,
+    event: AuditEvent,
+    details: Record<string, string>,
+    customerId: string | null = null,
+  ): void {
+    services.audit({
+      storeId,
+      event,
+      customerId,
+      clientAddress: request.ip,
+      requestId: request.id,
+      details: { by: 'admin', token: adminCallerOf(request).tokenId, ...details },
+    });
+  }
+
+  /** This instance sees the change at once; the others on their next feed read. */
+  async function changed(): Promise<void> {
+    await services.store.refresh();
+  }
+
+  return async (app) => {
+    app.addHook('onRequest', async (request) => {
+      await limiter.consume(request, [[limits.adminCalls, adminCallerOf(request).tokenId]]);
+    });
+
+    app.post(
+      '/stores',
+      route(
+        'createStore',
+        'Create a store',
+        "Makes a store, and answers it as `GET /stores/{id}` does. With an `Idempotency-Key`, a retry of the same call within 24 hours answers the first answer again and makes nothing: send one whenever the call may be retried. The only store of a deployment answers on every host while it has none; once a second store exists it answers only on its own hosts, and the answer warns when that changed. Recorded in the new store's audit trail (`store.created`) with the token's id.",
+        { headers: IdempotencyHeaders, body: CreateStoreBody },
+        [...withBody, 'slug_taken', 'host_taken', 'idempotency_key_reused'],
+        { 201: CreatedStore },
+      ),
+      async (request, reply) => {
+        const store = newStoreOf(request.body, config);
+        const before = await onlyStore(db);
+        const unhosted = before.ok && before.store.hosts.length === 0 ? before.store.slug : undefined;
+        const answer = (made: StoreContext) => ({
+          status: 201,
+          body: {
+            ...describeStore(made),
+            ...(unhosted !== undefined && {
+              warnings: [
+                `The store ${unhosted} has no host: it answered on every host as the only store, and now answers on none. Give it one with POST /admin/v1/stores/${unhosted}/hosts.`,
+              ],
+            }),
+          },
+        });
+        const key = request.headers['idempotency-key'];
+        const result =
+          key === undefined
+            ? await createStore(db, clock, store).then((made) => {
+                if (!made.ok) throw refusedCreate(made);
+                return { ...answer(made.store), replayed: false };
+              })
+            : await runOnce(db, clock, key, requestHash('POST /stores', request.body), async (tx) => {
+                const made = await insertStore(tx, clock, store);
+                if (!made.ok) throw refusedCreate(made);
+                return answer(made.store);
+              });
+        if ('mismatch' in result) throw new ProblemError('idempotency_key_reused');
+        if (result.replayed) {
+          reply.header('idempotency-replayed', 'true');
+        } else {
+          const id = (result.body as { id: string }).id;
+          audit(request, id, 'store.created', { slug: store.slug });
+          await changed();
+        }
+        return reply.code(result.status).send(result.body);
+      },
+    );
+
+    app.get(
+      '/stores',
+      route(
+        'listStores',
+        'List stores',
+        'Live stores by slug, a page at a time: pass `next_cursor` as `cursor` until it is null. A store created or deleted meanwhile may or may not be on a later page; none is listed twice.',
+        { querystring: ListQuery },
+        ['validation_failed'],
+        { 200: StoreList },
+      ),
+      async (request) => {
+        const size = pageSize(request.query.limit);
+        // One more than the page: whether a next page exists, without a count.
+        const found = await listStores(db, { afterSlug: slugAfter(request.query.cursor), limit: size + 1 });
+        const page = found.slice(0, size);
+        return {
+          stores: page.map(describeStore),
+          next_cursor: found.length > size ? cursorOf(page.at(-1)!.slug) : null,
+        };
+      },
+    );
+
+    app.get(
+      '/stores/:id',
+      route('getStore', 'Read a store', 'A live store by id or slug.', { params: StoreParams }, storeProblems, {
+        200: Store,
+      }),
+      async (request) => describeStore(await storeNamed(request.params.id)),
+    );
+
+    app.patch(
+      '/stores/:id',
+      route(
+        'changeStore',
+        'Change a store',
+        "A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the store's fields and settings; answers the store as changed. An empty patch changes nothing. Recorded in the store's audit trail (`store.changed`, naming the fields) with the token's id.",
+        { params: StoreParams, querystring: PatchQuery, body: StorePatch },
+        [...withBody, ...storeProblems, 'identity_mode_in_use'],
+        { 200: Store },
+      ),
+      async (request) => {
+        const fields = new FieldErrors();
+        const changes = storeChangesOf(request.body, fields);
+        const mode = changes.identityMode;
+        const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
+        if (problem !== undefined)
+          (fields.errors['identity_mode'] ??= []).push(
+            `The deployment cannot send by ${mode}: ${problem.variable} ${problem.reason}.`,
+          );
+        fields.throwIfAny();
+        const store = await storeNamed(request.params.id);
+        if (Object.keys(changes).length === 0) return describeStore(store);
+        const force = request.query.force === 'true';
+        const result = await updateStore(db, clock, changes, { store: store.id, force, countCustomers });
+        if (!result.ok) {
+          if (result.reason === 'identity_mode_in_use') throw new ProblemError('identity_mode_in_use');
+          throw new ProblemError('store_not_found', {}, {}, storeNotFound);
+        }
+        audit(request, store.id, 'store.changed', { fields: Object.keys(request.body).sort().join(',') });
+        await changed();
+        return describeStore(result.store);
+      },
+    );
+
+    app.delete(
+      '/stores/:id',
+      route(
+        'deleteStore',
+        'Delete a store',
+        "At once the store stops answering (its shoppers' next call is `404 store_not_found`) and its slug and hosts are free for another store. Everything it held (customers, sessions, codes, passkeys, messages, audit trail) is then erased in the background, in batches, resuming after a restart. Its audit trail goes with it, so the deletion is in the service's log with the token's id.",
+        { params: StoreParams },
+        storeProblems,
+        { 202: DeletedStore },
+      ),
+      async (request, reply) => {
+        const store = await storeNamed(request.params.id);
+        if (!(await markStoreDeleted(db, clock, store.id)))
+          throw new ProblemError('store_not_found', {}, {}, storeNotFound);
+        request.log.info({ store: store.id, slug: store.slug, token: adminCallerOf(request).tokenId }, 'store deleted');
+        services.janitor.wake();
+        await changed();
+        return reply.code(202).send({ id: store.id, slug: store.slug, status: 'deleted' as const });
+      },
+    );
+
+    app.post(
+      '/stores/:id/hosts',
+      route(
+        'addStoreHost',
+        'Add a host to a store',
+        "The store answers on the host too, from every instance's next feed read (a second). Point the host's DNS at the deployment before or after. A host the store has already is no change. Recorded as `store.changed` with `host_added`.",
+        { params: StoreParams, body: HostBody },
+        [...withBody, ...storeProblems, 'host_taken'],
+        { 201: Store },
+      ),
+      async (request, reply) => {
+        const host = hostOf(request.body.host);
+        const store = await storeNamed(request.params.id);
+        const result = await addStoreHost(db, clock, store.id, host);
+        if (!result.ok) {
+          if (result.reason === 'host_taken') throw new ProblemError('host_taken');
+          throw new ProblemError('store_not_found', {}, {}, storeNotFound);
+        }
+        audit(request, store.id, 'store.changed', { host_added: host });
+        await changed();
+        return reply.code(201).send(describeStore(result.store));
+      },
+    );
+
+    app.delete(
+      '/stores/:id/hosts/:host',
+      route(
+        'removeStoreHost',
+        'Remove a host from a store',
+        'The store stops answering on the host, and another store may take it. Recorded as `store.changed` with `host_removed`.',
+        { params: HostParams },
+        [...storeProblems, 'not_found', 'validation_failed'],
+        { 200: Store },
+      ),
+      async (request) => {
+        const host = hostOf(request.params.host);
+        const store = await storeNamed(request.params.id);
+        const result = await removeStoreHost(db, clock, store.id, host);
+        if (!result.ok) {
+          if (result.reason === 'no_such_host')
+            throw new ProblemError('not_found', {}, {}, 'The store has no such host.');
+          throw new ProblemError('store_not_found', {}, {}, storeNotFound);
+        }
+        audit(request, store.id, 'store.changed', { host_removed: host });
+        await changed();
+        return describeStore(result.store);
+      },
+    );
+
+    app.get(
+      '/stores/:id/customers',
+      route(
+        'findStoreCustomer',
+        "Find a store's customer",
+        "The customer of this store who holds the identity (an email or a phone number, normalized as at sign-in), with their live sessions counted. A customer of another store is not found. Recorded in the store's audit trail (`customer.looked_up`) with the token's id.",
+        { params: StoreParams, querystring: CustomerQuery },
+        [...storeProblems, 'not_found', 'validation_failed'],
+        { 200: StoreCustomer },
+      ),
+      async (request) => {
+        const store = await storeNamed(request.params.id);
+        const sdb = forStore(db, store.id);
+        const row = await findCustomerByIdentity(sdb, parseIdentity(store.identityMode, request.query.identity));
+        if (row === null) throw new ProblemError('not_found', {}, {}, 'No customer of this store has this identity.');
+        audit(request, store.id, 'customer.looked_up', {}, row.id);
+        return { ...toCustomer(row), session_count: await countLiveCustomerSessions(sdb, clock, row.id) };
+      },
+    );
+
+    app.post(
+      '/stores/:id/customers/:customer_id/revoke-sessions',
+      route(
+        'revokeStoreCustomerSessions',
+        "Sign a store's customer out everywhere",
+        "Ends every session of the customer at once: their next call on any instance is unauthenticated. Recorded as `session.revoked` with `count`, `by: admin` and the token's id.",
+        { params: CustomerParams },
+        [...storeProblems, 'not_found'],
+        { 200: RevokedSessions },
+      ),
+      async (request) => {
+        const store = await storeNamed(request.params.id);
+        const sdb = forStore(db, store.id);
+        const { customer_id: customerId } = request.params;
+        const row = customerIdPattern.test(customerId) ? await findCustomerById(sdb, customerId) : null;
+        if (row === null) throw new ProblemError('not_found', {}, {}, 'No customer of this store has this id.');
+        const count = await revokeCustomerSessions(sdb, clock, row.id);
+        audit(request, store.id, 'session.revoked', { count: String(count) }, row.id);
+        return { count };
+      },
+    );
+  };
+}

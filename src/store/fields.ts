@@ -1,0 +1,125 @@
+import { normalizeHost, storeSlugPattern, type StoreContext } from './store.js';
+
+/**
+ * A store's fields as an operator or the platform's backend writes them, checked and put in the
+ * form they are kept in. The command line and the admin API take the same values and refuse the
+ * same ones with the same words: each message starts with the value as given, so the command line
+ * puts its flag in front and the admin API files it under the field's name.
+ */
+export class FieldError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FieldError';
+  }
+}
+
+const shown = (input: string) => JSON.stringify(input);
+const controlCharacter = /[\u0000-\u001f\u007f]/;
+
+export function storeSlug(input: string): string {
+  if (!storeSlugPattern.test(input)) throw new FieldError(`${shown(input)} must be 3 to 63 of a-z, 0-9 and -`);
+  return input;
+}
+
+export function storeName(input: string): string {
+  const name = input.trim();
+  if (name === '' || [...name].length > 120 || controlCharacter.test(name))
+    throw new FieldError('must be 1 to 120 characters, without control characters');
+  return name;
+}
+
+/** A host name as stores hold it (lowercase, punycode); what is wrong with it, said, otherwise. */
+export function storeHost(input: string): string {
+  const host = normalizeHost(input);
+  if (host !== null) return host;
+  if (input.includes('*'))
+    throw new FieldError(`${shown(input)}: a wildcard is not a host; name each host, such as shop.example.com`);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(input.trim()))
+    throw new FieldError(
+      `${shown(input)}: give the host name alone, without a scheme or path, such as shop.example.com`,
+    );
+  if (/:\d*$/.test(input.trim()) && !input.includes('['))
+    throw new FieldError(`${shown(input)}: give the host name without a port, such as shop.example.com`);
+  throw new FieldError(
+    `${shown(input)} is not a host name (labels of letters, digits and -, no port, no wildcard, no address), such as shop.example.com`,
+  );
+}
+
+const originExample = 'such as https://shop.example.com';
+
+/** An http(s) origin as browsers send it in Origin: scheme, host (punycode) and a port when not the default. */
+export function storeOrigin(input: string): string {
+  let url: URL;
+  try {
+    url = new URL(input.trim());
+  } catch {
+    throw new FieldError(`${shown(input)} is not an origin, ${originExample}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new FieldError(`${shown(input)} must be an http:// or https:// origin, ${originExample}`);
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '' || url.pathname !== '/')
+    throw new FieldError(`${shown(input)} must be an origin alone, without a path, query or user, ${originExample}`);
+  if (url.hostname.includes('*'))
+    throw new FieldError(`${shown(input)}: a wildcard is not allowed; name each origin, ${originExample}`);
+  // A trailing slash is forgiven: what is kept is the origin, as a browser's Origin header holds it.
+  return url.origin;
+}
+
+const mailFromExample = '"Acme Shoes <shop@acme.example>"';
+
+/** `Name <address>` as an SMTP From line takes it: the name quoted when it holds a character that would split it. */
+export function storeMailFrom(input: string): string {
+  if (controlCharacter.test(input)) throw new FieldError(`${shown(input)} holds a line break or control character`);
+  const notNameAndAddress = () =>
+    new FieldError(`${shown(input)} must be a sender name and an address, such as ${mailFromExample}`);
+  const match = /^(.*?)\s*<([^<>\s]+)>$/.exec(input.trim());
+  if (match === null) throw notNameAndAddress();
+  // A name already in quotes is taken without them, and quoted again below when it needs to be.
+  const name = match[1]!
+    .trim()
+    .replace(/^"(.*)"$/, '$1')
+    .trim();
+  const address = match[2]!;
+  if (name === '' || /[<>]/.test(name)) throw notNameAndAddress();
+  if (/["\\]/.test(name)) throw new FieldError(`${shown(input)}: the sender name may not hold " or \\`);
+  if ([...name].length > 120) throw new FieldError(`${shown(input)}: the sender name must be at most 120 characters`);
+  if (!/^[^\s@<>",;:()[\]\\]+@[^\s@<>",;:()[\]\\]+$/.test(address) || address.length > 254)
+    throw new FieldError(`${shown(input)}: ${address} is not an email address`);
+  // A comma, say, would otherwise split the From line into two addresses.
+  return /[,.:;()@[\]]/.test(name) ? `"${name}" <${address}>` : `${name} <${address}>`;
+}
+
+export function storeSmsSender(input: string): string {
+  const sender = input.trim();
+  if (sender === '' || [...sender].length > 32 || controlCharacter.test(sender))
+    throw new FieldError('must be 1 to 32 characters, without control characters');
+  return sender;
+}
+
+/** Each value checked, duplicates dropped, in the order given. */
+export function distinct(values: readonly string[], check: (value: string) => string): string[] {
+  return [...new Set(values.map(check))];
+}
+
+/** A store as the command line prints it and the admin API answers it. */
+export function describeStore(store: StoreContext) {
+  return {
+    id: store.id,
+    slug: store.slug,
+    name: store.name,
+    status: store.status,
+    identity_mode: store.identityMode,
+    settings: {
+      'auth.customer_verification_required': store.verificationRequired,
+      'auth.sign_in_with_code': store.signInWithCode,
+      'auth.sign_in_notices': store.signInNotices,
+      'auth.passkeys': store.passkeys,
+    },
+    hosts: store.hosts,
+    allowed_origins: store.allowedOrigins,
+    mail_from: store.mailFrom,
+    sms_sender: store.smsSender,
+    webauthn_rp_id: store.webauthnRpId,
+    updated_at: store.updatedAt,
+  };
+}
