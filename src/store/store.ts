@@ -299,42 +299,35 @@ function settingsOf(changes: StoreChanges): Record<string, boolean> {
   };
 }
 
-/** The first of `hosts` that a store other than `storeId` holds, or null. */
-async function takenHost(tx: Queryable, storeId: string | null, hosts: readonly string[]): Promise<string | null> {
-  if (hosts.length === 0) return null;
+/** Adds hosts to a store in `tx`; those another store holds are left out. The hosts added. */
+async function insertHosts(tx: Queryable, storeId: string, hosts: readonly string[]): Promise<Set<string>> {
+  if (hosts.length === 0) return new Set();
   const rows = await tx.query<{ host: string }>(
-    'SELECT host FROM store_hosts WHERE host = ANY($1) AND store_id IS DISTINCT FROM $2',
+    'INSERT INTO store_hosts (host, store_id) SELECT unnest($1::text[]), $2 ON CONFLICT (host) DO NOTHING RETURNING host',
     [hosts, storeId],
   );
-  const taken = new Set(rows.map((row) => row.host));
-  return hosts.find((host) => taken.has(host)) ?? null;
-}
-
-async function insertHosts(tx: Queryable, storeId: string, hosts: readonly string[]): Promise<void> {
-  await tx.query(
-    'INSERT INTO store_hosts (host, store_id) SELECT unnest($1::text[]), $2 ON CONFLICT (host) DO NOTHING',
-    [hosts, storeId],
-  );
+  return new Set(rows.map((row) => row.host));
 }
 
 /**
  * Makes a store with its hosts (already normalized) in `tx`, which may hold other work of the same
- * call (an idempotency key). Store changes take turns (lockStoreChanges), so the slug and hosts are
- * checked before anything is written: a refusal writes nothing and leaves `tx` usable.
+ * call (an idempotency key). The unique slug and hosts decide a race (a second insert waits for
+ * the first to commit or roll back); a refusal rolls back to a savepoint, so it writes nothing and
+ * leaves `tx` usable. The store-change lock is taken last, for the feed's version alone, so creates
+ * take turns only for their commit.
  */
 export async function insertStore(tx: Queryable, clock: Clock, store: NewStore): Promise<StoreCreateResult> {
   const now = clock.now();
   const id = randomUUID();
-  await lockStoreChanges(tx);
-  const [slugTaken] = await tx.query('SELECT 1 FROM stores WHERE slug = $1 AND deleted_at IS NULL', [store.slug]);
-  if (slugTaken !== undefined) return { ok: false, reason: 'slug_taken' };
   const hosts = store.hosts ?? [];
-  const taken = await takenHost(tx, null, hosts);
-  if (taken !== null) return { ok: false, reason: 'host_taken', host: taken };
-  await tx.query(
+  await tx.query('SAVEPOINT new_store');
+  // Version 0 until the feed's next one is taken under the lock: a version taken earlier could
+  // commit after a later one, and a reader past it would never see this store.
+  const inserted = await tx.query(
     `INSERT INTO stores (id, slug, name, status, identity_mode, settings, allowed_origins, mail_from, sms_sender,
-                         webauthn_rp_id, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $11)`,
+                         webauthn_rp_id, version, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 0, $11, $11)
+     ON CONFLICT (slug) WHERE deleted_at IS NULL DO NOTHING RETURNING 1`,
     [
       id,
       store.slug,
@@ -349,7 +342,18 @@ export async function insertStore(tx: Queryable, clock: Clock, store: NewStore):
       now,
     ],
   );
-  await insertHosts(tx, id, hosts);
+  if (inserted.length === 0) {
+    await tx.query('ROLLBACK TO SAVEPOINT new_store');
+    return { ok: false, reason: 'slug_taken' };
+  }
+  const added = await insertHosts(tx, id, hosts);
+  const taken = hosts.find((host) => !added.has(host));
+  if (taken !== undefined) {
+    await tx.query('ROLLBACK TO SAVEPOINT new_store');
+    return { ok: false, reason: 'host_taken', host: taken };
+  }
+  await tx.query('RELEASE SAVEPOINT new_store');
+  await beginStoreChange(tx, id, now);
   return { ok: true, store: (await loadStore(tx, { id }))! };
 }
 
@@ -442,19 +446,34 @@ export async function addStoreHost(
   storeId: string,
   host: string,
 ): Promise<HostChangeResult> {
-  return db.transaction(async (tx) => {
-    // Read after the lock: a deletion committed meanwhile is seen, and no host is added to it.
-    await lockStoreChanges(tx);
-    const store = await loadStore(tx, { id: storeId });
-    if (store === null) return { ok: false, reason: 'no_store' };
-    if ((await takenHost(tx, storeId, [host])) !== null) return { ok: false, reason: 'host_taken' };
-    // A host the store has already is no change: the feed is not bumped for it.
-    if (store.hosts.includes(host)) return { ok: true, store };
-    await insertHosts(tx, storeId, [host]);
-    await bumpStoreVersion(tx, storeId, clock.now());
-    return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
-  });
+  try {
+    return await db.transaction(async (tx) => {
+      if ((await loadStore(tx, { id: storeId })) === null) return { ok: false, reason: 'no_store' };
+      // The host first, the lock after (as a create takes them): in the other order a create
+      // holding the host and waiting for the lock, and this holding the lock and waiting for the
+      // host, would wait for each other.
+      if ((await insertHosts(tx, storeId, [host])).size === 0) {
+        const [owner] = await tx.query<{ store_id: string }>('SELECT store_id FROM store_hosts WHERE host = $1', [
+          host,
+        ]);
+        if (owner?.store_id !== storeId) return { ok: false, reason: 'host_taken' };
+        // A host the store has already is no change: the feed is not bumped for it.
+        return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
+      }
+      await lockStoreChanges(tx);
+      // Read after the lock: a deletion committed meanwhile is seen, and the host goes with the rollback.
+      if ((await loadStore(tx, { id: storeId })) === null) throw new StoreGone();
+      await bumpStoreVersion(tx, storeId, clock.now());
+      return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
+    });
+  } catch (error) {
+    if (error instanceof StoreGone) return { ok: false, reason: 'no_store' };
+    throw error;
+  }
 }
+
+/** Rolls back a host added to a store that a deletion committed meanwhile. */
+class StoreGone extends Error {}
 
 export async function removeStoreHost(
   db: Database,

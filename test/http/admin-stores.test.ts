@@ -225,6 +225,37 @@ describe('the platform admin API', () => {
     assert.equal(hosts?.n, 0);
   });
 
+  test('creates and host additions racing for one slug or host: one wins, the others are 409, none fails', async () => {
+    const { t, call, create } = await startAdmin(harness);
+    const holder = await create({ slug: 'holder', name: 'Holder' });
+    const sameHost = await Promise.all([
+      ...Array.from({ length: 5 }, (_, n) =>
+        call('POST', stores, { slug: `host-racer-${n}`, name: 'Racer', hosts: ['contested.example'] }),
+      ),
+      call('POST', `${stores}/${holder.id}/hosts`, { host: 'contested.example' }),
+    ]);
+    assert.equal(
+      sameHost.filter((reply) => reply.status === 201).length,
+      1,
+      JSON.stringify(sameHost.map((r) => r.status)),
+    );
+    for (const reply of sameHost.filter((each) => each.status !== 201)) assertProblem(reply, 409, 'host_taken');
+    const sameSlug = await Promise.all(
+      Array.from({ length: 5 }, (_, n) =>
+        call('POST', stores, { slug: 'slug-racer', name: 'Racer', hosts: [`s${n}.example`] }),
+      ),
+    );
+    assert.equal(sameSlug.filter((reply) => reply.status === 201).length, 1);
+    for (const reply of sameSlug.filter((each) => each.status !== 201)) assertProblem(reply, 409, 'slug_taken');
+    const [hosts] = await t.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM store_hosts WHERE host LIKE 's_.example'",
+    );
+    assert.equal(hosts?.n, 1, "the losers' hosts were rolled back with them");
+    // default, holder, the slug's winner, and the host's winner when a create won it.
+    const createWon = sameHost.slice(0, 5).some((reply) => reply.status === 201);
+    assert.equal(await storeCount(t), createWon ? 4 : 3);
+  });
+
   describe('Idempotency-Key', () => {
     test('a retry with the key and body answers the first answer and makes nothing; another body is 422', async () => {
       const { t, call } = await startAdmin(harness);
