@@ -68,6 +68,14 @@ export class StatementParams {
 /** What stands in for personal data erased with an account: an outbox recipient, an audit detail. */
 export const erasedValue = '(erased)';
 
+/**
+ * Whether text can be a `uuid` column's value: one from a request that is not is no row, and is
+ * answered so without a query (which PostgreSQL would refuse).
+ */
+export function isUuid(text: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text);
+}
+
 /** Rows a table's own module wants gone; every name is a constant of that module, never input. */
 export interface BatchDelete {
   table: string;

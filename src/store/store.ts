@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { domainToASCII } from 'node:url';
 import type { Clock } from '../clock.js';
 import type { Config, IdentityMode } from '../config.js';
-import { inStore, type Database, type Queryable, type StoreQueryable } from '../storage/database.js';
+import { inStore, isUuid, type Database, type Queryable, type StoreQueryable } from '../storage/database.js';
 
 export type StoreStatus = 'active' | 'paused' | 'closed';
 export const storeStatuses: readonly StoreStatus[] = ['active', 'paused', 'closed'];
@@ -108,12 +108,10 @@ export async function loadStore(db: Queryable, key: StoreKey): Promise<StoreCont
   return rows[0] === undefined ? null : toStore(rows[0]);
 }
 
-const storeIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** A store named by an operator: its id (a UUID, or the first store's), or its slug. */
 export async function findStoreNamed(db: Queryable, name: string): Promise<StoreContext | null> {
   // An id first when the name has an id's shape: a slug shaped like one cannot hide that store.
-  if (storeIdPattern.test(name) || name === firstStoreId) {
+  if (isUuid(name) || name === firstStoreId) {
     const byId = await loadStore(db, { id: name });
     if (byId !== null) return byId;
   }

@@ -1,5 +1,5 @@
 import type { IdentityMode } from '../../config.js';
-import { deleteInBatch, type Queryable, type StoreQueryable } from '../../storage/database.js';
+import { deleteInBatch, isUuid, type Queryable, type StoreQueryable } from '../../storage/database.js';
 import type { ParsedIdentity } from '../rules/identity.js';
 
 export interface CustomerRow {
@@ -127,7 +127,9 @@ export async function findCustomerByIdentity(
   return selectCustomer(db, identity, '');
 }
 
+/** The customer with this id; null when none has it, or it is not an id at all. */
 export async function findCustomerById(db: StoreQueryable, id: string): Promise<CustomerRow | null> {
+  if (!isUuid(id)) return null;
   return selectCustomer(db, { id }, '');
 }
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { StoreQueryable } from '../../storage/database.js';
+import { isUuid, type StoreQueryable } from '../../storage/database.js';
 
 /** A passkey as the account area shows it: never its credential id or public key. */
 export interface PasskeyView {
@@ -148,14 +148,12 @@ export async function recordPasskeyUse(
   return rows.length === 1;
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * Deletes one of the customer's passkeys by its public handle. False when the customer has no such
  * passkey, whether the handle is malformed, unknown or another customer's: the caller answers alike.
  */
 export async function removePasskey(db: StoreQueryable, customerId: string, publicId: string): Promise<boolean> {
-  if (!uuidPattern.test(publicId)) return false;
+  if (!isUuid(publicId)) return false;
   const rows = await db.query(
     'DELETE FROM passkeys WHERE store_id = $3 AND customer_id = $1 AND public_id = $2 RETURNING 1',
     [customerId, publicId, db.storeId],

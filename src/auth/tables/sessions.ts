@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { secondsBefore, type Clock } from '../../clock.js';
-import { deleteInBatch, StatementParams, type Queryable, type StoreQueryable } from '../../storage/database.js';
+import { deleteInBatch, isUuid, StatementParams, type Queryable, type StoreQueryable } from '../../storage/database.js';
 import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from '../rules/device-family.js';
 import { refreshSeenDevice, type DeviceKey } from './known-devices.js';
@@ -311,8 +311,6 @@ export async function countLiveCustomerSessions(db: StoreQueryable, clock: Clock
   return row?.n ?? 0;
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * Deletes one of the customer's live sessions by its public handle, and tells whether it was the
  * session of `currentSessionId`. Fails with `not_found` when the customer has no such live session,
@@ -325,7 +323,7 @@ export async function revokeCustomerSession(
   publicId: string,
   currentSessionId: string,
 ): Promise<Result<{ current: boolean }, 'not_found'>> {
-  if (!uuidPattern.test(publicId)) return fail('not_found');
+  if (!isUuid(publicId)) return fail('not_found');
   const { now, idleCutoff } = idleCutoffOf(clock);
   const rows = await db.query<{ id_hash: string }>(
     `DELETE FROM sessions WHERE store_id = $5 AND customer_id = $1 AND public_id = $4 AND ${liveCondition}

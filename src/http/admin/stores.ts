@@ -5,7 +5,7 @@ import type { AuditEvent } from '../../audit.js';
 import { countCustomers, findCustomerById, findCustomerByIdentity, toCustomer } from '../../auth/tables/customers.js';
 import { countLiveCustomerSessions, revokeCustomerSessions } from '../../auth/tables/sessions.js';
 import { parseIdentity } from '../../auth/rules/identity.js';
-import { deliveryProblem } from '../../config.js';
+import { deliveryProblem, type IdentityMode } from '../../config.js';
 import { forStore } from '../../storage/database.js';
 import {
   describeStore,
@@ -155,6 +155,11 @@ class FieldErrors {
     return result;
   }
 
+  /** A refusal found outside the field rules. */
+  note(field: string, message: string): void {
+    (this.errors[field] ??= []).push(message);
+  }
+
   throwIfAny(): void {
     if (Object.keys(this.errors).length > 0) throw new ProblemError('validation_failed', { errors: this.errors });
   }
@@ -193,13 +198,16 @@ function newStoreOf(body: CreateStoreBody, config: Deps['config']): NewStore {
   const hosts = fields.value('hosts', body.hosts ?? [], (hosts) => distinct(hosts, storeHost)) ?? [];
   const changes = storeChangesOf(body, fields);
   const identityMode = body.identity_mode ?? 'email';
-  const problem = deliveryProblem(config, identityMode);
-  if (problem !== undefined)
-    (fields.errors['identity_mode'] ??= []).push(
-      `The deployment cannot send by ${identityMode}: ${problem.variable} ${problem.reason}.`,
-    );
+  checkTransport(fields, config, identityMode);
   fields.throwIfAny();
   return { ...changes, slug: body.slug, name: changes.name!, identityMode, hosts };
+}
+
+/** In production, an identity mode the deployment has no transport for is refused. */
+function checkTransport(fields: FieldErrors, config: Deps['config'], mode: IdentityMode | undefined): void {
+  const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
+  if (problem !== undefined)
+    fields.note('identity_mode', `The deployment cannot send by ${mode}: ${problem.variable} ${problem.reason}.`);
 }
 
 function hostOf(input: string): string {
@@ -225,8 +233,6 @@ function pageSize(limit: string | undefined): number {
     throw new ProblemError('validation_failed', { errors: { limit: ['Must be from 1 to 500.'] } });
   return size;
 }
-
-const customerIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function refusedCreate(result: Exclude<StoreCreateResult, { ok: true }>): ProblemError {
   return result.reason === 'slug_taken'
@@ -368,12 +374,7 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
       async (request) => {
         const fields = new FieldErrors();
         const changes = storeChangesOf(request.body, fields);
-        const mode = changes.identityMode;
-        const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
-        if (problem !== undefined)
-          (fields.errors['identity_mode'] ??= []).push(
-            `The deployment cannot send by ${mode}: ${problem.variable} ${problem.reason}.`,
-          );
+        checkTransport(fields, config, changes.identityMode);
         fields.throwIfAny();
         const store = await storeNamed(request.params.id);
         if (Object.keys(changes).length === 0) return describeStore(store);
@@ -492,8 +493,7 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
       async (request) => {
         const store = await storeNamed(request.params.id);
         const sdb = forStore(db, store.id);
-        const { customer_id: customerId } = request.params;
-        const row = customerIdPattern.test(customerId) ? await findCustomerById(sdb, customerId) : null;
+        const row = await findCustomerById(sdb, request.params.customer_id);
         if (row === null) throw new ProblemError('not_found', {}, {}, 'No customer of this store has this id.');
         const count = await revokeCustomerSessions(sdb, clock, row.id);
         audit(request, store.id, 'session.revoked', { count: String(count) }, row.id);
