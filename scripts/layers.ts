@@ -33,6 +33,7 @@ export const layers: readonly (readonly string[])[] = [
   ['config.ts', 'audit.ts'],
   ['delivery'],
   ['store'],
+  ['providers'],
   ['auth'],
   ['janitor.ts'],
   ['services.ts'],

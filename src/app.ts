@@ -9,6 +9,7 @@ import { accountRoutes } from './http/account/account.js';
 import { erasureRoutes } from './http/account/erasure.js';
 import { identityRoutes } from './http/account/identity.js';
 import { passkeyRoutes } from './http/account/passkeys.js';
+import { providerAccountRoutes } from './http/account/providers.js';
 import { sessionRoutes } from './http/account/sessions.js';
 import { csrfCookieRoute, platformRoutes, probeRoutes } from './http/platform/platform.js';
 import { recoveryRoutes } from './http/recovery/routes.js';
@@ -17,6 +18,7 @@ import { codeLoginRoutes } from './http/sign-in/code-login.js';
 import { forwardAuthRoutes } from './http/sign-in/forward-auth.js';
 import { passkeyLoginRoutes } from './http/sign-in/passkey-login.js';
 import { passwordSignInRoutes } from './http/sign-in/password.js';
+import { providerSignInRoutes } from './http/sign-in/providers.js';
 import { openApiPages, registerOpenApi } from './http/openapi.js';
 import { customerScope, hostOf, probeScope, publicScope, unknownPathAnswer, type ScopeDeps } from './http/scopes.js';
 import { packageVersion } from './version.js';
@@ -180,6 +182,8 @@ async function registerRoutes(app: App, services: Edge, scopes: ScopeDeps): Prom
     codeLoginRoutes,
     passkeyRoutes,
     passkeyLoginRoutes,
+    providerSignInRoutes,
+    providerAccountRoutes,
   ];
   // The prefix's trailing slash: the scope answers every unknown path under /api/v1/customer/.
   await app.register(

@@ -19,6 +19,8 @@ export const auditEvents = [
   'reauthentication.failed',
   'passkey.added',
   'passkey.removed',
+  'provider.linked',
+  'provider.unlinked',
   'store.created',
   'store.changed',
   'customer.looked_up',

@@ -10,6 +10,8 @@ import type { RetentionSettings } from './config.js';
 import { deleteFinishedMessages, deleteStoreMessages } from './delivery/outbox.js';
 import { PeriodicTask } from './periodic.js';
 import type { Queryable } from './storage/database.js';
+import { deleteStoreProviders } from './providers/configured.js';
+import { deleteExpiredProviderStates, deleteStoreProviderStates } from './providers/states.js';
 import { deleteExpiredIdempotencyKeys } from './store/idempotency.js';
 import { deletedStores, dropStoreRow } from './store/store.js';
 
@@ -21,6 +23,7 @@ export const janitorTables = [
   'known_devices',
   'passkey_challenges',
   'idempotency_keys',
+  'provider_states',
 ] as const;
 export type JanitorTable = (typeof janitorTables)[number];
 export type RemovedRows = Record<JanitorTable, number>;
@@ -99,6 +102,8 @@ export async function prune(
     passkey_challenges: (limit) => deleteExpiredPasskeyChallenges(db, clock, limit),
     // A retry's answer is kept 24 hours, as the admin API promises; after that the key is free.
     idempotency_keys: (limit) => deleteExpiredIdempotencyKeys(db, clock, limit),
+    // A spent state is kept only while its cookie could still be replayed.
+    provider_states: (limit) => deleteExpiredProviderStates(db, clock, limit),
   };
   const removed = Object.fromEntries(janitorTables.map((table) => [table, 0])) as RemovedRows;
   const failures: PruneError['failures'] = [];
@@ -111,6 +116,7 @@ export async function prune(
     'known_devices',
     'passkey_challenges',
     'idempotency_keys',
+    'provider_states',
   ] as const) {
     try {
       for (let batch = 0; batch < limits.maxBatchesPerTable && !stopping(); batch += 1) {
@@ -132,6 +138,8 @@ const steps: Array<[string, (db: Queryable, storeId: string, limit: number) => P
   ['outbox', deleteStoreMessages],
   ['audit_events', deleteStoreAudit],
   ['passkey_challenges', deleteStorePasskeyChallenges],
+  ['provider_states', deleteStoreProviderStates],
+  ['store_providers', deleteStoreProviders],
   ['customers', deleteStoreCustomers],
 ];
 

@@ -1,6 +1,6 @@
-import { createHmac } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 
-export type KeyPurpose = 'codes' | 'csrf' | 'outbox' | 'counters';
+export type KeyPurpose = 'codes' | 'csrf' | 'outbox' | 'counters' | 'providers';
 
 /** Separate keys for separate uses, all derived from one deployment secret. */
 export type KeySet = Record<KeyPurpose, Buffer>;
@@ -17,7 +17,13 @@ export interface Keys extends KeySet {
 
 function deriveKeySet(secret: string): KeySet {
   const derive = (purpose: KeyPurpose) => createHmac('sha256', secret).update(`storefront-auth:${purpose}`).digest();
-  return { codes: derive('codes'), csrf: derive('csrf'), outbox: derive('outbox'), counters: derive('counters') };
+  return {
+    codes: derive('codes'),
+    csrf: derive('csrf'),
+    outbox: derive('outbox'),
+    counters: derive('counters'),
+    providers: derive('providers'),
+  };
 }
 
 export function deriveKeys(secret: string, previousSecrets: readonly string[] = []): Keys {
@@ -31,4 +37,35 @@ export function acceptedKeys<P extends KeyPurpose>(
   purpose: P,
 ): Buffer[] {
   return [keys[purpose], ...keys.previous.map((old) => old[purpose])];
+}
+
+/**
+ * Encrypts and authenticates `text` (AES-256-GCM, a fresh IV each time): what a database dump or
+ * a browser must neither read nor alter (an outbox body, a provider's client secret, the cookie of
+ * a provider sign-in under way).
+ */
+export function seal(key: Buffer, text: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const body = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+/**
+ * Opens what `seal` made with the first of `keys` whose tag it carries (the current key first,
+ * then the previous ones): the text and the index of the key, or undefined when none opens it.
+ */
+export function unseal(keys: readonly Buffer[], sealed: string): { text: string; keyIndex: number } | undefined {
+  const raw = Buffer.from(sealed, 'base64url');
+  if (raw.length < 28) return undefined;
+  for (const [keyIndex, key] of keys.entries()) {
+    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    try {
+      return { text: Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8'), keyIndex };
+    } catch {
+      // GCM refused the tag: another key sealed it (or it was altered).
+    }
+  }
+  return undefined;
 }

@@ -23,6 +23,7 @@ import { MemoryCounterStore, type CounterStore } from './storage/counters.js';
 import { migrate } from './storage/migrations.js';
 import { defaultServerSettings, startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
 import { maintenanceDeadline, openPostgres } from './storage/postgres.js';
+import { RelyingParties } from './providers/relying-party.js';
 import { StoreDirectory, storeFeedIntervalMs } from './store/directory.js';
 import { ensureStore, identityModesInUse } from './store/store.js';
 import { certificateFailure } from './tls.js';
@@ -38,6 +39,8 @@ export interface Services {
   keys: Keys;
   /** The stores, resolved by host; follows the change feed in the background. */
   store: StoreDirectory;
+  /** The relying party of the stores' sign-in providers, with their discovered metadata and keys. */
+  providers: RelyingParties;
   transports: Transports;
   dispatcher: Dispatcher;
   janitor: Janitor;
@@ -61,6 +64,8 @@ export interface ServiceOverrides {
   manualDispatch?: boolean;
   /** Leave the janitor stopped; the caller prunes. */
   manualJanitor?: boolean;
+  /** How long a call to a sign-in provider may take (a test's slow provider). */
+  providerTimeoutSeconds?: number;
   /** Bounds of the work behind the answers (a test fills the queue). */
   background?: Partial<BackgroundLimits>;
 }
@@ -256,6 +261,7 @@ export async function openServices(
     hasher: overrides.hasher ?? configuredHasher(config),
     keys,
     store,
+    providers: new RelyingParties({ clock, timeoutSeconds: overrides.providerTimeoutSeconds }),
     transports,
     dispatcher,
     janitor,

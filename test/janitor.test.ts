@@ -31,6 +31,7 @@ const nothing: RemovedRows = {
   known_devices: 0,
   passkey_challenges: 0,
   idempotency_keys: 0,
+  provider_states: 0,
 };
 
 /** A fake clock that moves to "start + offset seconds", so each step reads as a point on one timeline. */
@@ -359,6 +360,7 @@ describe('the janitor', () => {
       ['known_devices', ['known_devices_last_seen']],
       ['passkey_challenges', ['passkey_challenges_expires']],
       ['idempotency_keys', ['idempotency_keys_created']],
+      ['provider_states', ['provider_states_expires']],
       ['outbox.challenge_id', ['outbox_challenge']],
     ] as const;
     assert.equal(plans.length, expected.length);
@@ -430,6 +432,7 @@ describe('the janitor', () => {
           'known_devices',
           'passkey_challenges',
           'idempotency_keys',
+          'provider_states',
         ]
           .map((table) => `${table} (connection lost)`)
           .join(', ')}`,

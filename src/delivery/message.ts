@@ -9,7 +9,8 @@ export type MessagePurpose =
   | 'identity_change'
   | 'identity_taken'
   | 'identity_changed'
-  | 'passkey_added';
+  | 'passkey_added'
+  | 'provider_linked';
 
 export interface MessageContent {
   subject: string;

@@ -131,6 +131,13 @@ const wordsOf: { [P in MessagePurpose]: (context: WordsContext) => Words } = {
       'If this was not you, remove it in your account area and reset your password right away.',
     ],
   }),
+  provider_linked: ({ storeName }) => ({
+    subject: `A sign-in provider was linked to your ${storeName} account`,
+    lines: [
+      `An account at a sign-in provider (such as Google or Apple) was just linked to your ${storeName} account; it signs in without your password.`,
+      'If this was not you, unlink it in your account area and reset your password right away.',
+    ],
+  }),
   identity_changed: ({ storeName, identity, input }) => ({
     subject: `Your ${storeName} ${identity} was changed`,
     lines: [

@@ -40,7 +40,11 @@ export function signInRefused(method: 'password' | 'code', problem: ProblemCode,
 }
 
 /** What a customer route is: its words, what it needs, what it takes and every answer it gives. */
-export interface RouteDeclaration<Body extends TObject | undefined, Params extends TObject | undefined> {
+export interface RouteDeclaration<
+  Body extends TObject | undefined,
+  Params extends TObject | undefined,
+  Query extends TObject | undefined = undefined,
+> {
   operationId: string;
   summary: string;
   description: string;
@@ -55,8 +59,12 @@ export interface RouteDeclaration<Body extends TObject | undefined, Params exten
   tag?: 'auth' | 'account';
   /** The store setting the route belongs to: while it is off, the route answers 404 not_found. */
   feature?: StoreFeature;
+  /** A provider's way back: see `providerCallback` in scopes.ts. */
+  providerCallback?: boolean;
   body?: Body;
   params?: Params;
+  /** The query string's schema (a navigation's parameters). */
+  query?: Query;
   /**
    * A body that fails its schema reaches the handler, which names every failing field with
    * `refuseInvalidBody` (the schema's and the domain's), instead of Fastify's first one.
@@ -64,7 +72,7 @@ export interface RouteDeclaration<Body extends TObject | undefined, Params exten
   ownValidation?: boolean;
   /** The success answer's schema, and its status when it is not 200. */
   answer: TSchema;
-  status?: 201 | 202;
+  status?: 201 | 202 | 302 | 303;
   /** Answers that are not problem documents, by status, besides the success answer. */
   answers?: Record<number, TSchema>;
   /**
@@ -90,8 +98,9 @@ function problemCodes(problems: Array<ProblemCode | Outcomes<string>>): ProblemC
 export function declareRoute<
   Body extends TObject | undefined = undefined,
   Params extends TObject | undefined = undefined,
->(declaration: RouteDeclaration<Body, Params>) {
-  const { session = false, feature, body, params, examples } = declaration;
+  Query extends TObject | undefined = undefined,
+>(declaration: RouteDeclaration<Body, Params, Query>) {
+  const { session = false, feature, body, params, query, examples } = declaration;
   const codes = [
     ...(session === true ? (['unauthenticated'] as const) : []),
     ...problemCodes(declaration.problems ?? []),
@@ -100,7 +109,11 @@ export function declareRoute<
   const tag = declaration.tag ?? (session ? 'account' : 'auth');
   return {
     ...(declaration.ownValidation && { attachValidation: true }),
-    config: { session: session === true, ...(feature && { feature }) },
+    config: {
+      session: session === true,
+      ...(feature && { feature }),
+      ...(declaration.providerCallback && { providerCallback: true }),
+    },
     schema: {
       tags: [tag],
       operationId: declaration.operationId,
@@ -110,6 +123,7 @@ export function declareRoute<
       // Only the parts the route has; typed as declared, so the handler's request is typed by them.
       ...((body ? { body } : {}) as { body: Body }),
       ...((params ? { params } : {}) as { params: Params }),
+      ...((query ? { querystring: query } : {}) as { querystring: Query }),
       response: {
         [declaration.status ?? 200]: declaration.answer,
         ...declaration.answers,

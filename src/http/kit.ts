@@ -205,11 +205,12 @@ export function routeKit(services: KitSource) {
     request: FastifyRequest,
     reply: FastifyReply,
     signedIn: SignedIn,
-    method: 'password' | 'code' | 'passkey',
+    method: 'password' | 'code' | 'passkey' | 'provider',
     identityKey?: string,
+    details?: Record<string, string>,
   ) {
     metrics.logins.inc({ outcome: 'success' });
-    audit(request, 'login.succeeded', signedIn.customer.id, { method });
+    audit(request, 'login.succeeded', signedIn.customer.id, { method, ...details });
     reportSignInNotice(request.log, metrics, signedIn.signInNotice);
     if (identityKey !== undefined) forget(request, limits.failedLogins, identityKey);
     startSessionCookies(reply, config, storeCsrfKey(keys.csrf, request.store.id), signedIn.sessionId);

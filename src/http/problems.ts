@@ -26,6 +26,12 @@ export const problemCatalogue = {
   },
   untrusted_origin: { status: 403, title: 'Untrusted origin', detail: 'Requests from this origin are not accepted.' },
   not_found: { status: 404, title: 'Not found', detail: 'There is nothing at this path.' },
+  last_sign_in_method: {
+    status: 409,
+    title: 'Last sign-in method',
+    detail:
+      'This is the last way to sign in to the account (no password, passkey or other provider); set a password first with forgot/reset.',
+  },
   method_not_allowed: { status: 405, title: 'Method not allowed', detail: 'This path does not accept this method.' },
   payload_too_large: { status: 413, title: 'Payload too large', detail: 'The request body is larger than 16 KiB.' },
   unsupported_media_type: {

@@ -31,6 +31,8 @@ export const limits = {
   passkeyChallenges: { name: 'passkey-challenge', limit: 30, windowSeconds: minute },
   // Keyed by customer id: adding and removing passkeys from the account area.
   passkeyChanges: { name: 'passkey-change', limit: 30, windowSeconds: 10 * minute },
+  // Each start of a provider sign-in calls the provider (discovery, once cached, costs nothing).
+  providerStarts: { name: 'provider-start', limit: 30, windowSeconds: minute },
   // Keyed by the admin token's id: a backend asks on each of its requests, from a few addresses,
   // so no per-address limit fits; this only bounds a leaked or runaway token.
   introspections: { name: 'introspect', limit: 100_000, windowSeconds: minute },

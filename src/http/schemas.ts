@@ -175,6 +175,14 @@ export const AccountExport = Type.Object(
       }),
       { description: 'The passkeys that can sign in to the account, newest first (never their keys).' },
     ),
+    provider_links: Type.Array(
+      Type.Object({
+        provider: Type.String(),
+        email: Type.Union([Type.String(), Type.Null()]),
+        linked_at: isoTime,
+      }),
+      { description: 'The sign-in providers linked to the account, oldest first.' },
+    ),
     audit_events: Type.Array(
       Type.Object({
         occurred_at: isoTime,

@@ -37,6 +37,13 @@ declare module 'fastify' {
      * the body is validated (`request.account`), and answers 401 unauthenticated without one.
      */
     session?: boolean;
+    /**
+     * A provider's way back (OpenID Connect callback): the provider's form post is cross-site, so
+     * the CSRF check is skipped (the sealed, single-use state cookie stands in for the token), and
+     * a store that is not open is the route's to answer (a redirect back with an error), since
+     * the shopper arrives by navigation, not from a script that reads a 503.
+     */
+    providerCallback?: boolean;
   }
   interface FastifyRequest {
     /** The signed-in customer of a `session` route (see accountOf); null on every other route. */
@@ -125,10 +132,12 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
         throw new ProblemError('store_not_found');
       }
       request.store = store;
-      if (store.status !== 'active') throw new ProblemError('store_unavailable');
+      const callback = request.routeOptions.config.providerCallback === true;
+      if (store.status !== 'active' && !callback) throw new ProblemError('store_unavailable');
       // Cookies for COOKIE_DOMAIN set on another host would be dropped by the browser: say so instead.
       if (!onCookieDomain(deps.services.config, request)) throw new ProblemError('misdirected_request');
-      await countAndCheckCsrf(deps, request, store);
+      if (callback) await deps.services.limiter.consume(request, [[limits.anyCall, request.clientKey]], store.id);
+      else await countAndCheckCsrf(deps, request, store);
       await answerMissingPath(deps, request);
     });
     // After the body is read and before it is validated: without a session the answer is 401,

@@ -389,6 +389,56 @@ export const migrations: Migration[] = [
       CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
     `,
   },
+  {
+    version: 15,
+    name: 'sign-in providers',
+    sql: `
+      -- A store's OpenID Connect providers. The client secret (or, for Apple, the private key the
+      -- secret is made from) is sealed with a key derived from APP_SECRET: a dump does not give it.
+      CREATE TABLE store_providers (
+        store_id text NOT NULL REFERENCES stores (id),
+        id text NOT NULL,
+        name text NOT NULL,
+        preset text,
+        issuer text NOT NULL,
+        client_id text NOT NULL,
+        sealed_secret text NOT NULL,
+        key_id text,
+        team_id text,
+        scopes text NOT NULL,
+        response_mode text NOT NULL CHECK (response_mode IN ('query', 'form_post')),
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (store_id, id)
+      );
+
+      -- Who a provider says a customer is: its issuer and subject, never the email alone. A link
+      -- outlives its provider's removal (adding it back restores the way in); it goes with the account.
+      CREATE TABLE provider_links (
+        store_id text NOT NULL,
+        issuer text NOT NULL,
+        subject text NOT NULL,
+        customer_id uuid NOT NULL,
+        provider_id text NOT NULL,
+        email text,
+        linked_at timestamptz NOT NULL,
+        PRIMARY KEY (store_id, issuer, subject),
+        CONSTRAINT provider_links_customer FOREIGN KEY (store_id, customer_id)
+          REFERENCES customers (store_id, id) ON DELETE CASCADE
+      );
+      CREATE INDEX provider_links_customer ON provider_links (store_id, customer_id);
+
+      -- The states of provider sign-ins that came back, kept until they would have expired anyway:
+      -- a callback replayed with the same cookie and state finds its state here and is refused.
+      CREATE TABLE provider_states (
+        store_id text NOT NULL REFERENCES stores (id),
+        state_hash text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (store_id, state_hash)
+      );
+      CREATE INDEX provider_states_expires ON provider_states (expires_at);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -31,6 +31,7 @@ const purposes: Record<MessagePurpose, (now: Date) => Partial<NewMessage>> = {
   identity_taken: () => ({}),
   identity_changed: () => ({ maskedIdentity: 'a•••@example.org' }),
   passkey_added: () => ({}),
+  provider_linked: () => ({}),
 };
 
 function codeAt(now: Date): NewMessage['code'] {

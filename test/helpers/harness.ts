@@ -59,6 +59,8 @@ export interface TestAppOptions {
   /** Environment variables for loadConfig, e.g. { STORE_IDENTITY_MODE: 'phone' }. */
   env?: Record<string, string>;
   overrides?: ServiceOverrides;
+  /** Where the service's clock starts (ms since the epoch); a fixed day in January 2026 by default. */
+  clockAt?: number;
 }
 
 export const api = '/api/v1';
@@ -136,7 +138,7 @@ export async function createHarness({ counterStore = () => openTestCounterStore(
   async function start(options: TestAppOptions = {}): Promise<TestApp> {
     await current?.close();
     await truncateAll(db);
-    const clock = new FakeClock();
+    const clock = new FakeClock(options.clockAt);
     const outbox = new RecordingTransport();
     const { logger, lines: logs } = capturingLogger();
     const config = loadConfig({ APP_SECRET: testSecret, DATA_DIR: '/nonexistent', ...options.env });

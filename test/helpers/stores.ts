@@ -131,6 +131,9 @@ export const storeTables = [
   'known_devices',
   'passkeys',
   'passkey_challenges',
+  'store_providers',
+  'provider_links',
+  'provider_states',
   'store_hosts',
   'stores',
 ];

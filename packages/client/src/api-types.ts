@@ -11,6 +11,7 @@ export type ProblemCode =
   | 'identity_unverified'
   | 'untrusted_origin'
   | 'not_found'
+  | 'last_sign_in_method'
   | 'method_not_allowed'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -208,6 +209,13 @@ export interface AccountExport {
     created_at: string;
     /** An ISO 8601 date and time (UTC). */
     last_used_at: string | null;
+  }[];
+  /** The sign-in providers linked to the account, oldest first. */
+  provider_links: {
+    provider: string;
+    email: string | null;
+    /** An ISO 8601 date and time (UTC). */
+    linked_at: string;
   }[];
   /** Newest first. */
   audit_events: {

@@ -16,6 +16,7 @@ import { currentPasswordRefused } from '../rules/reauthentication.js';
 import { deleteCustomerSessions, listCustomerSessions, maskAddress, type SessionView } from '../tables/sessions.js';
 import { listKnownDevices } from '../tables/known-devices.js';
 import { listPasskeys, type PasskeyView } from '../tables/passkeys.js';
+import { listProviderLinks, type ProviderLinkView } from '../tables/provider-links.js';
 
 /**
  * An audit event as the customer sees it in their export: the customer id is theirs, so it is left
@@ -53,6 +54,8 @@ export interface AccountExport {
   known_devices: Array<{ family: string; masked_address: string; last_seen_at: string }>;
   /** The passkeys that can sign in to the account (their names and dates; public keys stay behind). */
   passkeys: PasskeyView[];
+  /** The sign-in providers linked to the account: which, the email each gave, and when. */
+  provider_links: ProviderLinkView[];
   audit_events: ExportedAuditEvent[];
 }
 
@@ -69,10 +72,11 @@ export async function exportAccount(
   const row = await findCustomerById(deps.db, customerId);
   const createdAt = row === null ? null : await customerCreatedAt(deps.db, customerId);
   if (row === null || createdAt === null) return fail('gone');
-  const [sessions, devices, passkeys, events] = await Promise.all([
+  const [sessions, devices, passkeys, links, events] = await Promise.all([
     listCustomerSessions(deps.db, deps.clock, customerId, currentSessionId),
     listKnownDevices(deps.db, customerId),
     listPasskeys(deps.db, customerId),
+    listProviderLinks(deps.db, customerId),
     listCustomerAudit(deps.db, customerId),
   ]);
   return ok({
@@ -81,6 +85,7 @@ export async function exportAccount(
     sessions,
     known_devices: devices,
     passkeys,
+    provider_links: links,
     audit_events: events.map(exportedEvent),
   });
 }
@@ -107,7 +112,7 @@ export async function deleteAccountWithPassword(
 
 /**
  * Erases an account in one transaction: its sessions and codes, the customer row (its passkeys,
- * passkey challenges and known devices go with it, by their foreign keys' ON DELETE CASCADE), every
+ * passkey challenges, provider links and known devices go with it, by their foreign keys' ON DELETE CASCADE), every
  * outbox message about it or to its identity, whichever identity it went to (unsent ones are
  * dropped, all lose the address and body), and every identity
  * value in the details of its audit events, which keep the customer id. Then one

@@ -3,6 +3,7 @@ import type { StoreQueryable } from '../../storage/database.js';
 import { voidLiveChallenges } from '../tables/codes.js';
 import { markProven, type CustomerRow } from '../tables/customers.js';
 import { deleteCustomerPasskeys } from '../tables/passkeys.js';
+import { deleteCustomerProviderLinks } from '../tables/provider-links.js';
 import { deleteCustomerSessions } from '../tables/sessions.js';
 
 /**
@@ -25,7 +26,7 @@ export interface Proof {
 
 /**
  * Records a proof of control. On an account already proven it changes nothing. On the first: every
- * session and passkey from before it ends, every other live code is voided, verified_at is set
+ * session, passkey and provider link from before it ends, every other live code is voided, verified_at is set
  * and, for a proof that sets no password, the password is retired (a new credential version).
  * The caller holds the customer row locked and opens any new session after this, against the
  * version it returns.
@@ -39,6 +40,7 @@ export async function proveControl(
   if (customer.verified_at !== null) return customer;
   await deleteCustomerSessions(tx, customer.id);
   await deleteCustomerPasskeys(tx, customer.id);
+  await deleteCustomerProviderLinks(tx, customer.id);
   await credentialsChanged(tx, clock, customer.id);
   return markProven(tx, customer.id, clock.now(), { retirePassword: proof.retiresPassword });
 }

@@ -63,18 +63,37 @@ export async function identityTaken(db: StoreQueryable, type: IdentityMode, valu
 }
 
 /**
- * Adds an unverified customer; null when the identity is taken. The unique index decides between
- * concurrent registrations of one identity: one row wins.
+ * Adds a customer; null when the identity is taken. The unique index decides between concurrent
+ * registrations of one identity: one row wins. A registration's customer is unverified and has a
+ * password; a provider's has proven its identity (a verified email) and has none.
  */
 export async function insertCustomer(
   tx: StoreQueryable,
-  customer: { id: string; name: string; type: IdentityMode; value: string; passwordHash: string; now: Date },
+  customer: {
+    id: string;
+    name: string;
+    type: IdentityMode;
+    value: string;
+    passwordHash: string | null;
+    now: Date;
+    verified?: boolean;
+  },
 ): Promise<CustomerRow | null> {
   const [row] = await tx.query<CustomerRow>(
-    `INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, created_at, updated_at)
-     VALUES ($7, $1, $2, $3, $4, $5, $6, $6)
+    `INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, verified_at, created_at,
+                            updated_at)
+     VALUES ($7, $1, $2, $3, $4, $5, CASE WHEN $8 THEN $6::timestamptz END, $6, $6)
      ON CONFLICT (store_id, identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
-    [customer.id, customer.name, customer.type, customer.value, customer.passwordHash, customer.now, tx.storeId],
+    [
+      customer.id,
+      customer.name,
+      customer.type,
+      customer.value,
+      customer.passwordHash,
+      customer.now,
+      tx.storeId,
+      customer.verified === true,
+    ],
   );
   return row ?? null;
 }

@@ -1,0 +1,49 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { linkedProviders, unlinkProvider } from '../../auth/flows/provider-sign-in.js';
+import { declareRoute, type Outcomes } from '../declare.js';
+import { accountOf, routeKit, type KitSource } from '../kit.js';
+import { LinkedProviders, ProviderParams, UnlinkedStatus } from '../provider-schemas.js';
+
+const unlinkOutcomes: Outcomes<'gone' | 'not_linked' | 'last_sign_in_method'> = {
+  gone: { problem: 'unauthenticated' },
+  not_linked: { problem: 'not_found' },
+  last_sign_in_method: { problem: 'last_sign_in_method' },
+};
+
+const linkedRoute = declareRoute({
+  operationId: 'linkedProviders',
+  summary: 'My linked providers',
+  description:
+    "The sign-in providers linked to the signed-in customer's account, oldest first, with the email each gave. Link another with `GET /providers/{id}/start?link=1`.",
+  session: true,
+  answer: LinkedProviders,
+});
+
+const unlinkRoute = declareRoute({
+  operationId: 'unlinkProvider',
+  summary: 'Unlink a provider',
+  description:
+    "Removes the account's links to this provider. 409 last_sign_in_method when it is the last way in (no password, no passkey, no other provider): set a password first (forgot/reset). 404 not_found when the provider is not linked.",
+  session: true,
+  params: ProviderParams,
+  answer: UnlinkedStatus,
+  problems: [unlinkOutcomes],
+});
+
+/** The signed-in customer's linked providers. */
+export function providerAccountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
+  const { depsOf, audit, refusal } = routeKit(services);
+  return async (app) => {
+    app.get('/providers/linked', linkedRoute, async (request) => {
+      return { links: await linkedProviders(depsOf(request), accountOf(request).customer.id) };
+    });
+
+    app.post('/providers/:id/unlink', unlinkRoute, async (request) => {
+      const { customer } = accountOf(request);
+      const result = await unlinkProvider(depsOf(request), customer.id, request.params.id);
+      if (!result.ok) throw refusal(request, unlinkOutcomes, result, { customerId: customer.id });
+      audit(request, 'provider.unlinked', customer.id, { provider: request.params.id });
+      return { status: 'unlinked' as const };
+    });
+  };
+}

@@ -1,0 +1,256 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { linkProvider, signInWithProvider } from '../../auth/flows/provider-sign-in.js';
+import { acceptedKeys } from '../../keys.js';
+import { listProviders, loadProvider } from '../../providers/configured.js';
+import type { ProviderIdentity } from '../../providers/relying-party.js';
+import { spendProviderState } from '../../providers/states.js';
+import { storeOrigins, type StoreContext } from '../../store/store.js';
+import { ownOrigin } from '../csrf.js';
+import { declareRoute } from '../declare.js';
+import type { Edge } from '../edge.js';
+import { findAccount, routeKit, storeDbOf, type KitSource } from '../kit.js';
+import { ProblemError } from '../problems.js';
+import {
+  clearProviderCookie,
+  providerCallbackPath,
+  providerCookieName,
+  providerStartLifetimeSeconds,
+  providerStartOf,
+  setProviderCookie,
+} from '../provider-cookie.js';
+import {
+  ProviderCallbackParameters,
+  ProviderList,
+  ProviderParams,
+  ProviderStartQuery,
+  Redirect,
+} from '../provider-schemas.js';
+import { limits } from '../rate-limit.js';
+import { sessionCookieOf } from '../session-cookie.js';
+
+/**
+ * Signing in with a store's OpenID Connect providers: the list for the buttons, the start (a
+ * redirect to the provider, bound to this browser by a sealed cookie) and the way back. Every
+ * failure after the start goes back to `return_to` with `?error=<code>`, never a page of the
+ * provider's text.
+ */
+
+/** What the way back can say went wrong, in `?error=`. */
+export type ProviderErrorCode =
+  | 'provider_refused'
+  | 'provider_error'
+  | 'email_unverified'
+  | 'store_unavailable'
+  | 'identity_unverified'
+  | 'provider_in_use';
+
+const listRoute = declareRoute({
+  operationId: 'listProviders',
+  summary: "The store's sign-in providers",
+  description:
+    'The providers this store offers ("Continue with …" buttons), by id and display name. Empty when the store has none, and on a store whose customers sign in with a phone number.',
+  answer: ProviderList,
+});
+
+const startRoute = declareRoute({
+  operationId: 'startProviderSignIn',
+  summary: 'Sign in with a provider (navigate here)',
+  description:
+    "A browser navigation, not a fetch: redirects (302) to the provider, with a sealed, HttpOnly cookie binding the state, nonce and PKCE verifier to this browser (single use, 10 minutes). `return_to` is where the browser comes back to, signed in or with `?error=`; it must be a path of this host or a URL on one of the store's origins, else `/` is used. With `link=1` the provider's account is linked to the signed-in customer instead (401 unauthenticated without a session, 403 identity_unverified while the account's email is unproven). When the provider cannot be reached within 5 seconds the browser goes straight back with `?error=provider_error`. 404 not_found for a provider the store does not have.",
+  params: ProviderParams,
+  query: ProviderStartQuery,
+  answer: Redirect,
+  status: 302,
+  problems: ['identity_unverified', 'unauthenticated', 'not_found'],
+});
+
+const callbackDescription =
+  "The provider's way back (register `https://<store host>/api/v1/customer/auth/providers/{id}/callback` at the provider). Checks the state against this browser's cookie (spent whatever the outcome), the issuer (with the `iss` parameter, against mix-up), and the ID token's signature, audience, expiry and nonce; then signs in (a session cookie and a fresh XSRF-TOKEN, as a login) or links, and redirects (303) to `return_to`. Matching: a linked account signs in; else a verified email no account holds makes a new account; a verified email of a proven account is linked (the identity gets a notice); a verified email of an unproven account is its first proof of control (what was set up before it ends, the password too); an email the provider does not assert verified creates and links nothing. Failures come back as `?error=`: provider_refused (the provider said no, the shopper declined), provider_error (anything else: a replayed or foreign state, a bad token, a provider too slow), email_unverified, store_unavailable, identity_unverified and provider_in_use (linking).";
+
+const callbackRoute = declareRoute({
+  operationId: 'providerCallback',
+  summary: "The provider's way back",
+  description: callbackDescription,
+  params: ProviderParams,
+  query: ProviderCallbackParameters,
+  answer: Redirect,
+  status: 303,
+  providerCallback: true,
+});
+
+const formCallbackRoute = declareRoute({
+  operationId: 'providerFormCallback',
+  summary: "The provider's way back, as a form post (Apple)",
+  description: `${callbackDescription} A form post that arrives without the cookie (a cross-site post does not carry a SameSite=Lax cookie) is sent once more to the same path as a GET (303), which a top-level navigation does carry it on.`,
+  params: ProviderParams,
+  answer: Redirect,
+  status: 303,
+  providerCallback: true,
+});
+
+/** The parameters the way back reads, whether they came in the query or in a form post. */
+const answerParameters = ['code', 'state', 'iss', 'error', 'error_description', 'user'] as const;
+
+/** `return_to` when it stays on this host or the store's origins; `/` otherwise. */
+function safeReturnTo(request: FastifyRequest, store: StoreContext, trusted: readonly string[], raw?: string): string {
+  if (raw === undefined || raw === '') return '/';
+  try {
+    if (raw.startsWith('/') && !raw.startsWith('//') && !raw.startsWith('/\\')) {
+      const url = new URL(raw, 'http://path.invalid');
+      return url.origin === 'http://path.invalid' ? `${url.pathname}${url.search}${url.hash}` : '/';
+    }
+    const url = new URL(raw);
+    const origins = [ownOrigin(request), ...storeOrigins(store), ...trusted];
+    return origins.includes(url.origin) ? url.href : '/';
+  } catch {
+    return '/';
+  }
+}
+
+function withError(returnTo: string, error: ProviderErrorCode): string {
+  const relative = returnTo.startsWith('/');
+  const url = new URL(returnTo, 'http://path.invalid');
+  url.searchParams.set('error', error);
+  return relative ? `${url.pathname}${url.search}${url.hash}` : url.href;
+}
+
+type Deps = KitSource & Pick<Edge, 'providers'>;
+
+export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox {
+  const { config, clock, keys, metrics, providers } = services;
+  const { depsOf, audit, limit, signInSucceeded } = routeKit(services);
+  const cookieKeys = acceptedKeys(keys, 'providers');
+  const secure = config.cookieSecure;
+
+  /** The store's provider of this path, or 404 as if there were none: phone stores have none. */
+  async function providerOf(request: FastifyRequest, id: string) {
+    const provider =
+      request.store.identityMode === 'email' ? await loadProvider(storeDbOf(services, request), keys, id) : null;
+    if (provider === null) throw new ProblemError('not_found');
+    return provider;
+  }
+
+  return async (app) => {
+    // The provider's form post (Apple) is the one body this service reads that is not JSON.
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    });
+
+    app.get('/providers', listRoute, async (request) => {
+      if (request.store.identityMode !== 'email') return { providers: [] };
+      const all = await listProviders(storeDbOf(services, request));
+      return { providers: all.map(({ id, name }) => ({ id, name })) };
+    });
+
+    app.get('/providers/:id/start', startRoute, async (request, reply) => {
+      await limit(request, [[limits.providerStarts, request.clientKey]]);
+      const { store } = request;
+      const provider = await providerOf(request, request.params.id);
+      const returnTo = safeReturnTo(request, store, config.corsAllowedOrigins, request.query.return_to);
+      let linkTo: string | null = null;
+      if (request.query.link !== undefined) {
+        const account = await findAccount(services, request);
+        if (account === null) throw new ProblemError('unauthenticated');
+        if (account.customer.verified_at === null) throw new ProblemError('identity_unverified');
+        linkTo = account.customer.id;
+      }
+      const redirectUri = `${request.protocol}://${request.host}${providerCallbackPath(provider.id)}`;
+      let begun;
+      try {
+        begun = await providers.begin(store.id, provider, redirectUri);
+      } catch (error) {
+        request.log.warn({ err: error, provider: provider.id }, 'the sign-in provider could not be reached');
+        return reply.redirect(withError(returnTo, 'provider_error'), 302);
+      }
+      const expiresAt = clock.now().getTime() + providerStartLifetimeSeconds * 1000;
+      const start = { ...begun.pending, storeId: store.id, providerId: provider.id, returnTo, linkTo, expiresAt };
+      setProviderCookie(reply, keys.providers, start, secure);
+      return reply.redirect(begun.url.href, 302);
+    });
+
+    /** The way back, with the provider's answer however it came. */
+    async function callback(request: FastifyRequest, reply: FastifyReply, id: string, answer: URLSearchParams) {
+      const { store } = request;
+      const start = providerStartOf(request, cookieKeys, { storeId: store.id, providerId: id, now: clock.now() });
+      clearProviderCookie(reply, id, secure);
+      const returnTo = start?.returnTo ?? '/';
+      const failed = (error: ProviderErrorCode, reason: string, customerId: string | null = null) => {
+        audit(request, 'login.failed', customerId, { method: 'provider', provider: id, reason });
+        metrics.logins.inc({ outcome: 'failure' });
+        return reply.redirect(withError(returnTo, error), 303);
+      };
+      if (store.status !== 'active') return reply.redirect(withError(returnTo, 'store_unavailable'), 303);
+      await limit(request, [[limits.loginAttempts, request.clientKey]], () => metrics.logins.inc({ outcome: 'throttled' }));
+      if (start === undefined) return failed('provider_error', 'no_start');
+      if (!(await spendProviderState(storeDbOf(services, request), start.state, new Date(start.expiresAt))))
+        return failed('provider_error', 'state_spent');
+      const provider = await providerOf(request, id).catch(() => null);
+      if (provider === null) return failed('provider_error', 'provider_removed');
+      const finished = await providers.finish(store.id, provider, start, answer);
+      if (!finished.ok) return failed(finished.error, finished.reason);
+      if (start.linkTo !== null) return link(request, reply, start.linkTo, finished.identity, returnTo, failed);
+
+      const result = await signInWithProvider(
+        depsOf(request),
+        {
+          store,
+          client: { userAgent: request.headers['user-agent'], address: request.ip },
+          previousSessionId: sessionCookieOf(request, config),
+        },
+        finished.identity,
+      );
+      if (!result.ok) return failed('email_unverified', 'email_unverified');
+      const { match, ...signedIn } = result.value;
+      const customerId = signedIn.customer.id;
+      if (match === 'created') audit(request, 'customer.registered', customerId, { method: 'provider', provider: id });
+      if (match !== 'linked') audit(request, 'provider.linked', customerId, { provider: id, match });
+      signInSucceeded(request, reply, signedIn, 'provider', undefined, { provider: id, match });
+      return reply.redirect(returnTo, 303);
+    }
+
+    /** The way back of a link: the session that started it must still be the browser's. */
+    async function link(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      customerId: string,
+      identity: ProviderIdentity,
+      returnTo: string,
+      failed: (error: ProviderErrorCode, reason: string, customerId?: string | null) => FastifyReply,
+    ) {
+      const account = await findAccount(services, request);
+      if (account?.customer.id !== customerId) return failed('provider_error', 'session_changed', customerId);
+      const linked = await linkProvider(depsOf(request), request.store, customerId, identity);
+      if (!linked.ok) {
+        const error = linked.error === 'linked_elsewhere' ? 'provider_in_use' : linked.error === 'gone' ? 'provider_error' : linked.error;
+        return failed(error, linked.error, customerId);
+      }
+      audit(request, 'provider.linked', customerId, { provider: identity.providerId, match: 'signed_in' });
+      return reply.redirect(returnTo, 303);
+    }
+
+    app.get('/providers/:id/callback', callbackRoute, async (request, reply) => {
+      const answer = new URLSearchParams();
+      for (const name of answerParameters) {
+        const value = request.query[name];
+        if (typeof value === 'string') answer.set(name, value);
+      }
+      return callback(request, reply, request.params.id, answer);
+    });
+
+    app.post('/providers/:id/callback', formCallbackRoute, async (request, reply) => {
+        const body = (request.body ?? {}) as Record<string, unknown>;
+        const answer = new URLSearchParams();
+        for (const name of answerParameters) {
+          const value = body[name];
+          if (typeof value === 'string') answer.set(name, value);
+        }
+        // A cross-site form post does not carry the SameSite=Lax cookie; a top-level GET does.
+        if (request.cookies[providerCookieName] === undefined) {
+          return reply.redirect(`${providerCallbackPath(request.params.id)}?${answer.toString()}`, 303);
+        }
+        return callback(request, reply, request.params.id, answer);
+      },
+    );
+  };
+}
