@@ -3,6 +3,7 @@
 // the browser, and the XSRF-TOKEN cookie echoed in an X-XSRF-TOKEN header on every POST.
 import { accountArea } from './account.js';
 import { passkeysArea } from './passkeys.js';
+import { providersArea } from './providers.js';
 
 (() => {
   'use strict';
@@ -166,6 +167,8 @@ import { passkeysArea } from './passkeys.js';
       if (focused instanceof HTMLElement && focused.matches(':disabled')) recheckButton.focus();
     } else {
       setStatus(`${storeName} is taking sign-ins again.`, 'success');
+      // The provider buttons, if the store could not list them while it was shut.
+      void providers.loadStore();
     }
   }
 
@@ -271,6 +274,7 @@ import { passkeysArea } from './passkeys.js';
     if (!signedIn) {
       account.reset();
       passkeys.reset();
+      providers.reset();
     }
     if (!focus) return;
     const section = document.getElementById(view);
@@ -288,6 +292,7 @@ import { passkeysArea } from './passkeys.js';
     show('account', focus);
     void account.load();
     if (passkeys.on) void passkeys.load();
+    void providers.load(customer);
   }
 
   // ---- Actions ------------------------------------------------------------------------------
@@ -439,6 +444,8 @@ import { passkeysArea } from './passkeys.js';
   const account = accountArea(page);
   // Passkeys: their list sits in the account area, their sign-in by the log-in form.
   const passkeys = passkeysArea(page, account);
+  // Sign-in providers: their buttons by the log-in and registration forms, their list in the account area.
+  const providers = providersArea(page, account);
 
   document.getElementById('logout').addEventListener('click', () => {
     void run(account.section, async () => {
@@ -483,6 +490,7 @@ import { passkeysArea } from './passkeys.js';
       .then((session) => {
         sessionKnown = true;
         showAccount(session.customer, false);
+        providers.cameBack(session.customer);
       })
       .catch((error) => {
         const code = error instanceof ApiError ? error.code : '';
@@ -490,6 +498,7 @@ import { passkeysArea } from './passkeys.js';
         // Before the first answer no view is shown yet; later, the shopper's view is kept.
         if (views.every((id) => document.getElementById(id).hidden)) show('login', false);
         if (code !== 'unauthenticated' && code !== 'store_unavailable') setStatus(describe(error), 'error');
+        else providers.cameBack(null);
       });
   }
 
@@ -500,5 +509,5 @@ import { passkeysArea } from './passkeys.js';
   });
 
   document.body.setAttribute('aria-busy', 'true');
-  void loadSession().finally(() => document.body.removeAttribute('aria-busy'));
+  void Promise.all([loadSession(), providers.loadStore()]).finally(() => document.body.removeAttribute('aria-busy'));
 })();

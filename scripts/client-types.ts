@@ -1,6 +1,6 @@
 /**
  * `npm run client:types`: writes packages/client/src/api-types.ts, the wire types of the typed
- * client, from the route schemas (src/http/schemas.ts, src/http/passkey-schemas.ts) and the problem
+ * client, from the route schemas (src/http/schemas.ts, passkey-schemas.ts, provider-schemas.ts) and the problem
  * codes (src/http/problems.ts). The client is a package of its own with no dependencies, so it
  * cannot import them: it carries this plain TypeScript copy, which test/client/api-types.test.ts
  * keeps equal to what this script makes now (and to TypeBox's own Static types).
@@ -12,6 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kind, type TSchema } from '@sinclair/typebox';
 import * as passkeySchemas from '../src/http/passkey-schemas.js';
+import * as providerSchemas from '../src/http/provider-schemas.js';
 import { adminProblemCatalogue, problemCatalogue } from '../src/http/problems.js';
 import * as schemas from '../src/http/schemas.js';
 
@@ -51,6 +52,9 @@ const exported: Record<string, TSchema> = {
   PasskeyLoginBody: passkeySchemas.PasskeyLoginBody,
   Passkey: passkeySchemas.Passkey,
   PasskeyList: passkeySchemas.PasskeyList,
+  ProviderList: providerSchemas.ProviderList,
+  LinkedProviders: providerSchemas.LinkedProviders,
+  UnlinkedStatus: providerSchemas.UnlinkedStatus,
 };
 
 type Schema = TSchema & Record<string, unknown>;

@@ -37,6 +37,13 @@ export const usage = `Usage: storefront-auth <command>
                                           and --webauthn-rp-id
   store hosts add [--store S] <host>      let the store answer on a host (no port, no wildcard)
   store hosts remove [--store S] <host>
+  store providers add [--store S] --id ID (--preset google|apple|microsoft | --issuer URL)
+            --client-id C (--client-secret X | --private-key FILE --key-id K --team-id T)
+            [--name N] [--scopes "openid email profile"]
+                                          add a sign-in provider (or replace the one of that id);
+                                          the secret (or Apple's .p8 key) is stored sealed
+  store providers remove [--store S] --id ID
+  store providers list [--store S]        the store's providers, without their secrets
   store delete --store S --confirm S      delete a store (--confirm repeats its slug): its slug and
                                           hosts are free at once, what it held is erased in the
                                           background by the running service
@@ -95,6 +102,15 @@ function readArguments(argv: string[]) {
       'mail-from': { type: 'string' },
       'sms-sender': { type: 'string' },
       'webauthn-rp-id': { type: 'string' },
+      id: { type: 'string' },
+      preset: { type: 'string' },
+      issuer: { type: 'string' },
+      'client-id': { type: 'string' },
+      'client-secret': { type: 'string' },
+      'private-key': { type: 'string' },
+      'key-id': { type: 'string' },
+      'team-id': { type: 'string' },
+      scopes: { type: 'string' },
       confirm: { type: 'string' },
       // No defaults: a flag that was not given stays out of `values`, so it can be told apart.
       force: { type: 'boolean' },
@@ -142,6 +158,24 @@ const commands: Record<string, CommandShape> = {
   'store set': { flags: ['store', 'force', ...storeSettingFlags], arguments: 0 },
   'store hosts add': { flags: ['store'], arguments: 1 },
   'store hosts remove': { flags: ['store'], arguments: 1 },
+  'store providers add': {
+    flags: [
+      'store',
+      'id',
+      'preset',
+      'issuer',
+      'client-id',
+      'client-secret',
+      'private-key',
+      'key-id',
+      'team-id',
+      'name',
+      'scopes',
+    ],
+    arguments: 0,
+  },
+  'store providers remove': { flags: ['store', 'id'], arguments: 0 },
+  'store providers list': { flags: ['store'], arguments: 0 },
   'store delete': { flags: ['store', 'confirm'], arguments: 0 },
   'customer show': { flags: ['store'], arguments: 1 },
   'customer delete': { flags: ['store', 'yes'], arguments: 1 },
@@ -179,11 +213,14 @@ export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'se
     refuseOtherFlags('import', values, []);
     return { name: 'import', folder: verb };
   }
-  // `store hosts add|remove <host>` has three words; every other command one or two.
-  const threeWords = noun === 'store' && verb === 'hosts';
-  if (threeWords && rest[0] !== 'add' && rest[0] !== 'remove')
+  // `store hosts add|remove <host>` and `store providers add|remove|list` have three words; every
+  // other command one or two.
+  const threeWords = noun === 'store' && (verb === 'hosts' || verb === 'providers');
+  if (verb === 'hosts' && rest[0] !== 'add' && rest[0] !== 'remove')
     throw new UsageError('store hosts needs add or remove, and a host');
-  const key = threeWords ? `store hosts ${rest[0]}` : verb === undefined ? noun : `${noun} ${verb}`;
+  if (threeWords && verb === 'providers' && !['add', 'remove', 'list'].includes(rest[0] ?? ''))
+    throw new UsageError('store providers needs add, remove or list');
+  const key = threeWords ? `store ${verb} ${rest[0]}` : verb === undefined ? noun : `${noun} ${verb}`;
   const args = threeWords ? rest.slice(1) : rest;
   const shape = commands[key];
   if (shape === undefined) throw new UsageError(`unknown command "${positionals.join(' ')}"`);
@@ -225,6 +262,13 @@ function parseKnown(
       const host = flagValue(key, storeHost, argument);
       return { name: key === 'store hosts add' ? 'store.hosts.add' : 'store.hosts.remove', host };
     }
+    case 'store providers add':
+      return providerAddCommand(values);
+    case 'store providers remove':
+      if (values.id === undefined) throw new UsageError('store providers remove needs --id, the provider to remove');
+      return { name: 'store.providers.remove', id: values.id };
+    case 'store providers list':
+      return { name: 'store.providers.list' };
     case 'store delete': {
       if (values.store === undefined || values.confirm === undefined)
         throw new UsageError(
@@ -326,6 +370,28 @@ function storeSetCommand(values: Flags): AdminCommand {
   if (Object.keys(changes).length === 0)
     throw new UsageError(`store set needs at least one of ${storeSettingFlags.map((flag) => `--${flag}`).join(', ')}`);
   return { name: 'store.set', changes, force: values.force === true };
+}
+
+/** The provider's fields by the admin API's names; the key file is read when the command runs. */
+function providerAddCommand(values: Flags): AdminCommand {
+  if (values.id === undefined || values['client-id'] === undefined)
+    throw new UsageError('store providers add needs --id, --client-id, and --preset or --issuer');
+  if (values.preset === undefined && values.issuer === undefined)
+    throw new UsageError('store providers add needs --preset google|apple|microsoft or --issuer URL');
+  const given = {
+    id: values.id,
+    preset: values.preset,
+    issuer: values.issuer,
+    client_id: values['client-id'],
+    client_secret: values['client-secret'],
+    key_id: values['key-id'],
+    team_id: values['team-id'],
+    name: values.name,
+    scopes: values.scopes,
+  };
+  const provider = Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+  const keyFile = values['private-key'];
+  return { name: 'store.providers.add', provider, ...(keyFile !== undefined && { privateKeyFile: keyFile }) };
 }
 
 function customerCommand(

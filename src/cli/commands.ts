@@ -27,6 +27,7 @@ import {
   type StoreContext,
 } from '../store/store.js';
 import { counted } from './counted.js';
+import { runProviderCommand, type ProviderCommand } from './providers.js';
 import { describeStore } from '../store/fields.js';
 
 /** What an operator can ask for. */
@@ -49,6 +50,7 @@ export type StoreCommand = { store?: string | undefined } & (
   | { name: 'store.hosts.remove'; host: string }
   /** `confirm` must be the store's slug. */
   | { name: 'store.delete'; confirm: string }
+  | ProviderCommand
   | { name: 'customer.show'; identity: string }
   | { name: 'customer.delete'; identity: string }
   | { name: 'customer.sessions'; identity: string }
@@ -78,7 +80,10 @@ export interface AdminDeps {
    * `docker exec`): the transport check of `store set` can only be as right as that.
    */
   config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed'>;
-  /** The deployment's keys, to seal the notice `customer delete` queues; that command needs them. */
+  /**
+   * The deployment's keys, to seal the notice `customer delete` queues and a provider's secret;
+   * those commands need them.
+   */
   keys?: Keys;
 }
 
@@ -131,6 +136,10 @@ async function runStoreCommand(deps: StoreCommandDeps, command: StoreCommand): P
       return changeHost(deps, command);
     case 'store.delete':
       return deleteStore(deps, command.confirm);
+    case 'store.providers.add':
+    case 'store.providers.remove':
+    case 'store.providers.list':
+      return runProviderCommand(deps, command);
     case 'customer.show': {
       const row = await customerNamed(sdb, store, command.identity);
       if (typeof row === 'string') return { ok: false, error: row };

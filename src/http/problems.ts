@@ -91,6 +91,12 @@ export const adminProblemCatalogue = {
     detail:
       'The store has customers registered by its current identity mode, who could no longer sign in; send ?force=true to switch anyway.',
   },
+  phone_store: {
+    status: 409,
+    title: 'Phone store',
+    detail:
+      "This store's customers sign in with a phone number; sign-in providers match customers by a verified email, so only email stores have them.",
+  },
   idempotency_key_reused: {
     status: 422,
     title: 'Idempotency key reused',

@@ -48,6 +48,9 @@ export const LinkedProviders = Type.Object({
   links: Type.Array(
     Type.Object({
       provider: Type.String(),
+      name: Type.Union([Type.String(), Type.Null()], {
+        description: "The provider's display name; null when the store no longer offers it",
+      }),
       email: Type.Union([Type.String(), Type.Null()], { description: "The provider's email, as it gave it" }),
       linked_at: Type.String({ format: 'date-time' }),
     }),

@@ -2,6 +2,7 @@ import { createPrivateKey } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { acceptedKeys, seal, unseal, type Keys } from '../keys.js';
 import { deleteInBatch, type Queryable, type StoreQueryable } from '../storage/database.js';
+import type { StoreContext } from '../store/store.js';
 import { defaultScopes, presetNames, presets, type PresetName, type ResponseMode } from './presets.js';
 
 /**
@@ -95,7 +96,10 @@ export function checkProvider(input: ProviderInput): ProviderCheck {
 
   const id = input.id ?? '';
   if (!providerIdPattern.test(id) || id === 'linked')
-    refuse('id', `${JSON.stringify(id)} must be 1 to 32 of a-z, 0-9 and -, starting with a letter or digit (not "linked")`);
+    refuse(
+      'id',
+      `${JSON.stringify(id)} must be 1 to 32 of a-z, 0-9 and -, starting with a letter or digit (not "linked")`,
+    );
   let preset = null as PresetName | null;
   if (input.preset !== undefined) {
     if ((presetNames as readonly string[]).includes(input.preset)) preset = input.preset as PresetName;
@@ -119,18 +123,24 @@ export function checkProvider(input: ProviderInput): ProviderCheck {
     const teamId = text(input.team_id, 64);
     if (keyId === null) refuse('key_id', 'the private key needs its key id (1 to 64 characters)');
     if (teamId === null) refuse('team_id', 'the private key needs the team id (1 to 64 characters)');
-    if (!isP256PrivateKey(input.private_key)) refuse('private_key', 'must be a PEM private key on the P-256 curve (a .p8 file)');
-    else if (keyId !== null && teamId !== null) secret = { kind: 'private_key', privateKey: input.private_key, keyId, teamId };
+    if (!isP256PrivateKey(input.private_key))
+      refuse('private_key', 'must be a PEM private key on the P-256 curve (a .p8 file)');
+    else if (keyId !== null && teamId !== null)
+      secret = { kind: 'private_key', privateKey: input.private_key, keyId, teamId };
   } else {
     const value = input.client_secret === undefined || input.client_secret.length > 4096 ? null : input.client_secret;
     if (value === null || value.trim() === '')
-      refuse('client_secret', 'give the client secret (1 to 4096 characters), or a private key with its key and team ids');
+      refuse(
+        'client_secret',
+        'give the client secret (1 to 4096 characters), or a private key with its key and team ids',
+      );
     else secret = { kind: 'client_secret', value };
   }
 
   const name = input.name === undefined ? (preset === null ? id : presets[preset].name) : text(input.name, 64);
   if (name === null) refuse('name', 'must be 1 to 64 characters, without control characters');
-  const scopes = input.scopes === undefined ? (preset === null ? defaultScopes : presets[preset].scopes) : input.scopes.trim();
+  const scopes =
+    input.scopes === undefined ? (preset === null ? defaultScopes : presets[preset].scopes) : input.scopes.trim();
   if (!/^[\x21-\x7e]+( [\x21-\x7e]+)*$/.test(scopes) || !scopes.split(' ').includes('openid'))
     refuse('scopes', `${JSON.stringify(scopes)} must be space-separated scopes that include openid`);
 
@@ -215,8 +225,35 @@ export async function saveProvider(
 }
 
 export async function removeProvider(db: StoreQueryable, id: string): Promise<boolean> {
-  const rows = await db.query('DELETE FROM store_providers WHERE store_id = $1 AND id = $2 RETURNING 1', [db.storeId, id]);
+  const rows = await db.query('DELETE FROM store_providers WHERE store_id = $1 AND id = $2 RETURNING 1', [
+    db.storeId,
+    id,
+  ]);
   return rows.length > 0;
+}
+
+export type AddProviderResult =
+  | { ok: true; outcome: 'added' | 'replaced'; provider: ProviderView }
+  | { ok: false; reason: 'invalid'; errors: Partial<Record<ProviderField, string[]>> }
+  | { ok: false; reason: 'phone_store' };
+
+/**
+ * Adds a provider to a store, or replaces the one of the same id: what `store providers add` and
+ * the admin API do. Providers sign in by a verified email, so a store of phone numbers has none.
+ */
+export async function addStoreProvider(
+  db: StoreQueryable,
+  clock: Clock,
+  keys: Pick<Keys, 'providers'>,
+  store: Pick<StoreContext, 'identityMode'>,
+  input: ProviderInput,
+): Promise<AddProviderResult> {
+  if (store.identityMode !== 'email') return { ok: false, reason: 'phone_store' };
+  const checked = checkProvider(input);
+  if (!checked.ok) return { ok: false, reason: 'invalid', errors: checked.errors };
+  const outcome = await saveProvider(db, clock, keys, checked.provider);
+  const provider = (await listProviders(db)).find((view) => view.id === checked.provider.id)!;
+  return { ok: true, outcome, provider };
 }
 
 function toView(row: ProviderRow): ProviderView {
@@ -246,7 +283,9 @@ export async function listProviders(db: StoreQueryable): Promise<ProviderView[]>
 /** A provider sealed under a secret that is neither APP_SECRET nor in APP_SECRET_PREVIOUS. */
 export class ProviderSecretUnreadable extends Error {
   constructor(id: string) {
-    super(`the secret of provider ${id} was sealed under a secret that is neither APP_SECRET nor in APP_SECRET_PREVIOUS`);
+    super(
+      `the secret of provider ${id} was sealed under a secret that is neither APP_SECRET nor in APP_SECRET_PREVIOUS`,
+    );
     this.name = 'ProviderSecretUnreadable';
   }
 }
@@ -265,12 +304,10 @@ export async function loadProvider(db: StoreQueryable, keys: Keys, id: string): 
   const opened = unseal(acceptedKeys(keys, 'providers'), row.sealed_secret);
   if (opened === undefined) throw new ProviderSecretUnreadable(id);
   if (opened.keyIndex > 0) {
-    await db.query('UPDATE store_providers SET sealed_secret = $3 WHERE store_id = $1 AND id = $2 AND sealed_secret = $4', [
-      db.storeId,
-      id,
-      seal(keys.providers, opened.text),
-      row.sealed_secret,
-    ]);
+    await db.query(
+      'UPDATE store_providers SET sealed_secret = $3 WHERE store_id = $1 AND id = $2 AND sealed_secret = $4',
+      [db.storeId, id, seal(keys.providers, opened.text), row.sealed_secret],
+    );
   }
   return {
     id: row.id,
@@ -290,5 +327,10 @@ export async function loadProvider(db: StoreQueryable, keys: Keys, id: string): 
 
 /** Deletes up to `limit` providers of a deleted store; returns how many. */
 export async function deleteStoreProviders(db: Queryable, storeId: string, limit: number): Promise<number> {
-  return deleteInBatch(db, { table: 'store_providers', key: ['store_id', 'id'], where: 'store_id = $1' }, [storeId], limit);
+  return deleteInBatch(
+    db,
+    { table: 'store_providers', key: ['store_id', 'id'], where: 'store_id = $1' },
+    [storeId],
+    limit,
+  );
 }

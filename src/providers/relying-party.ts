@@ -38,8 +38,7 @@ export interface ProviderIdentity {
 
 export type ProviderFailure = 'provider_refused' | 'provider_error';
 export type FinishResult =
-  | { ok: true; identity: ProviderIdentity }
-  | { ok: false; error: ProviderFailure; reason: string };
+  { ok: true; identity: ProviderIdentity } | { ok: false; error: ProviderFailure; reason: string };
 
 interface CachedProvider {
   updatedAt: string;
@@ -66,7 +65,11 @@ export class RelyingParties {
   }
 
   /** The provider's authorization URL for a new sign-in, and what the callback will check. */
-  async begin(storeId: string, provider: ProviderConfig, redirectUri: string): Promise<{ url: URL; pending: PendingSignIn }> {
+  async begin(
+    storeId: string,
+    provider: ProviderConfig,
+    redirectUri: string,
+  ): Promise<{ url: URL; pending: PendingSignIn }> {
     const config = await this.configuration(storeId, provider);
     const codeVerifier = oidc.randomPKCECodeVerifier();
     const pending = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier, redirectUri };
@@ -131,13 +134,10 @@ export class RelyingParties {
     let cached = this.cache.get(key);
     const now = Date.now();
     if (cached === undefined || cached.updatedAt !== provider.updatedAt || now - cached.madeAt > metadataLifetimeMs) {
-      const discovered = await oidc.discovery(
-        new URL(provider.issuer),
-        provider.clientId,
-        undefined,
-        oidc.None(),
-        { timeout: this.timeoutSeconds, ...(insecure(provider) && { execute: [oidc.allowInsecureRequests] }) },
-      );
+      const discovered = await oidc.discovery(new URL(provider.issuer), provider.clientId, undefined, oidc.None(), {
+        timeout: this.timeoutSeconds,
+        ...(insecure(provider) && { execute: [oidc.allowInsecureRequests] }),
+      });
       cached = { updatedAt: provider.updatedAt, madeAt: now, metadata: discovered.serverMetadata() };
     }
     // Least recently used goes first: a hit moves to the end.
@@ -154,6 +154,9 @@ export class RelyingParties {
     );
     config.timeout = this.timeoutSeconds;
     if (insecure(provider)) oidc.allowInsecureRequests(config);
+    // openid-client trusts the token endpoint's TLS and leaves the ID token's signature unchecked
+    // unless told otherwise: checked here against the provider's JWKS, which the cache keeps.
+    oidc.enableNonRepudiationChecks(config);
     if (cached.jwks !== undefined) oidc.setJwksCache(config, cached.jwks);
     return config;
   }
@@ -172,7 +175,7 @@ function insecure(provider: ProviderConfig): boolean {
 }
 
 /** Apple's client secret: a JWT of the team, signed with its private key, good for an hour. */
-async function clientSecretOf(provider: ProviderConfig, clock: Clock): Promise<string> {
+export async function clientSecretOf(provider: ProviderConfig, clock: Clock): Promise<string> {
   const { secret } = provider;
   if (secret.kind === 'client_secret') return secret.value;
   const now = Math.floor(clock.now().getTime() / 1000);
@@ -228,8 +231,22 @@ function failureOf(error: unknown): { ok: false; error: ProviderFailure; reason:
   if (error instanceof oidc.ResponseBodyError) {
     return { ok: false, error: 'provider_error', reason: `token_endpoint:${error.error}` };
   }
-  const coded = error as { code?: unknown; name?: unknown; cause?: { claim?: unknown; parameter?: unknown } };
-  const detail = coded.cause?.claim ?? coded.cause?.parameter;
+  const coded = error as { code?: unknown; name?: unknown };
+  const detail = faultOf(error);
   const code = typeof coded.code === 'string' ? coded.code : typeof coded.name === 'string' ? coded.name : 'unknown';
   return { ok: false, error: 'provider_error', reason: typeof detail === 'string' ? `${code}:${detail}` : code };
+}
+
+/**
+ * The claim or parameter a check names, in the error or a cause of it: openid-client wraps the
+ * checking library's error, whose own cause names it.
+ */
+function faultOf(error: unknown): string | undefined {
+  let current = error as { cause?: unknown; claim?: unknown; parameter?: unknown } | undefined;
+  for (let depth = 0; depth < 3 && typeof current === 'object' && current !== null; depth += 1) {
+    const detail = current.claim ?? current.parameter;
+    if (typeof detail === 'string') return detail;
+    current = current.cause as typeof current;
+  }
+  return undefined;
 }

@@ -15,6 +15,8 @@ const assets = {
   '/account.js': 'text/javascript; charset=utf-8',
   // Passkeys on the page, imported by app.js.
   '/passkeys.js': 'text/javascript; charset=utf-8',
+  // Sign-in providers on the page ("Continue with …"), imported by app.js.
+  '/providers.js': 'text/javascript; charset=utf-8',
   '/app.css': 'text/css; charset=utf-8',
   // Linked from the page, so browsers ask for it rather than for a missing /favicon.ico.
   '/favicon.svg': 'image/svg+xml',
@@ -41,7 +43,7 @@ function escapeAttribute(text: string): string {
 
 const unknownStorePage = 'No store answers on this host.\n';
 
-/** The sign-in page at `/`: plain HTML and a small script (two modules) that uses the public API like a storefront. */
+/** The sign-in page at `/`: plain HTML and a small script (four modules) that uses the public API like a storefront. */
 export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
   return async (app) => {
     const read = (name: string) => fs.readFileSync(path.join(publicDir, name), 'utf8');

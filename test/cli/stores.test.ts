@@ -283,6 +283,85 @@ describe('the store commands against a real database', () => {
     assert.equal((await ok('store', 'list')).length, 2);
   });
 
+  test('store providers add, list and remove manage the providers of the store named, and refuse bad flags naming them', async () => {
+    await secondStore();
+    const added = await ok(
+      'store',
+      'providers',
+      'add',
+      '--store',
+      'books',
+      '--id',
+      'google',
+      '--preset',
+      'google',
+      '--client-id',
+      'books.apps.example',
+      '--client-secret',
+      'books-secret',
+    );
+    assert.equal(added.status, 'added');
+    assert.equal(added.issuer, 'https://accounts.google.com');
+    assert.ok(!JSON.stringify(added).includes('books-secret'));
+    // Another store's list does not show it.
+    assert.deepEqual(await ok('store', 'providers', 'list', '--store', 'default'), []);
+    const listed = await ok('store', 'providers', 'list', '--store', 'books');
+    assert.deepEqual(
+      listed.map((p: { id: string }) => p.id),
+      ['google'],
+    );
+    assert.ok(!JSON.stringify(listed).includes('books-secret'));
+
+    const refused = await cli(
+      'store',
+      'providers',
+      'add',
+      '--store',
+      'books',
+      '--id',
+      'own',
+      '--issuer',
+      'http://idp.example.com',
+      '--client-id',
+      'c',
+      '--private-key',
+      '/nonexistent/key.p8',
+      '--key-id',
+      'K',
+      '--team-id',
+      'T',
+    );
+    assert.equal(refused.code, 1);
+    assert.match(refused.error!, /^--private-key \/nonexistent\/key\.p8 cannot be read/);
+    const badFields = await cli(
+      'store',
+      'providers',
+      'add',
+      '--store',
+      'books',
+      '--id',
+      'own',
+      '--issuer',
+      'http://idp.example.com',
+      '--client-id',
+      'c',
+    );
+    assert.equal(badFields.code, 1);
+    assert.match(badFields.error!, /--issuer "http:\/\/idp\.example\.com" must be https:\/\//);
+    assert.match(badFields.error!, /--client-secret give the client secret/);
+    assert.equal((await cli('store', 'providers', 'add', '--store', 'books', '--id', 'x')).code, 2);
+    assert.equal((await cli('store', 'providers', 'rename', '--store', 'books')).code, 2);
+
+    assert.deepEqual(await ok('store', 'providers', 'remove', '--store', 'books', '--id', 'google'), {
+      id: 'google',
+      status: 'removed',
+    });
+    assert.deepEqual(await cli('store', 'providers', 'remove', '--store', 'books', '--id', 'google'), {
+      code: 1,
+      error: 'the store books has no provider google',
+    });
+  });
+
   test('a store named that does not exist is refused naming it', async () => {
     assert.deepEqual(await cli('store', 'show', '--store', 'nowhere'), { code: 1, error: 'no store nowhere' });
     assert.deepEqual(await cli('customer', 'show', 'a@example.com', '--store', 'nowhere'), {

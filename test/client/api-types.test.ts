@@ -6,9 +6,11 @@ import type * as admin from '../../packages/client/src/admin.js';
 import type * as backend from '../../packages/client/src/backend.js';
 import type * as client from '../../packages/client/src/index.js';
 import type * as introspection from '../../src/http/admin/introspect.js';
+import type * as providerAdmin from '../../src/http/admin/providers.js';
 import type * as storeSchemas from '../../src/http/admin/store-schemas.js';
 import { clientTypesFile, clientTypesSource } from '../../scripts/client-types.js';
 import type * as passkeySchemas from '../../src/http/passkey-schemas.js';
+import type * as providerSchemas from '../../src/http/provider-schemas.js';
 import type { AdminProblemCode, ProblemCode } from '../../src/http/problems.js';
 import type * as schemas from '../../src/http/schemas.js';
 
@@ -59,11 +61,16 @@ export const sameTypes = [
   same<client.PasskeyLoginBody, passkeySchemas.PasskeyLoginBody>(true),
   same<client.Passkey, Static<typeof passkeySchemas.Passkey>>(true),
   same<client.PasskeyList, Static<typeof passkeySchemas.PasskeyList>>(true),
+  same<client.ProviderList, Static<typeof providerSchemas.ProviderList>>(true),
+  same<client.LinkedProviders, Static<typeof providerSchemas.LinkedProviders>>(true),
+  same<client.UnlinkedStatus, Static<typeof providerSchemas.UnlinkedStatus>>(true),
   same<backend.ActiveSession, Static<typeof introspection.ActiveSession>>(true),
   same<client.AdminProblemCode, AdminProblemCode>(true),
   same<admin.Store, Static<typeof storeSchemas.Store>>(true),
   same<admin.CreatedStore, Static<typeof storeSchemas.CreatedStore>>(true),
   same<admin.NewStore, storeSchemas.CreateStoreBody>(true),
+  same<admin.Provider, Static<typeof providerAdmin.Provider>>(true),
+  same<admin.NewProvider, Static<typeof providerAdmin.ProviderBody>>(true),
   same<admin.StorePatch, storeSchemas.StorePatch>(true),
   same<admin.StoreList, Static<typeof storeSchemas.StoreList>>(true),
   same<admin.DeletedStore, Static<typeof storeSchemas.DeletedStore>>(true),

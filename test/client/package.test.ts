@@ -59,6 +59,12 @@ seen.inactiveAfterLogout = (await introspection.introspect(cookie)).active === f
 seen.noCookieNoCall = (await introspection.introspect(undefined)).active === false;
 // The platform's backend: a store made twice with one key is one store; a taken slug is typed.
 const admin = createAdminClient({ baseUrl: adminUrl, token: adminToken });
+// A sign-in provider added for the only store (answering on every host): its shoppers see its button, the secret stays in.
+const provider = await admin.addProvider('default', { id: 'google', preset: 'google', client_id: 'c', client_secret: 'hidden' });
+seen.provider = [provider.id, provider.secret, (await admin.listProviders('default')).length];
+seen.buttons = (await auth.listProviders()).providers;
+seen.startUrl = auth.providerStartUrl('google', { returnTo: '/account', link: true }).endsWith('/api/v1/customer/auth/providers/google/start?return_to=%2Faccount&link=1');
+await admin.removeProvider('default', 'google');
 const made = await admin.createStore({ slug: 'packed', name: 'Packed', hosts: ['packed.example'] }, { idempotencyKey: 'k-1' });
 const again = await admin.createStore({ slug: 'packed', name: 'Packed', hosts: ['packed.example'] }, { idempotencyKey: 'k-1' });
 seen.createdOnce = made.id === again.id;
@@ -189,6 +195,9 @@ describe('the client package, packed and installed as a user installs it', { tim
       createdOnce: true,
       adminRefusal: { typed: true, status: 409, code: 'slug_taken' },
       stores: ['default', 'packed'],
+      provider: ['google', 'client_secret', 1],
+      buttons: [{ id: 'google', name: 'Google' }],
+      startUrl: true,
       paused: 'paused',
       deleted: 'deleted',
     });

@@ -11,6 +11,7 @@ import Provider from 'oidc-provider';
  */
 
 export interface ProviderAccount {
+  /** The provider makes the login name the subject (its development login pages do); keep them equal. */
   sub: string;
   email?: string;
   /** Absent: the provider asserts nothing about it. */
@@ -127,7 +128,8 @@ async function sparePort(): Promise<number> {
 }
 
 /** Where the provider sent the browser back: a URL (query mode), or a form it posts (form_post). */
-export type ProviderAnswer = { kind: 'redirect'; url: URL } | { kind: 'form_post'; action: URL; fields: Record<string, string> };
+export type ProviderAnswer =
+  { kind: 'redirect'; url: URL } | { kind: 'form_post'; action: URL; fields: Record<string, string> };
 
 /**
  * What a shopper's browser does at the provider: follows the authorization URL, signs in on the

@@ -81,6 +81,34 @@ export interface StoreCustomer extends Customer {
   session_count: number;
 }
 
+/** A store's sign-in provider, as the admin API answers it: never its secret. */
+export interface Provider {
+  id: string;
+  name: string;
+  preset: 'google' | 'apple' | 'microsoft' | null;
+  issuer: string;
+  client_id: string;
+  secret: 'client_secret' | 'private_key';
+  scopes: string;
+  response_mode: 'query' | 'form_post';
+  created_at: string;
+  updated_at: string;
+}
+
+/** A provider to add: a `preset` or an `issuer`; a `client_secret`, or Apple's `private_key` with its ids. */
+export interface NewProvider {
+  id: string;
+  preset?: 'google' | 'apple' | 'microsoft';
+  issuer?: string;
+  client_id: string;
+  client_secret?: string;
+  private_key?: string;
+  key_id?: string;
+  team_id?: string;
+  name?: string;
+  scopes?: string;
+}
+
 export interface AdminClientOptions {
   /** The admin listener, e.g. `http://127.0.0.1:3001` (ADMIN_HOST, ADMIN_PORT); never the customer port. */
   baseUrl: string | URL;
@@ -109,6 +137,10 @@ export interface AdminClient {
   findCustomer(store: string, identity: string): Promise<StoreCustomer>;
   /** Ends every session of the customer; the number ended. */
   revokeCustomerSessions(store: string, customerId: string): Promise<number>;
+  /** Adds a sign-in provider, or replaces the store's provider of that id. */
+  addProvider(store: string, provider: NewProvider): Promise<Provider>;
+  listProviders(store: string): Promise<Provider[]>;
+  removeProvider(store: string, id: string): Promise<void>;
 }
 
 export function createAdminClient(options: AdminClientOptions): AdminClient {
@@ -160,6 +192,12 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     revokeCustomerSessions: async (store, customerId) =>
       (await call<{ count: number }>('POST', `/stores/${part(store)}/customers/${part(customerId)}/revoke-sessions`))
         .count,
+    addProvider: (store, provider) => call('POST', `/stores/${part(store)}/providers`, provider),
+    listProviders: async (store) =>
+      (await call<{ providers: Provider[] }>('GET', `/stores/${part(store)}/providers`)).providers,
+    removeProvider: async (store, id) => {
+      await call('DELETE', `/stores/${part(store)}/providers/${part(id)}`);
+    },
   };
   return client;
 }

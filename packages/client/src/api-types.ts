@@ -30,6 +30,7 @@ export type AdminProblemCode =
   | 'slug_taken'
   | 'host_taken'
   | 'identity_mode_in_use'
+  | 'phone_store'
   | 'idempotency_key_reused';
 
 export interface RegisterBody {
@@ -365,4 +366,29 @@ export interface Passkey {
 export interface PasskeyList {
   /** Newest first. */
   passkeys: Passkey[];
+}
+
+export interface ProviderList {
+  providers: {
+    /** For the start and callback paths */
+    id: string;
+    /** For the "Continue with …" button */
+    name: string;
+  }[];
+}
+
+export interface LinkedProviders {
+  links: {
+    provider: string;
+    /** The provider's display name; null when the store no longer offers it */
+    name: string | null;
+    /** The provider's email, as it gave it */
+    email: string | null;
+    /** An ISO 8601 date and time (UTC). */
+    linked_at: string;
+  }[];
+}
+
+export interface UnlinkedStatus {
+  status: 'unlinked';
 }

@@ -31,16 +31,19 @@ import type {
   PasskeyLoginBody,
   PasskeyRegisterBody,
   PasskeyRequestOptions,
+  LinkedProviders,
   PasswordChangedStatus,
   PasswordResetStatus,
   PlatformInfo,
   ProfileBody,
+  ProviderList,
   RegisterBody,
   ResetPasswordBody,
   RevokedCountStatus,
   RevokedStatus,
   SessionList,
   SignedOutStatus,
+  UnlinkedStatus,
   VerifyBody,
 } from './api-types.js';
 import { answerOf, fetchAnswer, StorefrontAuthError } from './answers.js';
@@ -135,6 +138,19 @@ export interface StorefrontAuthClient {
   passkeyLoginOptions(): Promise<PasskeyRequestOptions>;
   /** Signs in with the passkey's assertion: sets the session cookie, as login does; any refusal is 401 `unauthenticated`. */
   loginWithPasskey(body: PasskeyLoginBody): Promise<AuthSession>;
+
+  // Sign-in providers (OpenID Connect): the sign-in itself is a browser navigation, not a call.
+  /** The store's providers, for "Continue with …" buttons; empty when it has none. */
+  listProviders(): Promise<ProviderList>;
+  /**
+   * The URL to send the browser to (a navigation, `location.href = …` or a link): the provider,
+   * then back to `returnTo`, signed in or with `?error=`. With `link`, links the provider to the
+   * signed-in customer instead.
+   */
+  providerStartUrl(id: string, options?: { returnTo?: string; link?: boolean }): string;
+  linkedProviders(): Promise<LinkedProviders>;
+  /** A `409 last_sign_in_method` when it is the account's last way in. */
+  unlinkProvider(id: string): Promise<UnlinkedStatus>;
 }
 
 const csrfCookie = 'XSRF-TOKEN';
@@ -336,5 +352,16 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
     removePasskey: (id) => postTo(`${authPath}/passkeys/${encodeURIComponent(id)}/delete`),
     passkeyLoginOptions: () => postTo(`${authPath}/passkeys/login/options`),
     loginWithPasskey: (body) => postTo(`${authPath}/passkeys/login`, body),
+
+    listProviders: () => get(`${authPath}/providers`),
+    providerStartUrl(id, { returnTo, link = false } = {}) {
+      const query = new URLSearchParams();
+      if (returnTo !== undefined) query.set('return_to', returnTo);
+      if (link) query.set('link', '1');
+      const search = query.toString();
+      return `${connection.base}${authPath}/providers/${encodeURIComponent(id)}/start${search === '' ? '' : `?${search}`}`;
+    },
+    linkedProviders: () => get(`${authPath}/providers/linked`),
+    unlinkProvider: (id) => postTo(`${authPath}/providers/${encodeURIComponent(id)}/unlink`),
   };
 }

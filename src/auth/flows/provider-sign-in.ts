@@ -196,6 +196,9 @@ export async function unlinkProvider(
 }
 
 /** The customer's linked providers, oldest link first. */
-export async function linkedProviders(deps: Pick<MessagingDeps, 'db'>, customerId: string): Promise<ProviderLinkView[]> {
+export async function linkedProviders(
+  deps: Pick<MessagingDeps, 'db'>,
+  customerId: string,
+): Promise<ProviderLinkView[]> {
   return listProviderLinks(deps.db, customerId);
 }

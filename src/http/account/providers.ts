@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { linkedProviders, unlinkProvider } from '../../auth/flows/provider-sign-in.js';
 import { declareRoute, type Outcomes } from '../declare.js';
-import { accountOf, routeKit, type KitSource } from '../kit.js';
+import { listProviders } from '../../providers/configured.js';
+import { accountOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { LinkedProviders, ProviderParams, UnlinkedStatus } from '../provider-schemas.js';
 
 const unlinkOutcomes: Outcomes<'gone' | 'not_linked' | 'last_sign_in_method'> = {
@@ -14,7 +15,7 @@ const linkedRoute = declareRoute({
   operationId: 'linkedProviders',
   summary: 'My linked providers',
   description:
-    "The sign-in providers linked to the signed-in customer's account, oldest first, with the email each gave. Link another with `GET /providers/{id}/start?link=1`.",
+    "The sign-in providers linked to the signed-in customer's account, oldest first, with the email each gave and the provider's display name (null for a provider the store no longer offers: its link is dormant until it comes back). Link another with `GET /providers/{id}/start?link=1`.",
   session: true,
   answer: LinkedProviders,
 });
@@ -35,7 +36,12 @@ export function providerAccountRoutes(services: KitSource): FastifyPluginAsyncTy
   const { depsOf, audit, refusal } = routeKit(services);
   return async (app) => {
     app.get('/providers/linked', linkedRoute, async (request) => {
-      return { links: await linkedProviders(depsOf(request), accountOf(request).customer.id) };
+      const [links, offered] = await Promise.all([
+        linkedProviders(depsOf(request), accountOf(request).customer.id),
+        listProviders(storeDbOf(services, request)),
+      ]);
+      const names = new Map(offered.map((provider) => [provider.id, provider.name]));
+      return { links: links.map((link) => ({ ...link, name: names.get(link.provider) ?? null })) };
     });
 
     app.post('/providers/:id/unlink', unlinkRoute, async (request) => {

@@ -6,6 +6,7 @@ import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } f
 import { edgeOf, type Edge } from '../edge.js';
 import { unknownPathAnswer } from '../scopes.js';
 import { introspectionRoutes } from './introspect.js';
+import { providerAdminRoutes } from './providers.js';
 import { storeRoutes } from './stores.js';
 import { adminGuard, AdminTokens } from './tokens.js';
 
@@ -42,6 +43,7 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   await registerAdminOpenApi(app);
   await app.register(introspectionRoutes(services), { prefix: adminPrefix });
   await app.register(storeRoutes(services), { prefix: adminPrefix });
+  await app.register(providerAdminRoutes(services), { prefix: adminPrefix });
   // Any token may read the document: the backends that introspect are who it is written for.
   app.get(`${adminPrefix}/openapi.json`, { config: { introspectionTokens: true }, schema: { hide: true } }, async () =>
     app.swagger(),

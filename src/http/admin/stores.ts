@@ -1,7 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
-import type { AuditEvent } from '../../audit.js';
 import { countCustomers, findCustomerById, findCustomerByIdentity, toCustomer } from '../../auth/tables/customers.js';
 import { countLiveCustomerSessions, revokeCustomerSessions } from '../../auth/tables/sessions.js';
 import { parseIdentity } from '../../auth/rules/identity.js';
@@ -22,7 +20,6 @@ import { requestHash, runOnce } from '../../store/idempotency.js';
 import {
   addStoreHost,
   createStore,
-  findStoreNamed,
   insertStore,
   listStores,
   markStoreDeleted,
@@ -36,9 +33,7 @@ import {
   type StoreCreateResult,
 } from '../../store/store.js';
 import type { Edge } from '../edge.js';
-import { ProblemError, type AnyProblemCode } from '../problems.js';
-import { limits } from '../rate-limit.js';
-import { ownProblemResponses } from '../schemas.js';
+import { ProblemError } from '../problems.js';
 import {
   CreatedStore,
   CreateStoreBody,
@@ -50,13 +45,19 @@ import {
   StoreList,
   StorePatch,
 } from './store-schemas.js';
-import { adminCallerOf, missingTokenDetail } from './tokens.js';
+import { adminCallerOf } from './tokens.js';
+import {
+  adminStoreKit,
+  countAdminCalls,
+  route,
+  StoreParams,
+  storeNotFound,
+  storeProblems,
+  withBody,
+} from './admin-kit.js';
 
 type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'janitor'>;
 
-const StoreParams = Type.Object({
-  id: Type.String({ minLength: 1, maxLength: 100, description: "The store's id (or its slug)." }),
-});
 const HostParams = Type.Composite([StoreParams, Type.Object({ host: Type.String({ minLength: 1, maxLength: 253 }) })]);
 const CustomerParams = Type.Composite([StoreParams, Type.Object({ customer_id: Type.String({ maxLength: 100 }) })]);
 const ListQuery = Type.Object(
@@ -99,40 +100,6 @@ const IdempotencyHeaders = Type.Object({
     }),
   ),
 });
-
-const storeNotFound = 'No live store has this id or slug.';
-const storeProblems: AnyProblemCode[] = ['store_not_found'];
-/** What every call of this file can answer besides its own. */
-const common: AnyProblemCode[] = [
-  'unauthenticated',
-  'forbidden',
-  'rate_limited',
-  'service_unavailable',
-  'internal_error',
-];
-const withBody: AnyProblemCode[] = ['validation_failed', 'payload_too_large', 'unsupported_media_type'];
-const examples = { details: { unauthenticated: missingTokenDetail, store_not_found: storeNotFound } };
-
-function route<T extends object>(
-  operationId: string,
-  summary: string,
-  description: string,
-  parts: T,
-  codes: AnyProblemCode[],
-  success: Record<number, unknown>,
-) {
-  return {
-    schema: {
-      tags: [operationId.includes('Customer') ? 'customers' : 'stores'],
-      operationId,
-      summary,
-      description,
-      security: [{ bearer: [] as string[] }],
-      ...parts,
-      response: { ...success, ...ownProblemResponses([...codes, ...common], examples) },
-    },
-  };
-}
 
 /** Each field's refusals, all in one answer, as the customer API names every failing field. */
 class FieldErrors {
@@ -249,38 +216,10 @@ function refusedCreate(result: Exclude<StoreCreateResult, { ok: true }>): Proble
 export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { db, clock, config, limiter } = services;
 
-  async function storeNamed(name: string): Promise<StoreContext> {
-    const store = await findStoreNamed(db, name);
-    if (store === null) throw new ProblemError('store_not_found', {}, {}, storeNotFound);
-    return store;
-  }
-
-  function audit(
-    request: FastifyRequest,
-    storeId: string,
-    event: AuditEvent,
-    details: Record<string, string>,
-    customerId: string | null = null,
-  ): void {
-    services.audit({
-      storeId,
-      event,
-      customerId,
-      clientAddress: request.ip,
-      requestId: request.id,
-      details: { by: 'admin', token: adminCallerOf(request).tokenId, ...details },
-    });
-  }
-
-  /** This instance sees the change at once; the others on their next feed read. */
-  async function changed(): Promise<void> {
-    await services.store.refresh();
-  }
+  const { storeNamed, audit, changed } = adminStoreKit(services);
 
   return async (app) => {
-    app.addHook('onRequest', async (request) => {
-      await limiter.consume(request, [[limits.adminCalls, adminCallerOf(request).tokenId]]);
-    });
+    countAdminCalls(app, limiter);
 
     app.post(
       '/stores',

@@ -9,6 +9,7 @@ import { storeOrigins, type StoreContext } from '../../store/store.js';
 import { ownOrigin } from '../csrf.js';
 import { declareRoute } from '../declare.js';
 import type { Edge } from '../edge.js';
+import { findLiveSession } from '../../auth/tables/sessions.js';
 import { findAccount, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import {
@@ -43,7 +44,12 @@ export type ProviderErrorCode =
   | 'email_unverified'
   | 'store_unavailable'
   | 'identity_unverified'
-  | 'provider_in_use';
+  | 'provider_in_use'
+  | 'unauthenticated'
+  | 'reauthentication_required';
+
+/** Linking a provider asks for a sign-in this recent: what a password change asks of the password. */
+export const linkSignInWindowSeconds = 15 * 60;
 
 const listRoute = declareRoute({
   operationId: 'listProviders',
@@ -57,12 +63,12 @@ const startRoute = declareRoute({
   operationId: 'startProviderSignIn',
   summary: 'Sign in with a provider (navigate here)',
   description:
-    "A browser navigation, not a fetch: redirects (302) to the provider, with a sealed, HttpOnly cookie binding the state, nonce and PKCE verifier to this browser (single use, 10 minutes). `return_to` is where the browser comes back to, signed in or with `?error=`; it must be a path of this host or a URL on one of the store's origins, else `/` is used. With `link=1` the provider's account is linked to the signed-in customer instead (401 unauthenticated without a session, 403 identity_unverified while the account's email is unproven). When the provider cannot be reached within 5 seconds the browser goes straight back with `?error=provider_error`. 404 not_found for a provider the store does not have.",
+    "A browser navigation, not a fetch: redirects (302) to the provider, with a sealed, HttpOnly cookie binding the state, nonce and PKCE verifier to this browser (single use, 10 minutes). `return_to` is where the browser comes back to, signed in or with `?error=`; it must be a path of this host or a URL on one of the store's origins, else `/` is used. With `link=1` the provider's account is linked to the signed-in customer instead; the browser goes straight back with `?error=unauthenticated` without a session, `identity_unverified` while the account's email is unproven, and `reauthentication_required` when the session was opened more than 15 minutes ago (sign in again to link). When the provider cannot be reached within 5 seconds the browser goes straight back with `?error=provider_error`. 404 not_found for a provider the store does not have.",
   params: ProviderParams,
   query: ProviderStartQuery,
   answer: Redirect,
   status: 302,
-  problems: ['identity_unverified', 'unauthenticated', 'not_found'],
+  problems: ['not_found'],
 });
 
 const callbackDescription =
@@ -143,6 +149,22 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       return { providers: all.map(({ id, name }) => ({ id, name })) };
     });
 
+    /**
+     * Who a link is for: the signed-in customer, proven (an unproven account takes no lasting way
+     * in), who signed in within the last 15 minutes (a stolen session alone cannot plant one), or
+     * why not, for the way back's `?error=`.
+     */
+    async function linkRefusal(request: FastifyRequest): Promise<ProviderErrorCode | { customerId: string }> {
+      const sessionId = sessionCookieOf(request, config);
+      const session =
+        sessionId === undefined ? null : await findLiveSession(storeDbOf(services, request), clock, sessionId);
+      if (session === null) return 'unauthenticated';
+      if (session.customer.verified_at === null) return 'identity_unverified';
+      if (clock.now().getTime() - session.createdAt.getTime() > linkSignInWindowSeconds * 1000)
+        return 'reauthentication_required';
+      return { customerId: session.customer.id };
+    }
+
     app.get('/providers/:id/start', startRoute, async (request, reply) => {
       await limit(request, [[limits.providerStarts, request.clientKey]]);
       const { store } = request;
@@ -150,10 +172,9 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       const returnTo = safeReturnTo(request, store, config.corsAllowedOrigins, request.query.return_to);
       let linkTo: string | null = null;
       if (request.query.link !== undefined) {
-        const account = await findAccount(services, request);
-        if (account === null) throw new ProblemError('unauthenticated');
-        if (account.customer.verified_at === null) throw new ProblemError('identity_unverified');
-        linkTo = account.customer.id;
+        const refused = await linkRefusal(request);
+        if (typeof refused === 'string') return reply.redirect(withError(returnTo, refused), 302);
+        linkTo = refused.customerId;
       }
       const redirectUri = `${request.protocol}://${request.host}${providerCallbackPath(provider.id)}`;
       let begun;
@@ -181,7 +202,9 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
         return reply.redirect(withError(returnTo, error), 303);
       };
       if (store.status !== 'active') return reply.redirect(withError(returnTo, 'store_unavailable'), 303);
-      await limit(request, [[limits.loginAttempts, request.clientKey]], () => metrics.logins.inc({ outcome: 'throttled' }));
+      await limit(request, [[limits.loginAttempts, request.clientKey]], () =>
+        metrics.logins.inc({ outcome: 'throttled' }),
+      );
       if (start === undefined) return failed('provider_error', 'no_start');
       if (!(await spendProviderState(storeDbOf(services, request), start.state, new Date(start.expiresAt))))
         return failed('provider_error', 'state_spent');
@@ -222,7 +245,12 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       if (account?.customer.id !== customerId) return failed('provider_error', 'session_changed', customerId);
       const linked = await linkProvider(depsOf(request), request.store, customerId, identity);
       if (!linked.ok) {
-        const error = linked.error === 'linked_elsewhere' ? 'provider_in_use' : linked.error === 'gone' ? 'provider_error' : linked.error;
+        const error =
+          linked.error === 'linked_elsewhere'
+            ? 'provider_in_use'
+            : linked.error === 'gone'
+              ? 'provider_error'
+              : linked.error;
         return failed(error, linked.error, customerId);
       }
       audit(request, 'provider.linked', customerId, { provider: identity.providerId, match: 'signed_in' });
@@ -239,18 +267,17 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
     });
 
     app.post('/providers/:id/callback', formCallbackRoute, async (request, reply) => {
-        const body = (request.body ?? {}) as Record<string, unknown>;
-        const answer = new URLSearchParams();
-        for (const name of answerParameters) {
-          const value = body[name];
-          if (typeof value === 'string') answer.set(name, value);
-        }
-        // A cross-site form post does not carry the SameSite=Lax cookie; a top-level GET does.
-        if (request.cookies[providerCookieName] === undefined) {
-          return reply.redirect(`${providerCallbackPath(request.params.id)}?${answer.toString()}`, 303);
-        }
-        return callback(request, reply, request.params.id, answer);
-      },
-    );
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const answer = new URLSearchParams();
+      for (const name of answerParameters) {
+        const value = body[name];
+        if (typeof value === 'string') answer.set(name, value);
+      }
+      // A cross-site form post does not carry the SameSite=Lax cookie; a top-level GET does.
+      if (request.cookies[providerCookieName] === undefined) {
+        return reply.redirect(`${providerCallbackPath(request.params.id)}?${answer.toString()}`, 303);
+      }
+      return callback(request, reply, request.params.id, answer);
+    });
   };
 }

@@ -1,0 +1,211 @@
+// Sign-in providers on the sign-in page (OpenID Connect: "Continue with Google"): the buttons by
+// the log-in and registration forms, the "Sign-in providers" list in the account area with
+// "Unlink" and "Link …", and the sentence for the `?error=` the way back may bring. Starting is a
+// navigation, not a fetch: the browser goes to the provider and comes back to this page. Every
+// API call goes through the page's own `call`, so the CSRF flow, the store-paused notice and the
+// error sentences are the page's. Like account.js, nothing is written as HTML.
+
+/** Where a start is remembered across the trip to the provider, to name it when the page comes back. */
+const pendingKey = 'storefront-auth:provider-start';
+const pendingMs = 10 * 60 * 1000;
+
+/** Wires the provider controls; returns what the rest of the page needs from them. */
+export function providersArea(page, account) {
+  const { auth, noun, ApiError, call, setStatus, run } = page;
+
+  const section = document.getElementById('providers');
+  const list = document.getElementById('providers-list');
+  const addList = document.getElementById('providers-add');
+  let storeProviders = null; // [{ id, name }] once the store has said
+  let storeLoading = null;
+
+  const nameOf = (id) => storeProviders?.find((provider) => provider.id === id)?.name ?? id;
+
+  /** This page's own path and query, without an `error` it came back with: where the provider returns to. */
+  function returnTo() {
+    const url = new URL(window.location.href);
+    url.searchParams.delete('error');
+    return `${url.pathname}${url.search}`;
+  }
+
+  /** A link that starts the trip to the provider, remembering which one and what for. */
+  function startLink(provider, text, link) {
+    const query = new URLSearchParams({ return_to: returnTo() });
+    if (link) query.set('link', '1');
+    const anchor = document.createElement('a');
+    anchor.className = link ? 'button secondary' : 'button provider';
+    anchor.href = `${auth}/providers/${encodeURIComponent(provider.id)}/start?${query}`;
+    anchor.textContent = text;
+    anchor.addEventListener('click', () => {
+      const pending = { id: provider.id, name: provider.name, link, at: Date.now() };
+      try {
+        window.sessionStorage.setItem(pendingKey, JSON.stringify(pending));
+      } catch {
+        // Storage refused (private mode): the page comes back all the same, just less specific.
+      }
+    });
+    const item = document.createElement('li');
+    item.append(anchor);
+    return item;
+  }
+
+  /** Asks the store for its providers (once it has answered) and shows the buttons when it has any. */
+  function loadStore() {
+    storeLoading ??= call('GET', `${auth}/providers`)
+      .then(({ providers }) => {
+        storeProviders = providers;
+        for (const block of document.querySelectorAll('.provider-choices')) {
+          block
+            .querySelector('.provider-buttons')
+            .replaceChildren(
+              ...providers.map((provider) => startLink(provider, `Continue with ${provider.name}`, false)),
+            );
+          block.hidden = providers.length === 0;
+        }
+      })
+      .catch(() => {
+        // No buttons: the password form works the same. Asked again when the store opens.
+        storeLoading = null;
+      });
+    return storeLoading;
+  }
+
+  let customer = null;
+
+  /** One linked provider as a list item: its name, the email it gave, when, and an Unlink button. */
+  function linkItem(link, index) {
+    const item = document.createElement('li');
+    const title = document.createElement('p');
+    title.id = `provider-link-${index}`;
+    const name = document.createElement('strong');
+    name.textContent = nameOf(link.provider);
+    title.append(name);
+    const details = document.createElement('p');
+    details.className = 'hint';
+    if (link.email !== null) details.append(`${link.email} · `);
+    details.append('linked ', account.timeOf(link.linked_at));
+    item.append(
+      title,
+      details,
+      account.itemButton('Unlink', title.id, () => unlink(link.provider)),
+    );
+    return item;
+  }
+
+  async function refresh() {
+    const { links } = await call('GET', `${auth}/providers/linked`);
+    list.replaceChildren(...links.map(linkItem));
+    document.getElementById('providers-empty').hidden = links.length > 0;
+    // Linking needs a proven address: the start refuses an unproven one.
+    const proven = customer !== null && customer.identity.verified_at !== null;
+    document.getElementById('providers-unverified').hidden = proven;
+    const linked = new Set(links.map((link) => link.provider));
+    const others = proven ? storeProviders.filter((provider) => !linked.has(provider.id)) : [];
+    addList.replaceChildren(...others.map((provider) => startLink(provider, `Link ${provider.name}`, true)));
+  }
+
+  /** Shows the section on entering the account area, where the store has providers. */
+  async function load(signedIn) {
+    customer = signedIn;
+    await loadStore();
+    if (storeProviders === null || storeProviders.length === 0) return;
+    section.hidden = false;
+    await account.loadList(section, refresh, 'Your sign-in providers');
+  }
+
+  function unlink(id) {
+    const name = nameOf(id);
+    void run(
+      section,
+      async () => {
+        try {
+          await call('POST', `${auth}/providers/${encodeURIComponent(id)}/unlink`);
+          setStatus(`${name} is unlinked. It can no longer sign in to your account.`, 'success');
+        } catch (error) {
+          if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
+          setStatus(`${name} was already unlinked.`, 'success');
+        }
+        await refresh();
+        // Its button is gone with it: keep the keyboard in the section.
+        document.getElementById('providers-title').focus();
+      },
+      {
+        last_sign_in_method: () =>
+          'This is the only way you can sign in; set a password first (log out, then use “Forgot your password?”).',
+      },
+    );
+  }
+
+  // ---- Coming back from the provider ------------------------------------------------------
+
+  /** The start this page made before the trip, if it is recent; forgotten once read. */
+  function takePending() {
+    try {
+      const raw = window.sessionStorage.getItem(pendingKey);
+      window.sessionStorage.removeItem(pendingKey);
+      const pending = raw === null ? null : JSON.parse(raw);
+      return pending !== null && Date.now() - pending.at < pendingMs ? pending : null;
+    } catch {
+      return null;
+    }
+  }
+
+  const pending = takePending();
+  const url = new URL(window.location.href);
+  const error = url.searchParams.get('error');
+  if (error !== null) {
+    // Said once: a reload or a bookmark of the page does not say it again.
+    url.searchParams.delete('error');
+    window.history.replaceState(window.history.state, '', `${url.pathname}${url.search}${url.hash}`);
+  }
+
+  /** The way back's `?error=` in words, naming the provider when this page started the trip. */
+  function errorSentence(code) {
+    const who = pending?.name ?? 'the provider';
+    const Who = pending?.name ?? 'The provider';
+    const linking = pending?.link === true;
+    switch (code) {
+      case 'provider_refused':
+        return linking ? `You cancelled linking ${who}.` : `You cancelled signing in with ${who}.`;
+      case 'email_unverified':
+        return `${Who} did not confirm your ${noun}, so we could not sign you in with it.`;
+      case 'store_unavailable':
+        return 'This store is not open right now.';
+      case 'identity_unverified':
+        return `Verify your ${noun} before linking a provider.`;
+      case 'provider_in_use':
+        return `That ${pending === null ? 'provider' : pending.name} account already signs in to another account.`;
+      case 'reauthentication_required':
+        return `For your security, linking ${who} needs a recent sign-in: log out, log in again, then link it.`;
+      case 'unauthenticated':
+        return `Log in first, then link ${who}.`;
+      default: // provider_error, and any code this page does not know yet
+        return linking
+          ? `Linking ${who} did not work; please try again.`
+          : `Signing in with ${who} did not work; please try again.`;
+    }
+  }
+
+  /** Once the page knows who is signed in: says how the trip to the provider ended. */
+  let settled = false;
+  function cameBack(signedIn) {
+    if (settled) return;
+    settled = true;
+    if (error !== null) setStatus(errorSentence(error), 'error');
+    // Not signed in without an error: the shopper came back some other way (the Back button).
+    else if (pending === null || signedIn === null) return;
+    else if (pending.link) setStatus(`${pending.name} is linked. You can sign in with it from now on.`, 'success');
+    else setStatus(`Welcome, ${signedIn.name}. You are signed in with ${pending.name}.`, 'success');
+  }
+
+  return {
+    load,
+    loadStore,
+    cameBack,
+    reset() {
+      customer = null;
+      list.replaceChildren();
+      addList.replaceChildren();
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import fs from 'node:fs';
+import type { Clock } from '../clock.js';
+import type { Keys } from '../keys.js';
+import {
+  addStoreProvider,
+  listProviders,
+  removeProvider,
+  type ProviderField,
+  type ProviderInput,
+} from '../providers/configured.js';
+import type { StoreDatabase } from '../storage/database.js';
+import type { StoreContext } from '../store/store.js';
+
+/** `store providers add|remove|list`: a store's sign-in providers, as the admin API manages them. */
+
+export type ProviderCommand =
+  /** `privateKeyFile`: Apple's .p8 key, read when the command runs. */
+  | { name: 'store.providers.add'; provider: ProviderInput; privateKeyFile?: string }
+  | { name: 'store.providers.remove'; id: string }
+  | { name: 'store.providers.list' };
+
+/** What a command about one store's providers works with (commands.ts hands it over). */
+interface ProviderCommandDeps {
+  sdb: StoreDatabase;
+  clock: Clock;
+  keys?: Keys | undefined;
+  store: StoreContext;
+}
+
+/** The flag of each field, so a refusal names what the operator typed. */
+const flagOf: Record<ProviderField, string> = {
+  id: '--id',
+  preset: '--preset',
+  issuer: '--issuer',
+  client_id: '--client-id',
+  client_secret: '--client-secret',
+  private_key: '--private-key',
+  key_id: '--key-id',
+  team_id: '--team-id',
+  name: '--name',
+  scopes: '--scopes',
+};
+
+export async function runProviderCommand(
+  { sdb, clock, keys, store }: ProviderCommandDeps,
+  command: ProviderCommand,
+): Promise<{ ok: boolean; output?: unknown; error?: string }> {
+  switch (command.name) {
+    case 'store.providers.list':
+      return { ok: true, output: await listProviders(sdb) };
+    case 'store.providers.remove':
+      return (await removeProvider(sdb, command.id))
+        ? { ok: true, output: { id: command.id, status: 'removed' } }
+        : { ok: false, error: `the store ${store.slug} has no provider ${command.id}` };
+    case 'store.providers.add': {
+      if (keys === undefined) return { ok: false, error: 'store providers add needs the deployment keys' };
+      let input = command.provider;
+      if (command.privateKeyFile !== undefined) {
+        try {
+          input = { ...input, private_key: fs.readFileSync(command.privateKeyFile, 'utf8') };
+        } catch (error) {
+          return {
+            ok: false,
+            error: `--private-key ${command.privateKeyFile} cannot be read: ${(error as Error).message}`,
+          };
+        }
+      }
+      const result = await addStoreProvider(sdb, clock, keys, store, input);
+      if (result.ok) return { ok: true, output: { ...result.provider, status: result.outcome } };
+      if (result.reason === 'phone_store')
+        return {
+          ok: false,
+          error: `the store ${store.slug} signs customers in by phone number: providers sign in by a verified email, so only email stores have them`,
+        };
+      const lines = Object.entries(result.errors).flatMap(([field, messages]) =>
+        (messages ?? []).map((message) => `${flagOf[field as ProviderField]} ${message}`),
+      );
+      return { ok: false, error: lines.join('; ') };
+    }
+  }
+}
