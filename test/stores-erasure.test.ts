@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { eraseDeletedStores } from '../src/janitor.js';
+import { checkProvider, saveProvider } from '../src/providers/configured.js';
+import { spendProviderState } from '../src/providers/states.js';
+import { forStore } from '../src/storage/database.js';
 import { markStoreDeleted } from '../src/store/store.js';
 import { auth, registration, useHarness, type TestApp } from './helpers/harness.js';
 import { rowsOf, storeTables, twoStores } from './helpers/stores.js';
@@ -25,10 +28,23 @@ describe('deleting a store', () => {
     const b = (await twoStores(t)).b.id;
     for (const n of [1, 2, 3]) await fillStore(t, 'b.shop.test', `b${n}@example.com`);
     await fillStore(t, 'a.shop.test', 'a1@example.com');
+    // A sign-in provider with a link and a spent state, each a row that holds the store row up.
+    const bDb = forStore(t.db, b);
+    const provider = checkProvider({ id: 'google', preset: 'google', client_id: 'c', client_secret: 's' });
+    assert.ok(provider.ok);
+    await saveProvider(bDb, t.clock, t.services.keys, provider.provider);
+    await spendProviderState(bDb, 'a-state', new Date(t.clock.now().getTime() + 600_000));
+    await bDb.query(
+      `INSERT INTO provider_links (store_id, issuer, subject, customer_id, provider_id, email, linked_at)
+       SELECT store_id, 'https://accounts.google.com', 'sub-1', id, 'google', identity_value, now() FROM customers
+        WHERE store_id = $1 LIMIT 1`,
+      [b],
+    );
     const before = await rowsOf(t, b);
     assert.ok(
       before['customers'] === 3 && before['sessions']! > 0 && before['outbox']! > 0 && before['audit_events']! > 0,
     );
+    assert.deepEqual([before['store_providers'], before['provider_links'], before['provider_states']], [1, 1, 1]);
     const aBefore = await rowsOf(t, 'default');
 
     assert.ok(await markStoreDeleted(t.db, t.clock, b));

@@ -551,6 +551,8 @@ describe('the platform admin API', () => {
       '/admin/v1/stores/{id}/customers/{customer_id}/revoke-sessions',
       '/admin/v1/stores/{id}/hosts',
       '/admin/v1/stores/{id}/hosts/{host}',
+      '/admin/v1/stores/{id}/providers',
+      '/admin/v1/stores/{id}/providers/{provider}',
     ]);
     assert.deepEqual(Object.keys(document.paths['/admin/v1/stores'].post.responses).sort(), [
       '201',
