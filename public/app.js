@@ -436,6 +436,8 @@ import { providersArea } from './providers.js';
     setStatus,
     clearFieldErrors,
     run,
+    /** The XSRF-TOKEN cookie's value, for a link start (a navigation carries no header). */
+    csrfToken: () => readCookie('XSRF-TOKEN'),
     onSubmit,
     show,
     showAccount,

@@ -11,7 +11,7 @@ const pendingMs = 10 * 60 * 1000;
 
 /** Wires the provider controls; returns what the rest of the page needs from them. */
 export function providersArea(page, account) {
-  const { auth, noun, ApiError, call, setStatus, run } = page;
+  const { auth, noun, ApiError, call, setStatus, run, csrfToken } = page;
 
   const section = document.getElementById('providers');
   const list = document.getElementById('providers-list');
@@ -37,6 +37,12 @@ export function providersArea(page, account) {
     anchor.href = `${auth}/providers/${encodeURIComponent(provider.id)}/start?${query}`;
     anchor.textContent = text;
     anchor.addEventListener('click', () => {
+      // A link start carries the session's CSRF token, read now: signing in again replaced it.
+      if (link) {
+        const withToken = new URLSearchParams(query);
+        withToken.set('xsrf_token', csrfToken() ?? '');
+        anchor.href = `${auth}/providers/${encodeURIComponent(provider.id)}/start?${withToken}`;
+      }
       const pending = { id: provider.id, name: provider.name, link, at: Date.now() };
       try {
         window.sessionStorage.setItem(pendingKey, JSON.stringify(pending));
@@ -179,6 +185,8 @@ export function providersArea(page, account) {
         return `For your security, linking ${who} needs a recent sign-in: log out, log in again, then link it.`;
       case 'unauthenticated':
         return `Log in first, then link ${who}.`;
+      case 'csrf_token_mismatch':
+        return `Linking ${who} was not started from this page; start it here again.`;
       default: // provider_error, and any code this page does not know yet
         return linking
           ? `Linking ${who} did not work; please try again.`

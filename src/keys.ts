@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 
-export type KeyPurpose = 'codes' | 'csrf' | 'outbox' | 'counters' | 'providers';
+export type KeyPurpose = 'codes' | 'csrf' | 'outbox' | 'counters' | 'providers' | 'providerCookies';
 
 /** Separate keys for separate uses, all derived from one deployment secret. */
 export type KeySet = Record<KeyPurpose, Buffer>;
@@ -23,6 +23,7 @@ function deriveKeySet(secret: string): KeySet {
     outbox: derive('outbox'),
     counters: derive('counters'),
     providers: derive('providers'),
+    providerCookies: derive('providerCookies'),
   };
 }
 

@@ -38,7 +38,8 @@ export const usage = `Usage: storefront-auth <command>
   store hosts add [--store S] <host>      let the store answer on a host (no port, no wildcard)
   store hosts remove [--store S] <host>
   store providers add [--store S] --id ID (--preset google|apple|microsoft | --issuer URL)
-            --client-id C (--client-secret X | --private-key FILE --key-id K --team-id T)
+            --client-id C (--client-secret X | --client-secret-file FILE
+            | --private-key FILE --key-id K --team-id T)
             [--name N] [--scopes "openid email profile"]
                                           add a sign-in provider (or replace the one of that id);
                                           the secret (or Apple's .p8 key) is stored sealed
@@ -107,6 +108,7 @@ function readArguments(argv: string[]) {
       issuer: { type: 'string' },
       'client-id': { type: 'string' },
       'client-secret': { type: 'string' },
+      'client-secret-file': { type: 'string' },
       'private-key': { type: 'string' },
       'key-id': { type: 'string' },
       'team-id': { type: 'string' },
@@ -166,6 +168,7 @@ const commands: Record<string, CommandShape> = {
       'issuer',
       'client-id',
       'client-secret',
+      'client-secret-file',
       'private-key',
       'key-id',
       'team-id',
@@ -391,7 +394,13 @@ function providerAddCommand(values: Flags): AdminCommand {
   };
   const provider = Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
   const keyFile = values['private-key'];
-  return { name: 'store.providers.add', provider, ...(keyFile !== undefined && { privateKeyFile: keyFile }) };
+  const secretFile = values['client-secret-file'];
+  return {
+    name: 'store.providers.add',
+    provider,
+    ...(keyFile !== undefined && { privateKeyFile: keyFile }),
+    ...(secretFile !== undefined && { clientSecretFile: secretFile }),
+  };
 }
 
 function customerCommand(

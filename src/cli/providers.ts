@@ -14,8 +14,11 @@ import type { StoreContext } from '../store/store.js';
 /** `store providers add|remove|list`: a store's sign-in providers, as the admin API manages them. */
 
 export type ProviderCommand =
-  /** `privateKeyFile`: Apple's .p8 key, read when the command runs. */
-  | { name: 'store.providers.add'; provider: ProviderInput; privateKeyFile?: string }
+  /**
+   * `privateKeyFile`: Apple's .p8 key; `clientSecretFile`: the secret, kept out of the shell's
+   * history and the process list; both read when the command runs.
+   */
+  | { name: 'store.providers.add'; provider: ProviderInput; privateKeyFile?: string; clientSecretFile?: string }
   | { name: 'store.providers.remove'; id: string }
   | { name: 'store.providers.list' };
 
@@ -55,14 +58,18 @@ export async function runProviderCommand(
     case 'store.providers.add': {
       if (keys === undefined) return { ok: false, error: 'store providers add needs the deployment keys' };
       let input = command.provider;
-      if (command.privateKeyFile !== undefined) {
+      const files = [
+        ['--private-key', command.privateKeyFile, 'private_key'],
+        ['--client-secret-file', command.clientSecretFile, 'client_secret'],
+      ] as const;
+      for (const [flag, file, field] of files) {
+        if (file === undefined) continue;
         try {
-          input = { ...input, private_key: fs.readFileSync(command.privateKeyFile, 'utf8') };
+          // A secret file's trailing newline (echo … > file) is not part of the secret.
+          const text = fs.readFileSync(file, 'utf8');
+          input = { ...input, [field]: field === 'client_secret' ? text.replace(/\r?\n$/, '') : text };
         } catch (error) {
-          return {
-            ok: false,
-            error: `--private-key ${command.privateKeyFile} cannot be read: ${(error as Error).message}`,
-          };
+          return { ok: false, error: `${flag} ${file} cannot be read: ${(error as Error).message}` };
         }
       }
       const result = await addStoreProvider(sdb, clock, keys, store, input);

@@ -27,6 +27,13 @@ export const ProviderStartQuery = Type.Object({
       description: "Link the provider's account to the signed-in customer instead of signing in.",
     }),
   ),
+  xsrf_token: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description:
+        'With `link`: the XSRF-TOKEN of the session, as POSTs send it in X-XSRF-TOKEN (a link cannot be started from another site).',
+    }),
+  ),
 });
 
 /** The provider's answer: open, since providers add parameters of their own (Google's `authuser`, say). */
@@ -51,7 +58,7 @@ export const LinkedProviders = Type.Object({
       name: Type.Union([Type.String(), Type.Null()], {
         description: "The provider's display name; null when the store no longer offers it",
       }),
-      email: Type.Union([Type.String(), Type.Null()], { description: "The provider's email, as it gave it" }),
+      email: Type.Union([Type.String(), Type.Null()], { description: 'The email the provider gave, lowercased' }),
       linked_at: Type.String({ format: 'date-time' }),
     }),
   ),

@@ -16,6 +16,9 @@ export const providerTimeoutSeconds = 5;
 /** Discovery answers and key sets are kept this long, so a provider's rotation reaches us in time. */
 const metadataLifetimeMs = 60 * 60 * 1000;
 
+/** A provider whose discovery failed is not asked again for this long. */
+const failureMemoryMs = 10 * 1000;
+
 /** What a start hands the browser's cookie, for the callback to check the answer with. */
 export interface PendingSignIn {
   state: string;
@@ -56,6 +59,8 @@ export interface RelyingPartyOptions {
 
 export class RelyingParties {
   private readonly cache = new Map<string, CachedProvider>();
+  private readonly discovering = new Map<string, Promise<CachedProvider>>();
+  private readonly failures = new Map<string, { updatedAt: string; until: number; error: unknown }>();
   private readonly timeoutSeconds: number;
   private readonly maxEntries: number;
 
@@ -134,11 +139,7 @@ export class RelyingParties {
     let cached = this.cache.get(key);
     const now = Date.now();
     if (cached === undefined || cached.updatedAt !== provider.updatedAt || now - cached.madeAt > metadataLifetimeMs) {
-      const discovered = await oidc.discovery(new URL(provider.issuer), provider.clientId, undefined, oidc.None(), {
-        timeout: this.timeoutSeconds,
-        ...(insecure(provider) && { execute: [oidc.allowInsecureRequests] }),
-      });
-      cached = { updatedAt: provider.updatedAt, madeAt: now, metadata: discovered.serverMetadata() };
+      cached = await this.discover(key, provider);
     }
     // Least recently used goes first: a hit moves to the end.
     this.cache.delete(key);
@@ -159,6 +160,38 @@ export class RelyingParties {
     oidc.enableNonRepudiationChecks(config);
     if (cached.jwks !== undefined) oidc.setJwksCache(config, cached.jwks);
     return config;
+  }
+
+  /**
+   * The provider's metadata, discovered once however many requests ask at the same time. A
+   * failure is remembered for a few seconds: while a provider is down, starts come back at once
+   * instead of each holding a connection for the whole timeout.
+   */
+  private discover(key: string, provider: ProviderConfig): Promise<CachedProvider> {
+    const failed = this.failures.get(key);
+    if (failed !== undefined && failed.updatedAt === provider.updatedAt && Date.now() < failed.until)
+      return Promise.reject(failed.error);
+    const pending = this.discovering.get(key);
+    if (pending !== undefined) return pending;
+    const discovery = oidc
+      .discovery(new URL(provider.issuer), provider.clientId, undefined, oidc.None(), {
+        timeout: this.timeoutSeconds,
+        ...(insecure(provider) && { execute: [oidc.allowInsecureRequests] }),
+      })
+      .then(
+        (discovered) => {
+          this.failures.delete(key);
+          return { updatedAt: provider.updatedAt, madeAt: Date.now(), metadata: discovered.serverMetadata() };
+        },
+        (error: unknown) => {
+          this.failures.set(key, { updatedAt: provider.updatedAt, until: Date.now() + failureMemoryMs, error });
+          if (this.failures.size > this.maxEntries) this.failures.delete(this.failures.keys().next().value!);
+          throw error;
+        },
+      )
+      .finally(() => this.discovering.delete(key));
+    this.discovering.set(key, discovery);
+    return discovery;
   }
 
   /** Keeps the key set a call fetched, so the next call does not fetch it again. */
@@ -189,14 +222,22 @@ export async function clientSecretOf(provider: ProviderConfig, clock: Clock): Pr
     .sign(await importPKCS8(secret.privateKey, 'ES256'));
 }
 
+/**
+ * Printable ASCII, nothing else: the address must already be in the form the store keeps, up to
+ * letter case. Case folding or trimming anything wider could make another address of it (the
+ * Kelvin sign U+212A lowercases to "k"; a no-break space trims away).
+ */
+const plainAddress = /^[\x21-\x7e]+$/;
+
 function identityOf(provider: ProviderConfig, claims: oidc.IDToken, appleUser: string | null): ProviderIdentity {
-  const email = typeof claims['email'] === 'string' ? claims['email'].trim().toLowerCase() : null;
+  const given = claims['email'];
+  const email = typeof given === 'string' && plainAddress.test(given) ? given.toLowerCase() : null;
   const verified = claims['email_verified'];
   return {
     providerId: provider.id,
     issuer: claims.iss,
     subject: claims.sub,
-    email: email === '' ? null : email,
+    email,
     emailVerified: verified === true || verified === 'true',
     name: nameOf(claims) ?? (provider.responseMode === 'form_post' ? appleName(appleUser) : null),
   };
@@ -226,15 +267,20 @@ function appleName(user: string | null): string | null {
 /** What went wrong, for the audit trail: the library's code and the claim or parameter at fault. */
 function failureOf(error: unknown): { ok: false; error: ProviderFailure; reason: string } {
   if (error instanceof oidc.AuthorizationResponseError) {
-    return { ok: false, error: 'provider_refused', reason: `provider:${error.error}` };
+    return { ok: false, error: 'provider_refused', reason: `provider:${errorCode(error.error)}` };
   }
   if (error instanceof oidc.ResponseBodyError) {
-    return { ok: false, error: 'provider_error', reason: `token_endpoint:${error.error}` };
+    return { ok: false, error: 'provider_error', reason: `token_endpoint:${errorCode(error.error)}` };
   }
   const coded = error as { code?: unknown; name?: unknown };
   const detail = faultOf(error);
   const code = typeof coded.code === 'string' ? coded.code : typeof coded.name === 'string' ? coded.name : 'unknown';
   return { ok: false, error: 'provider_error', reason: typeof detail === 'string' ? `${code}:${detail}` : code };
+}
+
+/** An OAuth error code as the audit trail keeps it: whoever sent the answer chose it, so short and plain. */
+function errorCode(code: string): string {
+  return /^[a-z0-9_.-]{1,64}$/i.test(code) ? code : 'other';
 }
 
 /**

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { writeAuditEntry } from '../../src/audit.js';
@@ -7,6 +9,7 @@ import { parseCommand, UsageError } from '../../src/cli/arguments.js';
 import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
 import { loadConfig } from '../../src/config.js';
 import { deriveKeys } from '../../src/keys.js';
+import { loadProvider } from '../../src/providers/configured.js';
 import { forStore } from '../../src/storage/database.js';
 import { ensureStore, firstStoreId } from '../../src/store/store.js';
 import { cliEnv, runCommand, tempFolders, type Finished } from '../helpers/cli.js';
@@ -333,6 +336,19 @@ describe('the store commands against a real database', () => {
     );
     assert.equal(refused.code, 1);
     assert.match(refused.error!, /^--private-key \/nonexistent\/key\.p8 cannot be read/);
+
+    // A secret from a file, out of the shell's history: its trailing newline is not part of it.
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-cli-secret-'));
+    const secretFile = path.join(folder, 'secret');
+    fs.writeFileSync(secretFile, 'from-a-file\n');
+    const args = ['--store', 'books', '--id', 'filed', '--preset', 'google', '--client-id', 'c'];
+    await ok('store', 'providers', 'add', ...args, '--client-secret-file', secretFile);
+    const booksId = (await ok('store', 'show', '--store', 'books')).id as string;
+    assert.deepEqual((await loadProvider(forStore(database.db, booksId), deriveKeys(testSecret), 'filed'))?.secret, {
+      kind: 'client_secret',
+      value: 'from-a-file',
+    });
+    fs.rmSync(folder, { recursive: true, force: true });
     const badFields = await cli(
       'store',
       'providers',

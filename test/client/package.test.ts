@@ -63,7 +63,7 @@ const admin = createAdminClient({ baseUrl: adminUrl, token: adminToken });
 const provider = await admin.addProvider('default', { id: 'google', preset: 'google', client_id: 'c', client_secret: 'hidden' });
 seen.provider = [provider.id, provider.secret, (await admin.listProviders('default')).length];
 seen.buttons = (await auth.listProviders()).providers;
-seen.startUrl = auth.providerStartUrl('google', { returnTo: '/account', link: true }).endsWith('/api/v1/customer/auth/providers/google/start?return_to=%2Faccount&link=1');
+seen.startUrl = auth.providerStartUrl('google', { returnTo: '/account' }).endsWith('/api/v1/customer/auth/providers/google/start?return_to=%2Faccount');
 await admin.removeProvider('default', 'google');
 const made = await admin.createStore({ slug: 'packed', name: 'Packed', hosts: ['packed.example'] }, { idempotencyKey: 'k-1' });
 const again = await admin.createStore({ slug: 'packed', name: 'Packed', hosts: ['packed.example'] }, { idempotencyKey: 'k-1' });

@@ -31,6 +31,9 @@ export const accounts: Record<string, ProviderAccount> = {
   grace: { sub: 'grace', email: 'Grace@Example.com', email_verified: true, name: 'Grace Hopper' },
   mallory: { sub: 'mallory', email: 'ada@example.com', email_verified: false, name: 'Mallory' },
   silent: { sub: 'silent', email: 'ada@example.com', name: 'No Assertion' },
+  // Verified addresses that only case folding or trimming would turn into kim@example.com.
+  kelvin: { sub: 'kelvin', email: '\u212Aim@example.com', email_verified: true, name: 'Kelvin Sign' },
+  spaced: { sub: 'spaced', email: 'kim@example.com\u00A0', email_verified: true, name: 'No-Break Space' },
 };
 
 /** The redirect URI the service sends for a provider of a store on `host`. */
@@ -91,13 +94,31 @@ export interface StartOptions {
   link?: boolean;
   /** The browser's session cookie, for a link. */
   session?: string | undefined;
+  /**
+   * A link's CSRF token; by default the one the CSRF cookie route hands this session, as the
+   * page reads it. null: none.
+   */
+  xsrf?: string | null;
+}
+
+/** The XSRF-TOKEN the CSRF cookie route gives the browser's session, as a storefront reads it. */
+async function csrfTokenOf(t: TestApp, options: StartOptions): Promise<string> {
+  const reply = await t.get('/api/v1/csrf-cookie', {
+    host: options.host ?? shopHost,
+    ...cookieHeader({ [sessionCookieName]: options.session }),
+  });
+  return String(reply.headers['x-xsrf-token']);
 }
 
 /** The start as a browser navigates to it: the answer, where it sends the browser, and the cookie. */
 export async function startAt(t: TestApp, id: string, options: StartOptions = {}) {
   const query = new URLSearchParams();
   if (options.returnTo !== undefined) query.set('return_to', options.returnTo);
-  if (options.link === true) query.set('link', '1');
+  if (options.link === true) {
+    query.set('link', '1');
+    const token = options.xsrf === undefined ? await csrfTokenOf(t, options) : options.xsrf;
+    if (token !== null) query.set('xsrf_token', token);
+  }
   const search = query.size === 0 ? '' : `?${query}`;
   const reply = await t.get(`${auth}/providers/${id}/start${search}`, {
     host: options.host ?? shopHost,

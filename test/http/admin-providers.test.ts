@@ -89,8 +89,11 @@ describe('sign-in providers on the admin API', () => {
     const { t, call } = await start();
     await call('POST', providers, google);
     const [row] = await t.db.query<{ sealed_secret: string }>('SELECT sealed_secret FROM store_providers');
-    assert.ok(!row!.sealed_secret.includes('google-secret'));
-    assert.ok(!Buffer.from(row!.sealed_secret, 'base64url').toString('latin1').includes('google-secret'));
+    assert.ok(!row!.sealed_secret.includes('google-secret'), 'the row holds no plain secret');
+    assert.ok(
+      !Buffer.from(row!.sealed_secret, 'base64url').toString('latin1').includes('google-secret'),
+      'nor one merely encoded',
+    );
 
     const db = forStore(t.db, 'default');
     const rotated = deriveKeys('another-secret-another-secret-another-secret', [testSecret]);
@@ -172,6 +175,10 @@ describe('sign-in providers on the admin API', () => {
     assert.equal(added.status, 201, JSON.stringify(added.body));
     assert.equal(added.body.secret, 'private_key');
     assert.equal(added.body.response_mode, 'form_post');
+    const [row] = await t.db.query<{ sealed_secret: string }>('SELECT sealed_secret FROM store_providers');
+    const keyBody = key.pem.split('\n')[1]!;
+    assert.ok(!row!.sealed_secret.includes(keyBody), 'the row holds no plain key');
+    assert.ok(!Buffer.from(row!.sealed_secret, 'base64url').toString('latin1').includes('PRIVATE KEY'), 'sealed');
     const provider = (await loadProvider(forStore(t.db, 'default'), t.services.keys, 'apple'))!;
     const secret = await clientSecretOf(provider, t.clock);
     const jwks = createLocalJWKSet({ keys: [{ ...(await exportJWK(key.publicKey)), kid: 'KEY123', alg: 'ES256' }] });

@@ -142,7 +142,7 @@ describe('attacks on the way back from the provider', () => {
       await comeBack(t, answer, { [startCookieName]: victim.cookie }),
       '/mine?error=provider_error',
     );
-    assert.deepEqual(await failureReasons(t), ['no_start', 'no_start', 'no_start', 'OAUTH_INVALID_RESPONSE']);
+    assert.deepEqual(await failureReasons(t), ['no_start', 'no_start', 'no_start', 'state_mismatch']);
     // None of it spent the start that the answer belongs to.
     assert.equal((await comeBack(t, answer, cookie)).headers.location, '/shop');
     await t.close();
@@ -183,6 +183,11 @@ describe('attacks on the way back from the provider', () => {
       '/\t/evil.example',
       'javascript:alert(1)',
       'http://shop.example.evil.example/',
+      // Paths that the URL parser resolves to `//evil.example`, which a browser reads as a host.
+      '/.//evil.example/x',
+      '/a/..//evil.example',
+      '/%2e//evil.example',
+      '/.\\\\evil.example',
     ]) {
       assert.equal(await refusedAt(foreign), '/?error=provider_refused', foreign);
     }
@@ -192,6 +197,23 @@ describe('attacks on the way back from the provider', () => {
     );
     const walk = await signedInWith(t, 'google', 'ada', { returnTo: 'https://evil.example/steal' });
     assert.equal(walk.location, '/');
+    const dotted = await signedInWith(t, 'google', 'ada', { returnTo: '/.//evil.example/login' });
+    assert.equal(dotted.location, '/');
+    await t.close();
+  });
+
+  test('an answer of another state, forced on the browser, refuses itself and leaves the sign-in under way intact', async () => {
+    const t = await begin();
+    const { cookie, answer } = await consented(t, 'ada');
+    const forced = changed(answer, { code: 'an-attackers-code', state: 'an-attackers-state' });
+    const refused = await comeBack(t, forced, cookie);
+    assert.equal(refused.headers.location, '/shop?error=provider_error');
+    assert.equal(cookieOf(refused, startCookieName), undefined, 'the start cookie is left as it was');
+    const reply = await comeBack(t, answer, cookie);
+    assert.equal(reply.status, 303);
+    assert.equal(reply.headers.location, '/shop');
+    assert.ok(cookieOf(reply, sessionCookieName));
+    assert.deepEqual(await failureReasons(t), ['state_mismatch']);
     await t.close();
   });
 
@@ -201,11 +223,26 @@ describe('attacks on the way back from the provider', () => {
     assert.equal(answer.kind, 'form_post');
     const posted = await comeBack(t, answer, {});
     assert.equal(posted.status, 303);
-    const again = new URL(String(posted.headers.location), 'http://shop.example');
-    assert.equal(again.pathname, `${auth}/providers/apple/callback`);
-    for (const name of ['code', 'state', 'iss']) assert.equal(again.searchParams.get(name), answer.fields[name], name);
+    // The answer waits in a sealed cookie of its own, out of the URL: the code and the name are in
+    // no log line and no history entry.
+    assert.equal(posted.headers.location, `${auth}/providers/apple/callback`);
+    const kept = posted.cookies.find((each) => each.name === 'storefront_provider_answer');
+    assert.ok(kept, 'the answer is kept for the GET');
+    assert.equal(kept.path, `${auth}/providers/apple/callback`);
+    assert.equal(kept.httpOnly, true);
+    assert.ok(!kept.value.includes(answer.fields['code']!));
     assert.equal(await count(t, 'sessions'), 0);
-    const reply = await comeBack(t, { kind: 'redirect', url: again }, cookie);
+    const again = new URL(`http://shop.example${auth}/providers/apple/callback`);
+    const reply = await comeBack(
+      t,
+      { kind: 'redirect', url: again },
+      { ...cookie, storefront_provider_answer: kept.value },
+    );
+    assert.equal(
+      reply.cookies.find((each) => each.name === 'storefront_provider_answer')?.maxAge,
+      0,
+      'read once, then cleared',
+    );
     assert.equal(reply.status, 303);
     assert.equal(reply.headers.location, '/shop');
     assert.ok(cookieOf(reply, sessionCookieName));

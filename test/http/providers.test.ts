@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { auditRows } from '../helpers/audit.js';
 import { count, verifiedAt } from '../helpers/customers.js';
-import { auth, registeredCustomer, useHarness } from '../helpers/harness.js';
+import { auth, registeredCustomer, useHarness, type TestApp } from '../helpers/harness.js';
 import { perDescribe } from '../helpers/per-describe.js';
 import {
   addTestProvider,
@@ -23,11 +23,20 @@ import {
 } from '../helpers/providers.js';
 import { hostA, hostB, twoStores } from '../helpers/stores.js';
 import { consentAt } from '../helpers/openid-provider.js';
+import { removeProvider } from '../../src/providers/configured.js';
+import { forStore } from '../../src/storage/database.js';
 
 /**
  * Signing in with a store's OpenID providers against a real provider (oidc-provider): the five
  * matching cases, the account area's links, two stores sharing one provider client, and the audit trail.
  */
+
+/** A CSRF token genuine for another customer's session, as that customer's page would read it. */
+async function otherSessionToken(t: TestApp): Promise<string> {
+  const other = await provenAndSignedIn(t, 'eve@example.com');
+  const reply = await t.get('/api/v1/csrf-cookie', withSession(other.session));
+  return String(reply.headers['x-xsrf-token']);
+}
 
 describe('signing in with a provider: the five matching cases', () => {
   const harness = useHarness();
@@ -174,6 +183,20 @@ describe('signing in with a provider: the five matching cases', () => {
     await t.close();
   });
 
+  test('an email that is not plain ASCII matches no account, though case folding would make one of it (U+212A)', async () => {
+    const t = await begin();
+    const kim = await provenAndSignedIn(t, 'kim@example.com');
+    for (const account of ['kelvin', 'spaced']) {
+      const walk = await signInWith(t, 'google', account, { returnTo: '/account' });
+      assert.equal(walk.location, '/account?error=email_unverified', account);
+      assert.equal(walk.session, undefined);
+    }
+    assert.deepEqual(await linkRows(t), []);
+    assert.equal(await count(t, 'customers'), 1);
+    assert.equal((await login(t, kim.identity, kim.password)).status, 200);
+    await t.close();
+  });
+
   test('Apple’s form post signs in like any answer, the name taken from its one-time user field', async () => {
     const t = await begin();
     const start = await startAt(t, 'apple', { returnTo: '/welcome' });
@@ -257,6 +280,17 @@ describe('linked providers in the account area', () => {
     await t.close();
   });
 
+  test('a link needs the session’s CSRF token: a start another site navigates the browser to links nothing', async () => {
+    const t = await begin();
+    const customer = await provenAndSignedIn(t, 'bob@example.com');
+    for (const xsrf of [null, 'forged-token', await otherSessionToken(t)]) {
+      const start = await startAt(t, 'google', { link: true, session: customer.session, returnTo: '/account', xsrf });
+      assert.equal(start.location, '/account?error=csrf_token_mismatch', String(xsrf));
+      assert.equal(start.cookie, undefined);
+    }
+    await t.close();
+  });
+
   test('a link needs a sign-in of the last 15 minutes: a session alone, older, cannot plant a lasting way in', async () => {
     const t = await begin();
     const customer = await provenAndSignedIn(t, 'bob@example.com');
@@ -333,6 +367,31 @@ describe('linked providers in the account area', () => {
     assert.equal(reply.body.code, 'last_sign_in_method');
     assert.equal(await count(t, 'provider_links'), 1);
     assert.equal(await auditRows(t, 'provider.unlinked').then((rows) => rows.length), 0);
+    await t.close();
+  });
+
+  test('a link to a provider the store no longer offers is no way in: unlinking the last working one is still 409', async () => {
+    const t = await begin();
+    await addTestProvider(t, op(), { id: 'apple', preset: 'apple' });
+    const walk = await signedInWith(t, 'google', 'ada');
+    await signInWith(t, 'apple', 'grace', { link: true, session: walk.session });
+    assert.equal(await count(t, 'provider_links'), 2);
+    assert.equal((await t.post(`${auth}/providers/apple/unlink`, undefined, withSession(walk.session))).status, 200);
+    await signInWith(t, 'apple', 'grace', { link: true, session: walk.session });
+    assert.equal(await count(t, 'provider_links'), 2);
+    await removeProvider(forStore(t.db, 'default'), 'apple');
+    const reply = await t.post(`${auth}/providers/google/unlink`, undefined, withSession(walk.session));
+    assert.equal(reply.status, 409, JSON.stringify(reply.body));
+    assert.equal(reply.body.code, 'last_sign_in_method');
+    const listed = await t.get(`${auth}/providers/linked`, withSession(walk.session));
+    assert.deepEqual(
+      listed.body.links.map((link: { provider: string; name: string | null }) => [link.provider, link.name]),
+      // Linked in the same instant of the test's clock: then by provider id.
+      [
+        ['apple', null],
+        ['google', 'Google'],
+      ],
+    );
     await t.close();
   });
 

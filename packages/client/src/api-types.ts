@@ -382,7 +382,7 @@ export interface LinkedProviders {
     provider: string;
     /** The provider's display name; null when the store no longer offers it */
     name: string | null;
-    /** The provider's email, as it gave it */
+    /** The email the provider gave, lowercased */
     email: string | null;
     /** An ISO 8601 date and time (UTC). */
     linked_at: string;

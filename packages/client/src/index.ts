@@ -145,7 +145,8 @@ export interface StorefrontAuthClient {
   /**
    * The URL to send the browser to (a navigation, `location.href = …` or a link): the provider,
    * then back to `returnTo`, signed in or with `?error=`. With `link`, links the provider to the
-   * signed-in customer instead.
+   * signed-in customer instead (the URL then carries the session's CSRF token: make it after
+   * signing in, and use it at once).
    */
   providerStartUrl(id: string, options?: { returnTo?: string; link?: boolean }): string;
   linkedProviders(): Promise<LinkedProviders>;
@@ -357,7 +358,11 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
     providerStartUrl(id, { returnTo, link = false } = {}) {
       const query = new URLSearchParams();
       if (returnTo !== undefined) query.set('return_to', returnTo);
-      if (link) query.set('link', '1');
+      if (link) {
+        query.set('link', '1');
+        // A navigation sends no header: the link start takes the session's CSRF token here.
+        query.set('xsrf_token', csrfToken(connection) ?? '');
+      }
       const search = query.toString();
       return `${connection.base}${authPath}/providers/${encodeURIComponent(id)}/start${search === '' ? '' : `?${search}`}`;
     },

@@ -172,13 +172,15 @@ export type UnlinkProviderResult = Result<void, 'gone' | 'not_linked' | 'last_si
 
 /**
  * Removes the customer's links to a provider, unless that would leave no way in: no password, no
- * passkey and no other provider. Under the customer's lock, so two unlinks cannot each leave the
- * other as the last way and remove both.
+ * passkey and no other provider the store still offers (`offered`: a link to a removed one signs
+ * nobody in). Under the customer's lock, so two unlinks cannot each leave the other as the last
+ * way and remove both.
  */
 export async function unlinkProvider(
   deps: Pick<MessagingDeps, 'db'>,
   customerId: string,
   providerId: string,
+  offered: readonly string[],
 ): Promise<UnlinkProviderResult> {
   return deps.db.transaction(async (tx): Promise<UnlinkProviderResult> => {
     const customer = await lockCustomer(tx, { id: customerId });
@@ -187,7 +189,7 @@ export async function unlinkProvider(
     if (!links.some((link) => link.provider === providerId)) return fail('not_linked');
     const otherWays =
       customer.password_hash !== null ||
-      links.some((link) => link.provider !== providerId) ||
+      links.some((link) => link.provider !== providerId && offered.includes(link.provider)) ||
       (await listPasskeys(tx, customerId)).length > 0;
     if (!otherWays) return fail('last_sign_in_method');
     await deleteProviderLinks(tx, customerId, providerId);

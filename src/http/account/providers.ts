@@ -46,7 +46,8 @@ export function providerAccountRoutes(services: KitSource): FastifyPluginAsyncTy
 
     app.post('/providers/:id/unlink', unlinkRoute, async (request) => {
       const { customer } = accountOf(request);
-      const result = await unlinkProvider(depsOf(request), customer.id, request.params.id);
+      const offered = (await listProviders(storeDbOf(services, request))).map((provider) => provider.id);
+      const result = await unlinkProvider(depsOf(request), customer.id, request.params.id, offered);
       if (!result.ok) throw refusal(request, unlinkOutcomes, result, { customerId: customer.id });
       audit(request, 'provider.unlinked', customer.id, { provider: request.params.id });
       return { status: 'unlinked' as const };

@@ -6,20 +6,13 @@ import { listProviders, loadProvider } from '../../providers/configured.js';
 import type { ProviderIdentity } from '../../providers/relying-party.js';
 import { spendProviderState } from '../../providers/states.js';
 import { storeOrigins, type StoreContext } from '../../store/store.js';
-import { ownOrigin } from '../csrf.js';
+import { isGenuineCsrfToken, ownOrigin, storeCsrfKey } from '../csrf.js';
 import { declareRoute } from '../declare.js';
 import type { Edge } from '../edge.js';
 import { findLiveSession } from '../../auth/tables/sessions.js';
 import { findAccount, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
-import {
-  clearProviderCookie,
-  providerCallbackPath,
-  providerCookieName,
-  providerStartLifetimeSeconds,
-  providerStartOf,
-  setProviderCookie,
-} from '../provider-cookie.js';
+import { providerCallbackPath, providerCookies, providerStartLifetimeSeconds } from '../provider-cookie.js';
 import {
   ProviderCallbackParameters,
   ProviderList,
@@ -46,7 +39,8 @@ export type ProviderErrorCode =
   | 'identity_unverified'
   | 'provider_in_use'
   | 'unauthenticated'
-  | 'reauthentication_required';
+  | 'reauthentication_required'
+  | 'csrf_token_mismatch';
 
 /** Linking a provider asks for a sign-in this recent: what a password change asks of the password. */
 export const linkSignInWindowSeconds = 15 * 60;
@@ -63,7 +57,7 @@ const startRoute = declareRoute({
   operationId: 'startProviderSignIn',
   summary: 'Sign in with a provider (navigate here)',
   description:
-    "A browser navigation, not a fetch: redirects (302) to the provider, with a sealed, HttpOnly cookie binding the state, nonce and PKCE verifier to this browser (single use, 10 minutes). `return_to` is where the browser comes back to, signed in or with `?error=`; it must be a path of this host or a URL on one of the store's origins, else `/` is used. With `link=1` the provider's account is linked to the signed-in customer instead; the browser goes straight back with `?error=unauthenticated` without a session, `identity_unverified` while the account's email is unproven, and `reauthentication_required` when the session was opened more than 15 minutes ago (sign in again to link). When the provider cannot be reached within 5 seconds the browser goes straight back with `?error=provider_error`. 404 not_found for a provider the store does not have.",
+    "A browser navigation, not a fetch: redirects (302) to the provider, with a sealed, HttpOnly cookie binding the state, nonce and PKCE verifier to this browser (single use, 10 minutes). `return_to` is where the browser comes back to, signed in or with `?error=`; it must be a path of this host or a URL on one of the store's origins, else `/` is used. With `link=1` the provider's account is linked to the signed-in customer instead, and `xsrf_token` must carry the session's XSRF-TOKEN (a navigation sends no header); the browser goes straight back with `?error=unauthenticated` without a session, `csrf_token_mismatch` without the token, `identity_unverified` while the account's email is unproven, and `reauthentication_required` when the session was opened more than 15 minutes ago (sign in again to link). When the provider cannot be reached within 5 seconds the browser goes straight back with `?error=provider_error`. 404 not_found for a provider the store does not have.",
   params: ProviderParams,
   query: ProviderStartQuery,
   answer: Redirect,
@@ -72,7 +66,7 @@ const startRoute = declareRoute({
 });
 
 const callbackDescription =
-  "The provider's way back (register `https://<store host>/api/v1/customer/auth/providers/{id}/callback` at the provider). Checks the state against this browser's cookie (spent whatever the outcome), the issuer (with the `iss` parameter, against mix-up), and the ID token's signature, audience, expiry and nonce; then signs in (a session cookie and a fresh XSRF-TOKEN, as a login) or links, and redirects (303) to `return_to`. Matching: a linked account signs in; else a verified email no account holds makes a new account; a verified email of a proven account is linked (the identity gets a notice); a verified email of an unproven account is its first proof of control (what was set up before it ends, the password too); an email the provider does not assert verified creates and links nothing. Failures come back as `?error=`: provider_refused (the provider said no, the shopper declined), provider_error (anything else: a replayed or foreign state, a bad token, a provider too slow), email_unverified, store_unavailable, identity_unverified and provider_in_use (linking).";
+  "The provider's way back (register `https://<store host>/api/v1/customer/auth/providers/{id}/callback` at the provider). Checks the state against this browser's cookie (spent once an answer of that state came; an answer of another state is refused and spends nothing), the issuer (with the `iss` parameter, against mix-up), and the ID token's signature, audience, expiry and nonce; then signs in (a session cookie and a fresh XSRF-TOKEN, as a login) or links, and redirects (303) to `return_to`. Matching: a linked account signs in; else a verified email no account holds makes a new account; a verified email of a proven account is linked (the identity gets a notice); a verified email of an unproven account is its first proof of control (what was set up before it ends, the password too); an email the provider does not assert verified creates and links nothing. Failures come back as `?error=`: provider_refused (the provider said no, the shopper declined), provider_error (anything else: a replayed or foreign state, a bad token, a provider too slow), email_unverified (also an email that is not plain ASCII), store_unavailable, identity_unverified and provider_in_use (linking).";
 
 const callbackRoute = declareRoute({
   operationId: 'providerCallback',
@@ -88,7 +82,7 @@ const callbackRoute = declareRoute({
 const formCallbackRoute = declareRoute({
   operationId: 'providerFormCallback',
   summary: "The provider's way back, as a form post (Apple)",
-  description: `${callbackDescription} A form post that arrives without the cookie (a cross-site post does not carry a SameSite=Lax cookie) is sent once more to the same path as a GET (303), which a top-level navigation does carry it on.`,
+  description: `${callbackDescription} A form post that arrives without the cookie (a cross-site post does not carry a SameSite=Lax cookie) leaves its answer in a sealed cookie for a minute and is sent once more to the same path as a GET (303), which a top-level navigation carries both cookies on; the code never travels in a URL.`,
   params: ProviderParams,
   answer: Redirect,
   status: 303,
@@ -98,13 +92,25 @@ const formCallbackRoute = declareRoute({
 /** The parameters the way back reads, whether they came in the query or in a form post. */
 const answerParameters = ['code', 'state', 'iss', 'error', 'error_description', 'user'] as const;
 
+function answerOf(given: Record<string, unknown>): URLSearchParams {
+  const answer = new URLSearchParams();
+  for (const name of answerParameters) {
+    const value = given[name];
+    if (typeof value === 'string') answer.set(name, value);
+  }
+  return answer;
+}
+
 /** `return_to` when it stays on this host or the store's origins; `/` otherwise. */
 function safeReturnTo(request: FastifyRequest, store: StoreContext, trusted: readonly string[], raw?: string): string {
   if (raw === undefined || raw === '') return '/';
   try {
-    if (raw.startsWith('/') && !raw.startsWith('//') && !raw.startsWith('/\\')) {
+    if (raw.startsWith('/')) {
       const url = new URL(raw, 'http://path.invalid');
-      return url.origin === 'http://path.invalid' ? `${url.pathname}${url.search}${url.hash}` : '/';
+      const path = `${url.pathname}${url.search}${url.hash}`;
+      // Judged after the parser has resolved it: `/.//evil.example` becomes `//evil.example`, which
+      // a browser reads as another host.
+      return url.origin === 'http://path.invalid' && !/^\/[/\\]/.test(path) ? path : '/';
     }
     const url = new URL(raw);
     const origins = [ownOrigin(request), ...storeOrigins(store), ...trusted];
@@ -126,8 +132,11 @@ type Deps = KitSource & Pick<Edge, 'providers'>;
 export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { config, clock, keys, metrics, providers } = services;
   const { depsOf, audit, limit, signInSucceeded } = routeKit(services);
-  const cookieKeys = acceptedKeys(keys, 'providers');
-  const secure = config.cookieSecure;
+  const cookies = providerCookies({
+    key: keys.providerCookies,
+    keys: acceptedKeys(keys, 'providerCookies'),
+    secure: config.cookieSecure,
+  });
 
   /** The store's provider of this path, or 404 as if there were none: phone stores have none. */
   async function providerOf(request: FastifyRequest, id: string) {
@@ -154,11 +163,19 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
      * in), who signed in within the last 15 minutes (a stolen session alone cannot plant one), or
      * why not, for the way back's `?error=`.
      */
-    async function linkRefusal(request: FastifyRequest): Promise<ProviderErrorCode | { customerId: string }> {
+    async function linkRefusal(
+      request: FastifyRequest,
+      token: string | undefined,
+    ): Promise<ProviderErrorCode | { customerId: string }> {
       const sessionId = sessionCookieOf(request, config);
       const session =
         sessionId === undefined ? null : await findLiveSession(storeDbOf(services, request), clock, sessionId);
       if (session === null) return 'unauthenticated';
+      // The start is a GET, which the session cookie (SameSite=Lax) follows from any site: without
+      // the session's CSRF token, another site could link whatever provider account the browser
+      // is signed in to at the provider.
+      const csrfKeys = acceptedKeys(keys, 'csrf').map((key) => storeCsrfKey(key, request.store.id));
+      if (token === undefined || !isGenuineCsrfToken(csrfKeys, token, sessionId)) return 'csrf_token_mismatch';
       if (session.customer.verified_at === null) return 'identity_unverified';
       if (clock.now().getTime() - session.createdAt.getTime() > linkSignInWindowSeconds * 1000)
         return 'reauthentication_required';
@@ -172,7 +189,7 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       const returnTo = safeReturnTo(request, store, config.corsAllowedOrigins, request.query.return_to);
       let linkTo: string | null = null;
       if (request.query.link !== undefined) {
-        const refused = await linkRefusal(request);
+        const refused = await linkRefusal(request, request.query.xsrf_token);
         if (typeof refused === 'string') return reply.redirect(withError(returnTo, refused), 302);
         linkTo = refused.customerId;
       }
@@ -186,15 +203,17 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       }
       const expiresAt = clock.now().getTime() + providerStartLifetimeSeconds * 1000;
       const start = { ...begun.pending, storeId: store.id, providerId: provider.id, returnTo, linkTo, expiresAt };
-      setProviderCookie(reply, keys.providers, start, secure);
+      cookies.setStart(reply, start);
       return reply.redirect(begun.url.href, 302);
     });
 
     /** The way back, with the provider's answer however it came. */
     async function callback(request: FastifyRequest, reply: FastifyReply, id: string, answer: URLSearchParams) {
       const { store } = request;
-      const start = providerStartOf(request, cookieKeys, { storeId: store.id, providerId: id, now: clock.now() });
-      clearProviderCookie(reply, id, secure);
+      const start = cookies.startOf(request, { storeId: store.id, providerId: id, now: clock.now() });
+      // An answer of another state (a forced navigation, say) leaves the sign-in under way alone.
+      const ours = start !== undefined && answer.get('state') === start.state;
+      if (ours) cookies.clearStart(reply, id);
       const returnTo = start?.returnTo ?? '/';
       const failed = (error: ProviderErrorCode, reason: string, customerId: string | null = null) => {
         audit(request, 'login.failed', customerId, { method: 'provider', provider: id, reason });
@@ -206,6 +225,7 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
         metrics.logins.inc({ outcome: 'throttled' }),
       );
       if (start === undefined) return failed('provider_error', 'no_start');
+      if (!ours) return failed('provider_error', 'state_mismatch');
       if (!(await spendProviderState(storeDbOf(services, request), start.state, new Date(start.expiresAt))))
         return failed('provider_error', 'state_spent');
       const provider = await providerOf(request, id).catch(() => null);
@@ -258,26 +278,22 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
     }
 
     app.get('/providers/:id/callback', callbackRoute, async (request, reply) => {
-      const answer = new URLSearchParams();
-      for (const name of answerParameters) {
-        const value = request.query[name];
-        if (typeof value === 'string') answer.set(name, value);
-      }
-      return callback(request, reply, request.params.id, answer);
+      const { id } = request.params;
+      // A form post's answer, kept for this GET (below); else the query's.
+      const kept = cookies.takeAnswer(request, reply, id);
+      return callback(request, reply, id, kept ?? answerOf(request.query as Record<string, unknown>));
     });
 
     app.post('/providers/:id/callback', formCallbackRoute, async (request, reply) => {
-      const body = (request.body ?? {}) as Record<string, unknown>;
-      const answer = new URLSearchParams();
-      for (const name of answerParameters) {
-        const value = body[name];
-        if (typeof value === 'string') answer.set(name, value);
+      const { id } = request.params;
+      const answer = answerOf((request.body ?? {}) as Record<string, unknown>);
+      // A cross-site form post does not carry the SameSite=Lax start cookie; a top-level GET does.
+      // The answer waits in a cookie of its own for that GET, out of the URL and the logs.
+      if (!cookies.hasStart(request)) {
+        cookies.setAnswer(reply, id, answer);
+        return reply.redirect(providerCallbackPath(id), 303);
       }
-      // A cross-site form post does not carry the SameSite=Lax cookie; a top-level GET does.
-      if (request.cookies[providerCookieName] === undefined) {
-        return reply.redirect(`${providerCallbackPath(request.params.id)}?${answer.toString()}`, 303);
-      }
-      return callback(request, reply, request.params.id, answer);
+      return callback(request, reply, id, answer);
     });
   };
 }
