@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { checkProvider, saveProvider, type ProviderInput } from '../../src/providers/configured.js';
 import { firstStoreId } from '../../src/store/store.js';
 import { forStore } from '../../src/storage/database.js';
-import { auth, registeredCustomer, toReply, type Reply, type TestApp } from './harness.js';
+import { auth, registeredCustomer, toReply, useHarness, type Reply, type TestApp } from './harness.js';
+import { perDescribe } from './per-describe.js';
 import { verifyIdentity } from './passkeys.js';
 import {
   consentAt,
@@ -228,4 +229,27 @@ export async function provenAndSignedIn(t: TestApp, email: string) {
   const session = cookieOf(reply, sessionCookieName);
   assert.ok(session);
   return { ...customer, session };
+}
+
+/**
+ * A describe's provider and service: one real provider for the whole describe, a fresh service per
+ * test (its clock at real time, as the provider signs), and `setup` adding the providers it needs.
+ */
+export function useProviderSuite<T>(
+  setup: (t: TestApp, op: TestOpenIdProvider) => Promise<T>,
+  options: Parameters<typeof startProvider>[0] = {},
+) {
+  const harness = useHarness();
+  const op = perDescribe(
+    () => startProvider(options),
+    (provider) => provider.close(),
+    'the provider',
+  );
+  return {
+    op,
+    async begin(): Promise<{ t: TestApp } & T> {
+      const t = await harness.start({ clockAt: Date.now() });
+      return { t, ...(await setup(t, op())) };
+    },
+  };
 }

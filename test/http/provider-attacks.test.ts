@@ -6,7 +6,6 @@ import { auditRows } from '../helpers/audit.js';
 import { count } from '../helpers/customers.js';
 import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 import { consentAt, signingKeys, type ProviderAnswer } from '../helpers/openid-provider.js';
-import { perDescribe } from '../helpers/per-describe.js';
 import {
   addTestProvider,
   comeBack,
@@ -18,6 +17,7 @@ import {
   startAt,
   startCookieName,
   startProvider,
+  useProviderSuite,
 } from '../helpers/providers.js';
 
 /**
@@ -58,18 +58,12 @@ async function consented(t: TestApp, login: string, returnTo = '/shop', id = 'go
 }
 
 describe('attacks on the way back from the provider', () => {
-  const harness = useHarness();
-  const op = perDescribe(
-    () => startProvider(),
-    (provider) => provider.close(),
-    'the provider',
-  );
-  const begin = async () => {
-    const t = await harness.start({ clockAt: Date.now() });
-    await addTestProvider(t, op());
-    await addTestProvider(t, op(), { id: 'apple', preset: 'apple' });
-    return t;
-  };
+  const suite = useProviderSuite(async (t, op) => {
+    await addTestProvider(t, op);
+    await addTestProvider(t, op, { id: 'apple', preset: 'apple' });
+  });
+  const { op } = suite;
+  const begin = async () => (await suite.begin()).t;
 
   test('a replayed state is refused: the same answer and cookie a second time open no second session', async () => {
     const t = await begin();

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { auditRows } from '../helpers/audit.js';
 import { count, verifiedAt } from '../helpers/customers.js';
-import { auth, registeredCustomer, useHarness, type TestApp } from '../helpers/harness.js';
-import { perDescribe } from '../helpers/per-describe.js';
+import { auth, registeredCustomer, type TestApp } from '../helpers/harness.js';
 import {
   addTestProvider,
   comeBack,
@@ -18,7 +17,7 @@ import {
   signInWith,
   startAt,
   startCookieName,
-  startProvider,
+  useProviderSuite,
   withSession,
 } from '../helpers/providers.js';
 import { hostA, hostB, twoStores } from '../helpers/stores.js';
@@ -39,18 +38,11 @@ async function otherSessionToken(t: TestApp): Promise<string> {
 }
 
 describe('signing in with a provider: the five matching cases', () => {
-  const harness = useHarness();
-  const op = perDescribe(
-    () => startProvider(),
-    (provider) => provider.close(),
-    'the provider',
-  );
-  const begin = async () => {
-    const t = await harness.start({ clockAt: Date.now() });
-    await addTestProvider(t, op());
-    await addTestProvider(t, op(), { id: 'apple', preset: 'apple', name: 'Sign in with Apple' });
-    return t;
-  };
+  const suite = useProviderSuite(async (t, op) => {
+    await addTestProvider(t, op);
+    await addTestProvider(t, op, { id: 'apple', preset: 'apple', name: 'Sign in with Apple' });
+  });
+  const begin = async () => (await suite.begin()).t;
 
   test('the store lists its providers by id and display name, for the buttons', async () => {
     const t = await begin();
@@ -224,17 +216,9 @@ describe('signing in with a provider: the five matching cases', () => {
 });
 
 describe('linked providers in the account area', () => {
-  const harness = useHarness();
-  const op = perDescribe(
-    () => startProvider(),
-    (provider) => provider.close(),
-    'the provider',
-  );
-  const begin = async () => {
-    const t = await harness.start({ clockAt: Date.now() });
-    await addTestProvider(t, op());
-    return t;
-  };
+  const suite = useProviderSuite((t, op) => addTestProvider(t, op));
+  const { op } = suite;
+  const begin = async () => (await suite.begin()).t;
 
   test('a signed-in customer links a provider: 303 back, the link is listed and the identity gets a provider_linked notice', async () => {
     const t = await begin();
@@ -417,19 +401,15 @@ describe('linked providers in the account area', () => {
 });
 
 describe('two stores with the same provider client', () => {
-  const harness = useHarness();
-  const op = perDescribe(
-    () => startProvider({ ids: ['google'], hosts: [hostA, hostB] }),
-    (provider) => provider.close(),
-    'the provider',
+  const { begin } = useProviderSuite(
+    async (t, op) => {
+      const stores = await twoStores(t);
+      await addTestProvider(t, op, {}, stores.a.id);
+      await addTestProvider(t, op, {}, stores.b.id);
+      return stores;
+    },
+    { ids: ['google'], hosts: [hostA, hostB] },
   );
-  const begin = async () => {
-    const t = await harness.start({ clockAt: Date.now() });
-    const stores = await twoStores(t);
-    await addTestProvider(t, op(), {}, stores.a.id);
-    await addTestProvider(t, op(), {}, stores.b.id);
-    return { t, ...stores };
-  };
 
   test('a link in store A does not sign in on store B, which makes an account of its own', async () => {
     const { t, a, b } = await begin();
