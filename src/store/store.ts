@@ -240,12 +240,24 @@ export function requestHost(header: string | undefined): string | null {
 
 export const storeSlugPattern = /^[a-z0-9-]{3,63}$/;
 
-/** Creates the store row from configuration on a deployment's first start, and never again. */
-export async function ensureStore(db: Queryable, clock: Clock, initial: Config['initialStore']): Promise<void> {
+/**
+ * Creates the store row from configuration on a deployment's first start, and never again. Under
+ * the store-change lock: the insert takes the feed's first version (its column's default) before
+ * it commits, so an instance starting at the same moment would otherwise find the sequence used,
+ * insert nothing, and read no store until the other's commit, answering 404 meanwhile.
+ */
+export async function ensureStore(db: Database, clock: Clock, initial: Config['initialStore']): Promise<void> {
+  await db.transaction(async (tx) => {
+    await lockStoreChanges(tx);
+    await insertFirstStore(tx, clock, initial);
+  });
+}
+
+async function insertFirstStore(tx: Queryable, clock: Clock, initial: Config['initialStore']): Promise<void> {
   const now = clock.now();
   // The sequence is untouched only while no store was ever made: a deployment whose stores were
   // all deleted gets none back from a restart.
-  await db.query(
+  await tx.query(
     `INSERT INTO stores (id, slug, name, status, identity_mode, settings, created_at, updated_at)
      SELECT $1, $1, $2, 'active', $3, $4::text::jsonb, $5, $5
       WHERE NOT (SELECT is_called FROM store_versions)

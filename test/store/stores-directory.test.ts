@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
+import pg from 'pg';
+import type { Database } from '../../src/storage/database.js';
+import { migrate } from '../../src/storage/migrations.js';
 import { StoreDirectory } from '../../src/store/directory.js';
 import {
   addStoreHost,
@@ -12,7 +15,8 @@ import {
   updateStore,
 } from '../../src/store/store.js';
 import { FakeClock } from '../helpers/clock.js';
-import { truncateAll, useMigratedDatabase } from '../helpers/database.js';
+import { openTestDatabase, truncateAll, useMigratedDatabase } from '../helpers/database.js';
+import { until, waitingOnLocks } from '../helpers/races.js';
 
 const clock = new FakeClock();
 const initial = { name: 'First', identityMode: 'email', verificationRequired: false } as const;
@@ -144,5 +148,51 @@ describe('the store directory', () => {
     await ensureStore(database.db, clock, initial);
     const [row] = await database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM stores');
     assert.equal(row?.n, 0);
+  });
+});
+
+describe('the first store, two instances starting at once on a fresh database', () => {
+  test('the second waits for the first’s uncommitted store row instead of finding the sequence used and no store', async () => {
+    const database = await openTestDatabase();
+    const watcher = new pg.Client({ connectionString: database.url });
+    // The first instance's ensureStore, held open after its insert, before its commit.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let first: Promise<void> = Promise.resolve();
+    try {
+      await migrate(database.db);
+      await watcher.connect();
+      let inserted!: () => void;
+      const insertedYet = new Promise<void>((resolve) => (inserted = resolve));
+      const holding: Database = {
+        query: (sql, params) => database.db.query(sql, params),
+        exec: (sql) => database.db.exec(sql),
+        close: () => database.db.close(),
+        transaction: (work) =>
+          database.db.transaction(async (tx) => {
+            const result = await work(tx);
+            inserted();
+            await held;
+            return result;
+          }),
+      };
+      first = ensureStore(holding, clock, initial);
+      await insertedYet;
+      let secondDone = false;
+      const second = ensureStore(database.db, clock, initial).then(() => (secondDone = true));
+      await until(async () => (await waitingOnLocks(watcher)) > 0, 'the second instance waits');
+      assert.equal(secondDone, false);
+      release();
+      await Promise.all([first, second]);
+      // What the second instance's store directory reads next: the first store.
+      const directory = new StoreDirectory(database.db);
+      await directory.refresh();
+      assert.equal((await directory.resolve(null))?.id, 'default');
+    } finally {
+      release();
+      await first.catch(() => {});
+      await watcher.end();
+      await database.drop();
+    }
   });
 });
