@@ -194,10 +194,10 @@ export async function saveProvider(
   clock: Clock,
   keys: Pick<Keys, 'providers'>,
   provider: Omit<ProviderConfig, 'updatedAt'>,
-): Promise<'added' | 'replaced'> {
+): Promise<{ outcome: 'added' | 'replaced'; provider: ProviderView }> {
   const { secret } = provider;
   const sealed = seal(keys.providers, secret.kind === 'client_secret' ? secret.value : secret.privateKey);
-  const [row] = await db.query<{ added: boolean }>(
+  const [row] = await db.query<ProviderRow & { added: boolean }>(
     `INSERT INTO store_providers (store_id, id, name, preset, issuer, client_id, sealed_secret, key_id, team_id, scopes,
                                   response_mode, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
@@ -205,7 +205,7 @@ export async function saveProvider(
        client_id = EXCLUDED.client_id, sealed_secret = EXCLUDED.sealed_secret, key_id = EXCLUDED.key_id,
        team_id = EXCLUDED.team_id, scopes = EXCLUDED.scopes, response_mode = EXCLUDED.response_mode,
        updated_at = EXCLUDED.updated_at
-     RETURNING xmax = 0 AS added`,
+     RETURNING ${providerColumns}, xmax = 0 AS added`,
     [
       db.storeId,
       provider.id,
@@ -221,7 +221,7 @@ export async function saveProvider(
       clock.now(),
     ],
   );
-  return row!.added ? 'added' : 'replaced';
+  return { outcome: row!.added ? 'added' : 'replaced', provider: toView(row!) };
 }
 
 export async function removeProvider(db: StoreQueryable, id: string): Promise<boolean> {
@@ -251,9 +251,7 @@ export async function addStoreProvider(
   if (store.identityMode !== 'email') return { ok: false, reason: 'phone_store' };
   const checked = checkProvider(input);
   if (!checked.ok) return { ok: false, reason: 'invalid', errors: checked.errors };
-  const outcome = await saveProvider(db, clock, keys, checked.provider);
-  const provider = (await listProviders(db)).find((view) => view.id === checked.provider.id)!;
-  return { ok: true, outcome, provider };
+  return { ok: true, ...(await saveProvider(db, clock, keys, checked.provider)) };
 }
 
 function toView(row: ProviderRow): ProviderView {

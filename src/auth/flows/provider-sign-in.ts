@@ -52,11 +52,9 @@ export async function signInWithProvider(
   identity: ProviderIdentity,
 ): Promise<ProviderSignInResult> {
   const email = identity.email === null ? null : normalizeEmail(identity.email);
-  let noticeQueued = false;
   const opened = await deps.db.transaction(async (tx) => {
     const matched = await matchCustomer(tx, deps, attempt.store, identity, email);
     if (matched === null) return null;
-    noticeQueued = matched.match === 'linked_proven';
     const { client, previousSessionId } = attempt;
     const { customer } = matched;
     const session = await createSession(tx, deps.clock, {
@@ -69,7 +67,8 @@ export async function signInWithProvider(
     return { ...matched, ...session };
   });
   if (opened === null) return fail('email_unverified', { customerId: null });
-  if (noticeQueued) deps.messagesQueued();
+  // Only a link to a proven account queued a message (its provider_linked notice).
+  if (opened.match === 'linked_proven') deps.messagesQueued();
   const signedIn = await completeSignIn(deps, attempt.store, { ...opened, device: deviceKeyOf(attempt.client) });
   return ok({ ...signedIn.value, match: opened.match });
 }
