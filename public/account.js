@@ -9,7 +9,10 @@ export function accountArea(page) {
   const {
     auth,
     mode,
-    noun,
+    language,
+    t,
+    tNodes,
+    ltr,
     ApiError,
     call,
     send,
@@ -25,8 +28,15 @@ export function accountArea(page) {
 
   /** The customer's name and identity wherever the account area shows them. */
   function updateAccount(customer) {
-    document.getElementById('account-name').textContent = customer.name;
-    document.getElementById('account-identity').textContent = customer.identity.value;
+    const name = document.createElement('strong');
+    name.id = 'account-name';
+    name.textContent = customer.name;
+    // An email or a phone number reads left to right inside a right-to-left sentence too.
+    const identity = document.createElement('bdi');
+    identity.id = 'account-identity';
+    identity.dir = 'ltr';
+    identity.textContent = customer.identity.value;
+    document.getElementById('account-signed-in').replaceChildren(...tNodes('account.signed_in_as', { name, identity }));
     document.getElementById('account-unverified').hidden = customer.identity.verified_at !== null;
     document.getElementById('profile-name').value = customer.name;
   }
@@ -52,13 +62,13 @@ export function accountArea(page) {
 
   function signedOutElsewhere() {
     show('login');
-    setStatus('You are no longer signed in on this device. Log in again.', 'error');
+    setStatus(t('status.signed_out_elsewhere'), 'error');
   }
 
   function timeOf(iso) {
     const element = document.createElement('time');
     element.dateTime = iso;
-    element.textContent = new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    element.textContent = new Date(iso).toLocaleString(language, { dateStyle: 'medium', timeStyle: 'short' });
     return element;
   }
 
@@ -86,19 +96,26 @@ export function accountArea(page) {
     if (session.current) {
       const mark = document.createElement('span');
       mark.className = 'current';
-      mark.textContent = 'This device';
+      mark.textContent = t('account.this_device');
       device.append(' ', mark);
     }
     const details = document.createElement('p');
     details.className = 'hint';
+    const address = document.createElement('bdi');
+    if (session.client.address) {
+      address.dir = 'ltr';
+      address.textContent = session.client.address;
+    } else address.textContent = t('account.unknown_network');
     details.append(
-      `Network ${session.client.address || 'unknown'} · signed in `,
-      timeOf(session.created_at),
-      ' · last seen ',
-      timeOf(session.last_seen_at),
+      ...tNodes('account.session_details', {
+        address,
+        created: timeOf(session.created_at),
+        seen: timeOf(session.last_seen_at),
+      }),
     );
     item.append(device, details);
-    if (!session.current) item.append(itemButton('Revoke', device.id, () => revokeSession(session.id, words)));
+    if (!session.current)
+      item.append(itemButton(t('account.revoke'), device.id, () => revokeSession(session.id, words)));
     return item;
   }
 
@@ -111,7 +128,7 @@ export function accountArea(page) {
    * Fills one of the account area's lists on entering it; a failure is said, the area stays. A 404
    * hides the list: the store stopped offering what it shows.
    */
-  async function loadList(section, refresh, what) {
+  async function loadList(section, refresh, failedKey) {
     section.setAttribute('aria-busy', 'true');
     try {
       await refresh();
@@ -119,24 +136,24 @@ export function accountArea(page) {
       const code = error instanceof ApiError ? error.code : '';
       if (code === 'unauthenticated') signedOutElsewhere();
       else if (code === 'not_found') section.hidden = true;
-      else if (code !== 'store_unavailable') setStatus(`${what} could not be listed. ${describe(error)}`, 'error');
+      else if (code !== 'store_unavailable') setStatus(t(failedKey, { reason: describe(error) }), 'error');
     } finally {
       section.removeAttribute('aria-busy');
     }
   }
 
   function loadSessions() {
-    return loadList(sessionsSection, refreshSessions, 'Your devices');
+    return loadList(sessionsSection, refreshSessions, 'status.sessions_failed');
   }
 
   function revokeSession(id, words) {
     void run(sessionsSection, async () => {
       try {
         await call('POST', `${auth}/sessions/${encodeURIComponent(id)}/revoke`);
-        setStatus(`${words} is signed out.`, 'success');
+        setStatus(t('status.revoked', { device: words }), 'success');
       } catch (error) {
         if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
-        setStatus('That device was already signed out.', 'success');
+        setStatus(t('status.already_revoked'), 'success');
       }
       await refreshSessions();
       // Its button is gone with it: keep the keyboard in the list.
@@ -147,12 +164,7 @@ export function accountArea(page) {
   document.getElementById('revoke-others').addEventListener('click', () => {
     void run(sessionsSection, async () => {
       const { count } = await call('POST', `${auth}/sessions/revoke-others`);
-      setStatus(
-        count === 0
-          ? 'No other device was signed in.'
-          : `Signed out ${count} other device${count === 1 ? '' : 's'}. This one stays signed in.`,
-        'success',
-      );
+      setStatus(count === 0 ? t('status.no_others') : t('status.others_revoked', { count }), 'success');
       await refreshSessions();
     });
   });
@@ -161,14 +173,14 @@ export function accountArea(page) {
     // The answer brings a new session cookie and CSRF token; the browser keeps both.
     await call('POST', `${auth}/password/change`, values);
     form.reset();
-    setStatus('Your password is changed. Every other device was signed out; this one stays signed in.', 'success');
+    setStatus(t('status.password_changed'), 'success');
     await refreshSessions();
   });
 
   onSubmit('profile-form', async (values) => {
     const customer = await call('POST', `${auth}/profile`, values);
     updateAccount(customer);
-    setStatus(`Your name is now ${customer.name}.`, 'success');
+    setStatus(t('status.name_changed', { name: customer.name }), 'success');
   });
 
   function identityStep(confirming) {
@@ -180,13 +192,12 @@ export function accountArea(page) {
     await call('POST', `${auth}/identity/change`, values);
     form.reset();
     // Said next to the code field too: on a phone the status line may be scrolled out of sight.
-    document.getElementById('identity-confirm-sent').textContent = `Enter the code we sent to ${values[mode]}.`;
+    document.getElementById('identity-confirm-sent').textContent = t('status.identity_code_sent', {
+      identity: ltr(values[mode]),
+    });
     identityStep(true);
     document.getElementById('identity-confirm-code').focus();
-    setStatus(
-      `We sent a code to ${values[mode]}; enter it below. If that ${noun} already has an account, it gets a message saying so instead, and nothing changes.`,
-      'success',
-    );
+    setStatus(t('identity.change_sent', { identity: ltr(values[mode]) }), 'success');
   });
 
   onSubmit(
@@ -197,10 +208,10 @@ export function accountArea(page) {
       identityStep(false);
       updateAccount(customer);
       document.getElementById('identity-change-title').focus();
-      setStatus(`Your account now uses ${customer.identity.value}. Every other device was signed out.`, 'success');
+      setStatus(t('status.identity_changed', { identity: ltr(customer.identity.value) }), 'success');
       await refreshSessions();
     },
-    { identity_unavailable: () => `That ${noun} has an account of its own now, so yours cannot move to it.` },
+    { identity_unavailable: () => t('identity.change_taken') },
   );
 
   document.getElementById('identity-change-restart').addEventListener('click', () => {
@@ -231,9 +242,9 @@ export function accountArea(page) {
         link.remove();
         // The browser has read the URL once the click returns; it is released a little later all the same.
         setTimeout(() => URL.revokeObjectURL(url), 60_000);
-        setStatus(`Your data is downloading as ${filename}.`, 'success');
+        setStatus(t('status.export_downloading', { file: ltr(filename) }), 'success');
       },
-      { rate_limited: (error) => `Your data was downloaded a moment ago. ${tryAgain(error)}` },
+      { rate_limited: (error) => t('status.export_too_soon', { wait: tryAgain(error) }) },
     );
   });
 
@@ -251,17 +262,14 @@ export function accountArea(page) {
     deleteForm.reset();
     clearFieldErrors(deleteForm);
     deleteStep(false);
-    setStatus('Your account is kept.', 'success');
+    setStatus(t('status.kept'), 'success');
     deleteStart.focus();
   });
 
   onSubmit('delete-form', async (values) => {
     await call('POST', `${auth}/account/delete`, values);
     show('login');
-    setStatus(
-      `Your account and everything it held are deleted, and every device is signed out. You can create a new account with the same ${noun} at any time.`,
-      'success',
-    );
+    setStatus(t('identity.deleted'), 'success');
   });
 
   return {

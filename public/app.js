@@ -4,6 +4,7 @@
 import { accountArea } from './account.js';
 import { passkeysArea } from './passkeys.js';
 import { providersArea } from './providers.js';
+import { language, ltr, t, tNodes } from './strings.js';
 
 (() => {
   'use strict';
@@ -11,7 +12,6 @@ import { providersArea } from './providers.js';
   const api = '/api/v1';
   const auth = `${api}/customer/auth`;
   const mode = document.body.dataset.identityMode === 'phone' ? 'phone' : 'email';
-  const noun = mode === 'phone' ? 'phone number' : 'email address';
   const storeName = document.body.dataset.storeName;
   const statusBox = document.getElementById('status');
   const views = ['account', 'login', 'code', 'code-login', 'register', 'verify', 'forgot', 'reset'];
@@ -51,7 +51,8 @@ import { providersArea } from './providers.js';
    * ApiError otherwise.
    */
   async function send(method, path, body, raw = false) {
-    const headers = { accept: 'application/json' };
+    // Problem documents (titles, details, field messages) come back in the page's language.
+    const headers = { accept: 'application/json', 'accept-language': language };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const token = readCookie('XSRF-TOKEN');
     if (method !== 'GET' && token !== null) headers['x-xsrf-token'] = token;
@@ -110,33 +111,30 @@ import { providersArea } from './providers.js';
   // ---- Messages -----------------------------------------------------------------------------
 
   const tryAgain = (error) =>
-    error.retryAfter === undefined
-      ? 'Try again in a moment.'
-      : `Try again in ${error.retryAfter} second${error.retryAfter === 1 ? '' : 's'}.`;
+    error.retryAfter === undefined ? t('errors.try_again_soon') : t('errors.try_again_in', { count: error.retryAfter });
 
   // Every error code the API can answer, in words for people. Forms may say it better in context.
   const messages = {
-    validation_failed: () => 'Some fields need another look; see the messages next to them.',
-    identity_unavailable: () =>
-      `This ${noun} cannot be used for a new account. If it is yours, log in or reset your password.`,
-    invalid_identity_challenge: () =>
-      'That code is wrong, has expired or was already used. Check it, or ask for a new code.',
-    unauthenticated: () => 'You are not signed in.',
-    rate_limited: (error) => `Too many attempts. ${tryAgain(error)}`,
-    store_unavailable: () => 'The store is closed right now. Please come back later.',
-    csrf_token_mismatch: () => 'This page has expired. Reload it and try again.',
-    untrusted_origin: () =>
-      'The store did not accept this request from this page. Open the store’s own sign-in page and try again.',
-    service_unavailable: (error) => `The store cannot answer right now. ${tryAgain(error)}`,
+    validation_failed: () => t('errors.validation_failed'),
+    identity_unavailable: () => t('identity.unavailable'),
+    invalid_identity_challenge: () => t('errors.invalid_identity_challenge'),
+    unauthenticated: () => t('errors.unauthenticated'),
+    rate_limited: (error) => t('errors.rate_limited', { wait: tryAgain(error) }),
+    store_unavailable: () => t('errors.store_unavailable'),
+    csrf_token_mismatch: () => t('errors.csrf_token_mismatch'),
+    untrusted_origin: () => t('errors.untrusted_origin'),
+    service_unavailable: (error) => t('errors.service_unavailable', { wait: tryAgain(error) }),
     internal_error: (error) =>
-      `Something went wrong on our side. Please try again.${error.requestId ? ` (Reference: ${error.requestId})` : ''}`,
-    network_error: () => 'We could not reach the store. Check your connection and try again.',
+      error.requestId
+        ? t('errors.internal_error_reference', { reference: ltr(error.requestId) })
+        : t('errors.internal_error'),
+    network_error: () => t('errors.network_error'),
   };
 
   function describe(error, overrides = {}) {
     if (!(error instanceof ApiError)) return messages.internal_error({});
     const message = overrides[error.code] || messages[error.code];
-    return message ? message(error) : `Something went wrong (${error.code}). Please try again.`;
+    return message ? message(error) : t('errors.unknown', { code: ltr(error.code) });
   }
 
   function setStatus(text, kind = '') {
@@ -161,12 +159,11 @@ import { providersArea } from './providers.js';
     for (const control of storeControls()) control.disabled = shut;
     closedBox.hidden = !shut;
     if (shut) {
-      document.getElementById('closed-text').textContent =
-        `${storeName} is not taking sign-ins right now. Please try again later.`;
+      document.getElementById('closed-text').textContent = t('closed.text', { store: storeName });
       // A control that just became disabled drops the keyboard focus; keep it on the way out.
       if (focused instanceof HTMLElement && focused.matches(':disabled')) recheckButton.focus();
     } else {
-      setStatus(`${storeName} is taking sign-ins again.`, 'success');
+      setStatus(t('closed.reopened', { store: storeName }), 'success');
       // The provider buttons, if the store could not list them while it was shut.
       void providers.loadStore();
     }
@@ -178,14 +175,14 @@ import { providersArea } from './providers.js';
   async function recheck() {
     if (recheckButton.disabled) return;
     recheckButton.disabled = true;
-    recheckButton.textContent = 'Checking…';
+    recheckButton.textContent = t('closed.checking');
     try {
       // Before the store first answered, the page does not know who is signed in: ask that.
       if (sessionKnown) await refreshToken().catch(() => {});
       else await loadSession();
     } finally {
       recheckButton.disabled = false;
-      recheckButton.textContent = 'Check again';
+      recheckButton.textContent = t('closed.recheck');
     }
   }
 
@@ -197,10 +194,6 @@ import { providersArea } from './providers.js';
   }
 
   function setUpIdentityFields() {
-    for (const label of document.querySelectorAll('.identity-label')) {
-      label.textContent = mode === 'phone' ? 'Phone number' : 'Email address';
-    }
-    for (const span of document.querySelectorAll('.identity-noun')) span.textContent = noun;
     for (const input of document.querySelectorAll('.identity-input')) {
       input.type = mode === 'phone' ? 'tel' : 'email';
       input.setAttribute('autocomplete', mode === 'phone' ? 'tel' : 'email');
@@ -209,7 +202,7 @@ import { providersArea } from './providers.js';
         const hint = document.createElement('p');
         hint.id = `${input.id}-hint`;
         hint.className = 'hint';
-        hint.textContent = 'In international form: + and the country code, for example +44 7700 900123.';
+        hint.textContent = t('fields.phone_hint', { example: ltr('+44 7700 900123') });
         input.after(hint);
         describedBy(input, hint.id);
       }
@@ -247,7 +240,7 @@ import { providersArea } from './providers.js';
       const input = form.elements ? form.elements.namedItem(field) : null;
       const box = input instanceof HTMLInputElement ? document.getElementById(`${input.id}-error`) : null;
       if (box === null) {
-        orphans.push(...list.map((message) => (field === 'body' ? message : `${field}: ${message}`)));
+        orphans.push(...list.map((message) => (field === 'body' ? message : t('errors.field', { field, message }))));
         continue;
       }
       box.textContent = list.join(' ');
@@ -300,7 +293,7 @@ import { providersArea } from './providers.js';
   /** Runs one submission: clears old errors, marks the form busy, shows any failure in words. */
   async function run(form, work, overrides) {
     clearFieldErrors(form);
-    setStatus('Working…');
+    setStatus(t('status.working'));
     form.setAttribute('aria-busy', 'true');
     for (const button of form.querySelectorAll('button')) button.disabled = true;
     try {
@@ -333,11 +326,12 @@ import { providersArea } from './providers.js';
   }
 
   onSubmit('register-form', async (values, form) => {
-    const customer = await call('POST', `${auth}/register`, values);
+    // Messages to the customer (codes, notices) are written in the language the page is in.
+    const customer = await call('POST', `${auth}/register`, { ...values, locale: language });
     form.reset();
     fill('verify-form', 'identity', customer.identity.value);
     show('verify');
-    setStatus(`Account created. We sent a code to ${customer.identity.value}; enter it below.`, 'success');
+    setStatus(t('status.registered', { identity: ltr(customer.identity.value) }), 'success');
   });
 
   onSubmit('verify-form', async (values, form) => {
@@ -345,7 +339,7 @@ import { providersArea } from './providers.js';
     form.reset();
     fill('login-form', 'identity', customer.identity.value);
     show('login');
-    setStatus(`Your ${noun} is verified. You can log in now.`, 'success');
+    setStatus(t('identity.verified'), 'success');
   });
 
   onSubmit(
@@ -354,16 +348,16 @@ import { providersArea } from './providers.js';
       const session = await call('POST', `${auth}/login`, values);
       form.reset();
       showAccount(session.customer);
-      setStatus(`Welcome, ${session.customer.name}. You are signed in.`, 'success');
+      setStatus(t('status.welcome', { name: session.customer.name }), 'success');
     },
     {
-      unauthenticated: () => `The ${noun} or password is not right. Check them and try again.`,
+      unauthenticated: () => t('identity.wrong_login'),
     },
   );
 
   // The store may stop allowing codes while the page is open: the calls then answer 404.
   const codesOff = {
-    not_found: () => `${storeName} does not offer signing in with a code right now. Log in with your password.`,
+    not_found: () => t('status.codes_off', { store: storeName }),
   };
 
   onSubmit(
@@ -373,7 +367,7 @@ import { providersArea } from './providers.js';
       form.reset();
       fill('code-login-form', 'identity', values.identity);
       show('code-login');
-      setStatus(`If an account uses ${values.identity}, we sent it a sign-in code; enter it below.`, 'success');
+      setStatus(t('status.code_sent', { identity: ltr(values.identity) }), 'success');
     },
     codesOff,
   );
@@ -384,7 +378,7 @@ import { providersArea } from './providers.js';
       const session = await call('POST', `${auth}/code/login`, values);
       form.reset();
       showAccount(session.customer);
-      setStatus(`Welcome, ${session.customer.name}. You are signed in.`, 'success');
+      setStatus(t('status.welcome', { name: session.customer.name }), 'success');
     },
     codesOff,
   );
@@ -394,10 +388,7 @@ import { providersArea } from './providers.js';
     form.reset();
     fill('reset-form', 'identity', values.identity);
     show('reset');
-    setStatus(
-      `If an account uses ${values.identity}, we sent it a reset code; enter it below with your new password.`,
-      'success',
-    );
+    setStatus(t('status.reset_sent', { identity: ltr(values.identity) }), 'success');
   });
 
   onSubmit('reset-form', async (values, form) => {
@@ -405,7 +396,7 @@ import { providersArea } from './providers.js';
     form.reset();
     fill('login-form', 'identity', values.identity);
     show('login');
-    setStatus('Your password is changed and every device was signed out. Log in with your new password.', 'success');
+    setStatus(t('status.password_reset'), 'success');
   });
 
   const verifyForm = document.getElementById('verify-form');
@@ -413,10 +404,7 @@ import { providersArea } from './providers.js';
     const identity = verifyForm.elements.namedItem('identity').value;
     void run(verifyForm, async () => {
       await call('POST', `${auth}/verification/resend`, { identity });
-      setStatus(
-        `If ${identity} still needs verifying, a new code is on its way. Earlier codes no longer work.`,
-        'success',
-      );
+      setStatus(t('status.resent', { identity: ltr(identity) }), 'success');
     });
   });
 
@@ -426,8 +414,11 @@ import { providersArea } from './providers.js';
   const page = {
     auth,
     mode,
-    noun,
     storeName,
+    language,
+    t,
+    tNodes,
+    ltr,
     ApiError,
     call,
     send,
@@ -453,10 +444,10 @@ import { providersArea } from './providers.js';
     void run(account.section, async () => {
       try {
         await call('POST', `${auth}/logout`);
-        setStatus('You are signed out.', 'success');
+        setStatus(t('status.signed_out'), 'success');
       } catch (error) {
         if (!(error instanceof ApiError) || error.code !== 'unauthenticated') throw error;
-        setStatus('You were already signed out.', 'success');
+        setStatus(t('status.already_signed_out'), 'success');
       }
       show('login');
     });
@@ -482,8 +473,6 @@ import { providersArea } from './providers.js';
   setUpFieldErrors();
   passkeys.setUp();
   if (signInWithCode) {
-    document.getElementById('code-path-button').textContent =
-      mode === 'phone' ? 'Text me a code instead' : 'Email me a code instead';
     document.getElementById('code-path').hidden = false;
   }
   /** Shows the account or the log-in form, as the store says who is signed in. */

@@ -7,7 +7,7 @@
 
 /** Wires the passkey controls; returns what the rest of the page needs from them. */
 export function passkeysArea(page, account) {
-  const { auth, storeName, ApiError, call, describe, setStatus, run, showAccount } = page;
+  const { auth, storeName, t, tNodes, ApiError, call, describe, setStatus, run, showAccount } = page;
   const webauthn = window.SimpleWebAuthnBrowser;
   // The store offers passkeys and this browser can use them.
   const on = document.body.dataset.passkeys === 'true' && webauthn !== undefined && webauthn.browserSupportsWebAuthn();
@@ -18,13 +18,10 @@ export function passkeysArea(page, account) {
 
   /** What the browser's side of a ceremony refused, in words (the API's refusals say their own). */
   function ceremonyMessage(error, adding) {
-    if (error && error.code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED')
-      return 'This device already has a passkey for your account.';
+    if (error && error.code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED') return t('status.passkey_exists');
     if (error && (error.name === 'NotAllowedError' || error.name === 'AbortError'))
-      return adding
-        ? 'No passkey was added: it was cancelled or took too long.'
-        : 'Signing in with a passkey was cancelled.';
-    return adding ? 'This browser could not make a passkey.' : 'This browser could not use a passkey.';
+      return adding ? t('status.passkey_add_cancelled') : t('status.passkey_login_cancelled');
+    return adding ? t('status.passkey_cannot_make') : t('status.passkey_cannot_use');
   }
 
   /** One passkey as a list item: its name, when it was added and last used, and a Remove button. */
@@ -37,13 +34,13 @@ export function passkeysArea(page, account) {
     title.append(name);
     const details = document.createElement('p');
     details.className = 'hint';
-    details.append('Added ', account.timeOf(passkey.created_at), ' · ');
-    if (passkey.last_used_at === null) details.append('not used yet');
-    else details.append('last used ', account.timeOf(passkey.last_used_at));
+    const added = account.timeOf(passkey.created_at);
+    if (passkey.last_used_at === null) details.append(...tNodes('passkeys.added_unused', { added }));
+    else details.append(...tNodes('passkeys.added_used', { added, used: account.timeOf(passkey.last_used_at) }));
     item.append(
       title,
       details,
-      account.itemButton('Remove', title.id, () => remove(passkey.id, passkey.name)),
+      account.itemButton(t('passkeys.remove'), title.id, () => remove(passkey.id, passkey.name)),
     );
     return item;
   }
@@ -57,11 +54,11 @@ export function passkeysArea(page, account) {
   /** Shows the list on entering the account area. */
   function load() {
     section.hidden = false;
-    return account.loadList(section, refresh, 'Your passkeys');
+    return account.loadList(section, refresh, 'status.passkeys_failed');
   }
 
   // The store may stop offering passkeys while the page is open: the calls then answer 404.
-  const off = { not_found: () => `${storeName} does not offer passkeys right now.` };
+  const off = { not_found: () => t('status.passkeys_off', { store: storeName }) };
 
   const addForm = document.getElementById('passkey-add-form');
   addForm.addEventListener('submit', (event) => {
@@ -83,16 +80,13 @@ export function passkeysArea(page, account) {
         const passkey = await call('POST', `${auth}/passkeys/register`, body);
         addForm.reset();
         await refresh();
-        setStatus(`Passkey added: ${passkey.name}. Next time, sign in with it instead of your password.`, 'success');
+        setStatus(t('status.passkey_added', { name: passkey.name }), 'success');
       },
       {
         ...off,
-        identity_unverified: () =>
-          'Confirm your email address or phone number first: use the code we sent you, or reset your password.',
+        identity_unverified: () => t('status.passkey_unverified'),
         validation_failed: (error) =>
-          error.errors?.current_password
-            ? 'That is not your current password.'
-            : 'The passkey could not be checked. Try adding it again.',
+          error.errors?.current_password ? t('status.passkey_wrong_password') : t('status.passkey_unchecked'),
       },
     );
   });
@@ -101,10 +95,10 @@ export function passkeysArea(page, account) {
     void run(section, async () => {
       try {
         await call('POST', `${auth}/passkeys/${encodeURIComponent(id)}/delete`);
-        setStatus(`Passkey removed: ${name}. It can no longer sign in to your account.`, 'success');
+        setStatus(t('status.passkey_removed', { name }), 'success');
       } catch (error) {
         if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
-        setStatus('That passkey was already removed.', 'success');
+        setStatus(t('status.passkey_already_removed'), 'success');
       }
       await refresh();
       // Its button is gone with it: keep the keyboard in the section.
@@ -119,12 +113,12 @@ export function passkeysArea(page, account) {
     const session = await call('POST', `${auth}/passkeys/login`, { credential });
     document.getElementById('login-form').reset();
     showAccount(session.customer);
-    setStatus(`Welcome, ${session.customer.name}. You are signed in.`, 'success');
+    setStatus(t('status.welcome', { name: session.customer.name }), 'success');
   }
 
   const refused = {
     ...off,
-    unauthenticated: () => 'That passkey could not sign you in. It may have been removed; log in with your password.',
+    unauthenticated: () => t('status.passkey_refused'),
   };
 
   // The identity field offers the device's passkeys for this store as it is focused (conditional

@@ -11,7 +11,7 @@ const pendingMs = 10 * 60 * 1000;
 
 /** Wires the provider controls; returns what the rest of the page needs from them. */
 export function providersArea(page, account) {
-  const { auth, noun, ApiError, call, setStatus, run, csrfToken } = page;
+  const { auth, t, tNodes, ApiError, call, setStatus, run, csrfToken } = page;
 
   const section = document.getElementById('providers');
   const list = document.getElementById('providers-list');
@@ -64,7 +64,9 @@ export function providersArea(page, account) {
           block
             .querySelector('.provider-buttons')
             .replaceChildren(
-              ...providers.map((provider) => startLink(provider, `Continue with ${provider.name}`, false)),
+              ...providers.map((provider) =>
+                startLink(provider, t('providers.continue', { provider: provider.name }), false),
+              ),
             );
           block.hidden = providers.length === 0;
         }
@@ -88,12 +90,18 @@ export function providersArea(page, account) {
     title.append(name);
     const details = document.createElement('p');
     details.className = 'hint';
-    if (link.email !== null) details.append(`${link.email} · `);
-    details.append('linked ', account.timeOf(link.linked_at));
+    const when = account.timeOf(link.linked_at);
+    if (link.email === null) details.append(...tNodes('providers.linked', { when }));
+    else {
+      const email = document.createElement('bdi');
+      email.dir = 'ltr';
+      email.textContent = link.email;
+      details.append(...tNodes('providers.linked_email', { email, when }));
+    }
     item.append(
       title,
       details,
-      account.itemButton('Unlink', title.id, () => unlink(link.provider)),
+      account.itemButton(t('providers.unlink'), title.id, () => unlink(link.provider)),
     );
     return item;
   }
@@ -107,7 +115,9 @@ export function providersArea(page, account) {
     document.getElementById('providers-unverified').hidden = proven;
     const linked = new Set(links.map((link) => link.provider));
     const others = proven ? storeProviders.filter((provider) => !linked.has(provider.id)) : [];
-    addList.replaceChildren(...others.map((provider) => startLink(provider, `Link ${provider.name}`, true)));
+    addList.replaceChildren(
+      ...others.map((provider) => startLink(provider, t('providers.link', { provider: provider.name }), true)),
+    );
   }
 
   /** Shows the section on entering the account area, where the store has providers. */
@@ -116,7 +126,7 @@ export function providersArea(page, account) {
     await loadStore();
     if (storeProviders === null || storeProviders.length === 0) return;
     section.hidden = false;
-    await account.loadList(section, refresh, 'Your sign-in providers');
+    await account.loadList(section, refresh, 'status.providers_failed');
   }
 
   function unlink(id) {
@@ -126,18 +136,17 @@ export function providersArea(page, account) {
       async () => {
         try {
           await call('POST', `${auth}/providers/${encodeURIComponent(id)}/unlink`);
-          setStatus(`${name} is unlinked. It can no longer sign in to your account.`, 'success');
+          setStatus(t('status.provider_unlinked', { provider: name }), 'success');
         } catch (error) {
           if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
-          setStatus(`${name} was already unlinked.`, 'success');
+          setStatus(t('status.provider_already_unlinked', { provider: name }), 'success');
         }
         await refresh();
         // Its button is gone with it: keep the keyboard in the section.
         document.getElementById('providers-title').focus();
       },
       {
-        last_sign_in_method: () =>
-          'This is the only way you can sign in; set a password first (log out, then use “Forgot your password?”).',
+        last_sign_in_method: () => t('status.provider_last_method'),
       },
     );
   }
@@ -167,30 +176,29 @@ export function providersArea(page, account) {
 
   /** The way back's `?error=` in words, naming the provider when this page started the trip. */
   function errorSentence(code) {
-    const who = pending?.name ?? 'the provider';
-    const Who = pending?.name ?? 'The provider';
+    const provider = pending?.name ?? t('providers.unnamed');
     const linking = pending?.link === true;
     switch (code) {
       case 'provider_refused':
-        return linking ? `You cancelled linking ${who}.` : `You cancelled signing in with ${who}.`;
+        return t(linking ? 'status.provider_cancelled_link' : 'status.provider_cancelled_sign_in', { provider });
       case 'email_unverified':
-        return `${Who} did not confirm your ${noun}, so we could not sign you in with it.`;
+        return pending === null
+          ? t('identity.provider_unconfirmed_unnamed')
+          : t('identity.provider_unconfirmed', { provider });
       case 'store_unavailable':
-        return 'This store is not open right now.';
+        return t('status.provider_store_closed');
       case 'identity_unverified':
-        return `Verify your ${noun} before linking a provider.`;
+        return t('identity.providers_unverified');
       case 'provider_in_use':
-        return `That ${pending === null ? 'provider' : pending.name} account already signs in to another account.`;
+        return pending === null ? t('status.provider_in_use_unnamed') : t('status.provider_in_use', { provider });
       case 'reauthentication_required':
-        return `For your security, linking ${who} needs a recent sign-in: log out, log in again, then link it.`;
+        return t('status.provider_reauthenticate', { provider });
       case 'unauthenticated':
-        return `Log in first, then link ${who}.`;
+        return t('status.provider_log_in_first', { provider });
       case 'csrf_token_mismatch':
-        return `Linking ${who} was not started from this page; start it here again.`;
+        return t('status.provider_not_from_here', { provider });
       default: // provider_error, and any code this page does not know yet
-        return linking
-          ? `Linking ${who} did not work; please try again.`
-          : `Signing in with ${who} did not work; please try again.`;
+        return t(linking ? 'status.provider_link_failed' : 'status.provider_sign_in_failed', { provider });
     }
   }
 
@@ -202,8 +210,8 @@ export function providersArea(page, account) {
     if (error !== null) setStatus(errorSentence(error), 'error');
     // Not signed in without an error: the shopper came back some other way (the Back button).
     else if (pending === null || signedIn === null) return;
-    else if (pending.link) setStatus(`${pending.name} is linked. You can sign in with it from now on.`, 'success');
-    else setStatus(`Welcome, ${signedIn.name}. You are signed in with ${pending.name}.`, 'success');
+    else if (pending.link) setStatus(t('status.provider_linked', { provider: pending.name }), 'success');
+    else setStatus(t('status.provider_welcome', { name: signedIn.name, provider: pending.name }), 'success');
   }
 
   return {

@@ -2,7 +2,8 @@
  * `npm run lint:deps`, second half (madge finds the file-level cycles): imports run down, never
  * back up. Every top-level module and folder of src/ sits in one layer, bottom first:
  * - leaves that import nothing of the service: the clock, keys, TLS failures, metrics (told things
- *   by delivery and the edge, never asking them), the background loops' plumbing, the version;
+ *   by delivery and the edge, never asking them), the background loops' plumbing, the version,
+ *   the strings of each language;
  * - storage (database, embedded server, counters), then what reads the world into storage's terms
  *   or writes through it: config.ts (the environment, parsed with storage's address and sslmode
  *   readers) and the audit trail;
@@ -29,7 +30,17 @@ import { pathToFileURL } from 'node:url';
 
 /** Bottom first; each entry a top-level file or folder of src/. */
 export const layers: readonly (readonly string[])[] = [
-  ['clock.ts', 'keys.ts', 'tls.ts', 'metrics.ts', 'periodic.ts', 'background.ts', 'idle-collection.ts', 'version.ts', 'i18n'],
+  [
+    'clock.ts',
+    'keys.ts',
+    'tls.ts',
+    'metrics.ts',
+    'periodic.ts',
+    'background.ts',
+    'idle-collection.ts',
+    'version.ts',
+    'i18n',
+  ],
   ['storage'],
   ['config.ts', 'audit.ts'],
   ['delivery'],

@@ -144,6 +144,7 @@ describe('the janitor', () => {
       purpose: 'password_changed',
       customerId: null,
       storeName: 'S',
+      language: 'en',
     } as const;
     const enqueue = async (status: string, withBody: boolean) => {
       const id = await enqueueMessage(store, { clock, keys }, { ...message, to: `${status}@example.com` });
@@ -189,6 +190,7 @@ describe('the janitor', () => {
         to: 'ada@example.com',
         customerId: ada,
         storeName: 'S',
+        language: 'en',
         code: { value: issued.code, expiresAt: issued.expiresAt },
         challengeId: issued.challengeId,
       },
@@ -262,6 +264,7 @@ describe('the janitor', () => {
         to: 'ada@example.com',
         customerId,
         storeName: 'S',
+        language: 'en',
       },
     );
     await db.query(`UPDATE outbox SET status = 'sent', sealed_body = NULL, updated_at = $2 WHERE id = $1`, [

@@ -8,7 +8,11 @@ import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
 import {
   distinct,
   FieldError,
+  newStoreLanguages,
   storeHost,
+  storeLanguage,
+  storeLanguageChange,
+  storeLanguages,
   storeMailFrom,
   storeName,
   storeOrigin,
@@ -31,10 +35,12 @@ export const usage = `Usage: storefront-auth <command>
             [--sign-in-with-code true|false] [--sign-in-notices true|false]
             [--passkeys true|false] [--status active|paused|closed] [--force]
             [--allowed-origin O]... [--mail-from "Name <address>"] [--sms-sender LABEL]
-            [--webauthn-rp-id HOST]
+            [--webauthn-rp-id HOST] [--languages en,ar] [--default-language en]
                                           --allowed-origin replaces the list; an empty value
                                           clears --allowed-origin, --mail-from, --sms-sender
-                                          and --webauthn-rp-id
+                                          and --webauthn-rp-id; --languages replaces the list
+                                          and must keep the default unless --default-language
+                                          names a new one (on create: the first language)
   store hosts add [--store S] <host>      let the store answer on a host (no port, no wildcard)
   store hosts remove [--store S] <host>
   store providers add [--store S] --id ID (--preset google|apple|microsoft | --issuer URL)
@@ -103,6 +109,8 @@ function readArguments(argv: string[]) {
       'mail-from': { type: 'string' },
       'sms-sender': { type: 'string' },
       'webauthn-rp-id': { type: 'string' },
+      languages: { type: 'string' },
+      'default-language': { type: 'string' },
       id: { type: 'string' },
       preset: { type: 'string' },
       issuer: { type: 'string' },
@@ -141,6 +149,8 @@ const storeSettingFlags = [
   'mail-from',
   'sms-sender',
   'webauthn-rp-id',
+  'languages',
+  'default-language',
 ] as const satisfies readonly Flag[];
 
 interface CommandShape {
@@ -308,7 +318,7 @@ function storeFlag(value: string | undefined): string | undefined {
 }
 
 /** A value checked by the store's field rules (store/fields.ts), its refusal worded after the flag. */
-function flagValue<T>(flag: string, check: (input: string) => T, input: string): T {
+function flagValue<I, T>(flag: string, check: (input: I) => T, input: I): T {
   try {
     return check(input);
   } catch (error) {
@@ -348,6 +358,22 @@ function storeSettings(values: Flags): StoreChanges {
   const rpId = values['webauthn-rp-id'];
   if (rpId !== undefined)
     changes.webauthnRpId = rpId.trim() === '' ? null : flagValue('--webauthn-rp-id', storeHost, rpId);
+  const languages = values.languages;
+  const defaultLanguage = values['default-language'];
+  if (languages !== undefined || defaultLanguage !== undefined) {
+    // `en,ar`, spaces forgiven; an empty list is refused by the rule, in its words.
+    const tags = languages
+      ?.split(',')
+      .map((tag) => tag.trim())
+      .filter((tag) => tag !== '');
+    const change = {
+      ...(tags !== undefined && { languages: flagValue('--languages', storeLanguages, tags) }),
+      ...(defaultLanguage !== undefined && {
+        defaultLanguage: flagValue('--default-language', storeLanguage, defaultLanguage),
+      }),
+    };
+    changes.languages = flagValue('--default-language', storeLanguageChange, change);
+  }
   return changes;
 }
 
@@ -358,8 +384,10 @@ function storeCreateCommand(values: Flags): AdminCommand {
   flagValue('--slug', storeSlug, slug);
   const settings = storeSettings(values);
   const hosts = distinct(values.host ?? [], (host) => flagValue('--host', storeHost, host));
+  const languages = settings.languages && flagValue('--default-language', newStoreLanguages, settings.languages);
   const store: NewStore = {
     ...settings,
+    ...(languages && { languages }),
     slug,
     name: settings.name!,
     identityMode: settings.identityMode ?? 'email',

@@ -28,7 +28,7 @@ import {
 } from '../store/store.js';
 import { counted } from './counted.js';
 import { runProviderCommand, type ProviderCommand } from './providers.js';
-import { describeStore } from '../store/fields.js';
+import { defaultLanguageRefusal, describeStore } from '../store/fields.js';
 
 /** What an operator can ask for. */
 export type AdminCommand =
@@ -258,6 +258,11 @@ async function setStore(
   const options = { store: store.id, force: command.force, countCustomers };
   const result = await updateStore(db, clock, command.changes, options);
   if (result.ok) return { ok: true, output: describeStore(result.store) };
+  if (result.reason === 'default_language_not_spoken')
+    return {
+      ok: false,
+      error: `--default-language ${defaultLanguageRefusal(result.current, command.changes.languages!)}`,
+    };
   if (result.reason !== 'identity_mode_in_use') return noStore();
   return {
     ok: false,
@@ -274,7 +279,7 @@ async function deleteCustomer(
   if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
   // The same erasure as the customer's own, without a password; a running service's
   // dispatcher finds the queued notice on its next poll.
-  const result = await eraseAccount({ db, clock, keys, messagesQueued: () => {} }, store.name, row.id);
+  const result = await eraseAccount({ db, clock, keys, messagesQueued: () => {} }, store, row.id);
   if (!result.ok) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
   await writeAuditEntry(db, clock, {
     event: 'account.deleted',

@@ -13,6 +13,8 @@ export type MessagePurpose =
   | 'provider_linked';
 
 export interface MessageContent {
+  /** The language it is written in (a language tag of locales/): `Content-Language`, the SMS hook's `language`. */
+  language: string;
   subject: string;
   text: string;
   html: string;

@@ -24,6 +24,8 @@ export interface NewMessage {
    */
   customerId: string | null;
   storeName: string;
+  /** The language it is written in: the customer's (messageLanguage). */
+  language: string;
   /** A code and when it expires, which the message states as its lifetime. */
   code?: { value: string; expiresAt: Date };
   signedOut?: 'every_device' | 'other_devices';
@@ -41,6 +43,7 @@ export async function enqueueMessage(tx: StoreQueryable, deps: OutboxDeps, messa
   const content = renderMessage({
     channel: message.channel,
     purpose: message.purpose,
+    language: message.language,
     storeName: message.storeName,
     signedOut: message.signedOut,
     signIn: message.signIn,

@@ -18,5 +18,6 @@ export class UnknownSealError extends Error {
 export function unsealContent(keys: Buffer | readonly Buffer[], sealed: string): MessageContent {
   const opened = unseal(Buffer.isBuffer(keys) ? [keys] : keys, sealed);
   if (opened === undefined) throw new UnknownSealError();
-  return JSON.parse(opened.text) as MessageContent;
+  // Bodies sealed before messages had a language were written in English.
+  return { language: 'en', ...(JSON.parse(opened.text) as Omit<MessageContent, 'language'>) };
 }

@@ -1,3 +1,5 @@
+import { baseLanguage, catalogue } from '../i18n/strings.js';
+import type { StoreLanguages } from '../i18n/negotiate.js';
 import type { Channel, MessageContent, MessagePurpose } from './message.js';
 
 /**
@@ -9,6 +11,8 @@ import type { Channel, MessageContent, MessagePurpose } from './message.js';
 export interface TemplateInput {
   channel: Channel;
   purpose: MessagePurpose;
+  /** The language it is written in: one of the catalogue's (see messageLanguage). */
+  language: string;
   /** The operator's, from the store settings. */
   storeName: string;
   /** A code and how long it lives, in whole minutes (the message says so). */
@@ -29,7 +33,16 @@ export interface SignInDetails {
   address: string;
 }
 
-/** "2026-11-23 22:24 UTC": one unambiguous form, whatever the reader's locale. */
+/**
+ * The language a customer's messages are written in: their recorded locale while the store still
+ * speaks it, else the store's default (null, or a language the store has since dropped).
+ */
+export function messageLanguage(store: StoreLanguages, locale: string | null | undefined): string {
+  const language = locale != null && store.languages.includes(locale) ? locale : store.defaultLanguage;
+  return catalogue.has(language) ? language : baseLanguage;
+}
+
+/** "2026-11-23 22:24 UTC": one unambiguous form, whatever the reader's language. */
 function formatWhen(at: Date): string {
   return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
@@ -38,7 +51,67 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** What one message says: its subject, and its lines in the order they are read. */
+// Unicode isolates: in right-to-left text a Latin store name, a code or an address keeps its own
+// direction and does not drag the words around it (a store name first in an SMS would otherwise
+// make the whole message read left to right). Two UTF-16 units each; the SMS budget counts them.
+const firstStrongIsolate = '\u2068';
+const leftToRightIsolate = '\u2066';
+const popIsolate = '\u2069';
+
+/**
+ * A value put into the words (the store's name, the code, an address): marked where it stands,
+ * so each form (plain text, HTML) sets it apart in its own way. Private-use characters, which no
+ * string of the catalogue holds and HTML escaping leaves alone.
+ */
+interface Inserted {
+  value: string;
+  /** `code`: stood out, left to right; `ltr`: a date, an address; `auto`: a name, by its own letters. */
+  kind: 'code' | 'ltr' | 'auto';
+}
+const markOf = (index: number) => `\uE000${index}\uE001`;
+const marks = /\uE000(\d+)\uE001/g;
+
+/** The words of one message in one language, with the values it carries marked. */
+class Wording {
+  private readonly inserted: Inserted[] = [];
+  readonly rtl: boolean;
+
+  constructor(readonly language: string) {
+    this.rtl = catalogue.direction(language) === 'rtl';
+  }
+
+  /** A value of the message's, to be set apart from the words around it. */
+  insert(value: string, kind: Inserted['kind'] = 'auto'): string {
+    this.inserted.push({ value, kind });
+    return markOf(this.inserted.length - 1);
+  }
+
+  say(key: string, params: Record<string, string | number> = {}): string {
+    return catalogue.text(this.language, `message.${key}`, params);
+  }
+
+  /** As plain text (subject, text part, SMS): isolated in right-to-left text, as is otherwise. */
+  text(words: string): string {
+    return words.replace(marks, (_, index: string) => {
+      const { value, kind } = this.inserted[Number(index)]!;
+      if (!this.rtl) return value;
+      return `${kind === 'auto' ? firstStrongIsolate : leftToRightIsolate}${value}${popIsolate}`;
+    });
+  }
+
+  /** As HTML: escaped, the code stood out (and kept left to right), other values isolated in RTL. */
+  html(words: string): string {
+    return escapeHtml(words).replace(marks, (_, index: string) => {
+      const { value, kind } = this.inserted[Number(index)]!;
+      if (kind === 'code')
+        return `<strong${this.rtl ? ' dir="ltr"' : ''} style="font-size:1.4em;letter-spacing:0.2em">${escapeHtml(value)}</strong>`;
+      if (!this.rtl) return escapeHtml(value);
+      return `<bdi${kind === 'ltr' ? ' dir="ltr"' : ''}>${escapeHtml(value)}</bdi>`;
+    });
+  }
+}
+
+/** What one email says: its subject, and its lines in the order they are read. */
 interface Words {
   subject: string;
   lines: string[];
@@ -46,140 +119,143 @@ interface Words {
 
 /** What the words are made from, worked out once from the input. */
 interface WordsContext {
-  storeName: string;
-  code: string;
+  w: Wording;
+  /** The values every message may name: the store, the code, the channel's word for the identity. */
+  params: { store: string; code: string; identity: string };
   lifetimeMinutes: number;
-  /** "email address" or "phone number": the channel's word for the identity. */
-  identity: string;
   input: TemplateInput;
 }
 
-const expiry = ({ lifetimeMinutes }: WordsContext) => `It expires in ${lifetimeMinutes} minutes and works once.`;
+const expiry = ({ w, lifetimeMinutes }: WordsContext) => w.say('expiry', { count: lifetimeMinutes });
 
-/** The words of each purpose. No links: nothing here is built from a request's Host header. */
+/** A subject and two lines, one of them the code's expiry. */
+const codeWords = (purpose: string) => (c: WordsContext) => ({
+  subject: c.w.say(`${purpose}.subject`, c.params),
+  lines: [c.w.say(`${purpose}.line1`, c.params), expiry(c), c.w.say(`${purpose}.line2`, c.params)],
+});
+
+/** A subject and two lines. */
+const noticeWords = (purpose: string) => (c: WordsContext) => ({
+  subject: c.w.say(`${purpose}.subject`, c.params),
+  lines: [c.w.say(`${purpose}.line1`, c.params), c.w.say(`${purpose}.line2`, c.params)],
+});
+
+/**
+ * Whether a text goes as one SMS part, as the messages are measured: 160 UTF-16 units for text in
+ * Latin script (English; the masked identity's bullets included, as before), 70 for any other
+ * script (Arabic is sent as UCS-2).
+ */
+export function fitsOneSmsPart(text: string): boolean {
+  return text.length <= (/^[\u0000-\u024f\u2000-\u206f]*$/.test(text) ? 160 : 70);
+}
+
+/**
+ * The new sign-in SMS names the device and the network, and the identity-changed SMS the new
+ * number (masked), when that still fits one part (a short store name; in Arabic, rarely);
+ * otherwise it leaves the email's details out and only warns.
+ */
+function smsWithDetails({ w, params, input }: WordsContext, short: string): string {
+  let details: Record<string, string>;
+  if (input.purpose === 'new_sign_in' && input.signIn !== undefined)
+    details = { device: w.insert(input.signIn.device), network: w.insert(input.signIn.address, 'ltr') };
+  else if (input.purpose === 'identity_changed' && input.maskedIdentity !== undefined)
+    details = { new_identity: w.insert(input.maskedIdentity, 'ltr') };
+  else return short;
+  const detailed = w.text(w.say(`sms.${input.purpose}_detailed`, { ...params, ...details }));
+  return fitsOneSmsPart(detailed) ? detailed : short;
+}
+
+/** The words of each email. No links: nothing here is built from a request's Host header. */
 const wordsOf: { [P in MessagePurpose]: (context: WordsContext) => Words } = {
-  verification: (c) => ({
-    subject: `${c.code} is your ${c.storeName} verification code`,
+  verification: codeWords('verification'),
+  password_reset: codeWords('password_reset'),
+  sign_in: codeWords('sign_in'),
+  identity_change: codeWords('identity_change'),
+  password_changed: ({ w, params, input }) => ({
+    subject: w.say('password_changed.subject', params),
     lines: [
-      `Your ${c.storeName} verification code is ${c.code}.`,
-      expiry(c),
-      `If you did not create an account at ${c.storeName}, ignore this message.`,
+      w.say(
+        input.signedOut === 'other_devices'
+          ? 'password_changed.line1_other_devices'
+          : 'password_changed.line1_every_device',
+        params,
+      ),
+      w.say('not_you_reset'),
     ],
   }),
-  password_reset: (c) => ({
-    subject: `${c.code} is your ${c.storeName} password reset code`,
-    lines: [
-      `Your ${c.storeName} password reset code is ${c.code}.`,
-      expiry(c),
-      'If you did not ask to reset your password, ignore this message; your password stays as it is.',
-    ],
-  }),
-  sign_in: (c) => ({
-    subject: `${c.code} is your ${c.storeName} sign-in code`,
-    lines: [
-      `Your ${c.storeName} sign-in code is ${c.code}.`,
-      expiry(c),
-      'If you did not ask to sign in, ignore this message; nobody can sign in without the code.',
-    ],
-  }),
-  password_changed: ({ storeName, input }) => ({
-    subject: `Your ${storeName} password was changed`,
-    lines: [
-      input.signedOut === 'other_devices'
-        ? `The password of your ${storeName} account was just changed, and every other device was signed out.`
-        : `The password of your ${storeName} account was just changed, and every device was signed out.`,
-      'If this was not you, reset your password right away.',
-    ],
-  }),
-  new_sign_in: ({ storeName, input }) => {
+  new_sign_in: ({ w, params, input }) => {
     const signIn = input.signIn!;
     return {
-      subject: `New sign-in to your ${storeName} account`,
+      subject: w.say('new_sign_in.subject', params),
       lines: [
-        `Your ${storeName} account was signed in to at ${formatWhen(signIn.at)} from ${signIn.device}, network ${signIn.address}.`,
-        'If this was not you, reset your password right away.',
-        'If it was you, there is nothing to do.',
+        w.say('new_sign_in.line1', {
+          ...params,
+          when: w.insert(formatWhen(signIn.at), 'ltr'),
+          device: w.insert(signIn.device),
+          network: w.insert(signIn.address, 'ltr'),
+        }),
+        w.say('not_you_reset'),
+        w.say('new_sign_in.line3'),
       ],
     };
   },
-  account_deleted: ({ storeName }) => ({
-    subject: `Your ${storeName} account was deleted`,
+  account_deleted: noticeWords('account_deleted'),
+  identity_taken: noticeWords('identity_taken'),
+  passkey_added: noticeWords('passkey_added'),
+  provider_linked: noticeWords('provider_linked'),
+  identity_changed: ({ w, params, input }) => ({
+    subject: w.say('identity_changed.subject', params),
     lines: [
-      `Your ${storeName} account and everything it held were just deleted, and every device was signed out.`,
-      `This address can be used to create a new account at ${storeName} at any time.`,
-    ],
-  }),
-  identity_change: (c) => ({
-    subject: `${c.code} is your ${c.storeName} code to change your ${c.identity}`,
-    lines: [
-      `Your ${c.storeName} confirmation code is ${c.code}; it moves your account to this ${c.identity}.`,
-      expiry(c),
-      `If you did not ask to change your ${c.identity} at ${c.storeName}, ignore this message; nothing changes.`,
-    ],
-  }),
-  identity_taken: ({ storeName, identity }) => ({
-    subject: `This ${identity} already has a ${storeName} account`,
-    lines: [
-      `Someone asked to move a ${storeName} account to this ${identity}, but it already has an account, so nothing changed.`,
-      `If this was you, sign in with this ${identity} instead; otherwise ignore this message.`,
-    ],
-  }),
-  passkey_added: ({ storeName }) => ({
-    subject: `A passkey was added to your ${storeName} account`,
-    lines: [
-      `A passkey was just added to your ${storeName} account; it signs in without your password.`,
-      'If this was not you, remove it in your account area and reset your password right away.',
-    ],
-  }),
-  provider_linked: ({ storeName }) => ({
-    subject: `A sign-in provider was linked to your ${storeName} account`,
-    lines: [
-      `An account at a sign-in provider (such as Google or Apple) was just linked to your ${storeName} account; it signs in without your password.`,
-      'If this was not you, unlink it in your account area and reset your password right away.',
-    ],
-  }),
-  identity_changed: ({ storeName, identity, input }) => ({
-    subject: `Your ${storeName} ${identity} was changed`,
-    lines: [
-      `Your ${storeName} account now uses ${input.maskedIdentity ?? `another ${identity}`} instead of this one, and every other device was signed out.`,
-      `If this was not you, contact ${storeName} right away.`,
+      w.say('identity_changed.line1', {
+        ...params,
+        new_identity:
+          input.maskedIdentity === undefined
+            ? w.say(input.channel === 'email' ? 'identity.another_email' : 'identity.another_phone')
+            : w.insert(input.maskedIdentity, 'ltr'),
+      }),
+      w.say('identity_changed.line2', params),
     ],
   }),
 };
 
-/** The words of every message, as an SMS (its first two lines) or an email (text and HTML). */
+/**
+ * The words of every message, in the input's language: an SMS (one line of its own, short enough
+ * for one part: 160 characters in English, 70 in a script that needs UCS-2, for a store name of up
+ * to 20), or an email (a subject, text and HTML).
+ */
 export function renderMessage(input: TemplateInput): MessageContent {
-  const { storeName } = input;
+  const w = new Wording(input.language);
   const code = input.code?.value ?? '';
-  const { subject, lines } = wordsOf[input.purpose]({
-    storeName,
-    code,
-    lifetimeMinutes: input.code?.lifetimeMinutes ?? 0,
-    identity: input.channel === 'email' ? 'email address' : 'phone number',
+  const lifetimeMinutes = input.code?.lifetimeMinutes ?? 0;
+  const context: WordsContext = {
+    w,
+    params: {
+      store: w.insert(input.storeName),
+      code: w.insert(code, 'code'),
+      identity: w.say(input.channel === 'email' ? 'identity.email' : 'identity.phone'),
+    },
+    lifetimeMinutes,
     input,
-  });
+  };
+  const { subject, lines } = wordsOf[input.purpose](context);
+  const language = input.language;
   if (input.channel === 'sms') {
-    return { subject, text: `${storeName}: ${lines.slice(0, 2).join(' ')}`, html: '' };
+    const sms = w.text(
+      w.say(`sms.${input.purpose}`, { ...context.params, expiry: w.say('sms.expiry', { count: lifetimeMinutes }) }),
+    );
+    return { language, subject: w.text(subject), text: smsWithDetails(context, sms), html: '' };
   }
-  return emailContent(storeName, code, { subject, lines });
-}
-
-/** A greeting, the lines and the store's name, as text and as HTML with the code stood out. */
-function emailContent(storeName: string, code: string, { subject, lines }: Words): MessageContent {
-  // No name: see TemplateInput.
-  const greeting = 'Hello,';
+  // No name in the greeting: see TemplateInput.
+  const greeting = w.say('greeting');
+  const signature = w.say('signature', { store: context.params.store });
+  const direction = catalogue.direction(language);
   return {
-    subject,
-    text: [greeting, '', ...lines, '', `— ${storeName}`].join('\n'),
+    language,
+    subject: w.text(subject),
+    text: [greeting, '', ...lines, '', signature].map((line) => w.text(line)).join('\n'),
     html: [
-      '<!doctype html><html><body style="font-family:sans-serif">',
-      `<p>${escapeHtml(greeting)}</p>`,
-      ...lines.map((line) =>
-        code !== '' && line.includes(code)
-          ? `<p>${escapeHtml(line).replace(code, `<strong style="font-size:1.4em;letter-spacing:0.2em">${code}</strong>`)}</p>`
-          : `<p>${escapeHtml(line)}</p>`,
-      ),
-      `<p>— ${escapeHtml(storeName)}</p>`,
+      `<!doctype html><html lang="${escapeHtml(language)}" dir="${direction}"><body style="font-family:sans-serif">`,
+      ...[greeting, ...lines, signature].map((line) => `<p>${w.html(line)}</p>`),
       '</body></html>',
     ].join('\n'),
   };

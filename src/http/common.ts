@@ -11,8 +11,10 @@ import Fastify, {
 import { HasherBusyError } from '../auth/rules/password.js';
 import { BackgroundBusyError } from '../background.js';
 import { DatabaseUnavailableError } from '../storage/database.js';
+import { problemInLanguage, setLanguageHeaders } from './problem-language.js';
 import { ProblemError, problemDocument, reasonPhrases, type AnyProblemCode, type ProblemExtras } from './problems.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './validation.js';
+import { typedDigitsKeyword } from './typed-digits.js';
 
 /*
  * What both listeners (the customer app and the admin app) are made of, so their wire format
@@ -41,9 +43,11 @@ export function sendProblem(
   headers: Record<string, string | number> = {},
   detail?: string,
 ) {
-  const body = problemDocument(code, request.id, detail, extras);
+  const language = request.answerLanguage;
+  const body = problemInLanguage(problemDocument(code, request.id, detail, extras), language);
   const reason = reasonPhrases[body.status];
   if (reason !== undefined) reply.raw.statusMessage = reason;
+  setLanguageHeaders(reply, language);
   return reply.code(body.status).headers(headers).type('application/problem+json').send(body);
 }
 
@@ -104,7 +108,10 @@ export function createServiceFastify(logger: FastifyBaseLogger, { trustProxy }: 
       setCommonHeaders(request, reply);
       void sendProblem(request, reply, 'not_found');
     },
-    ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
+    ajv: {
+      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false },
+      plugins: [typedDigitsKeyword],
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 }
 

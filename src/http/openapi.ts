@@ -48,7 +48,9 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, vers
         version,
         description:
           'Customer registration, verification, sign-in with a server-side session cookie, password recovery and sign-out, ' +
-          'plus platform metadata and health probes. Every failure is an RFC 9457 problem document with a stable `code`. ' +
+          'plus platform metadata and health probes. Every failure is an RFC 9457 problem document with a stable `code`; ' +
+          "its `title`, `detail` and field messages are in the language the `Accept-Language` request header asks for among the store's languages " +
+          "(`ar-EG` asks for `ar`), else in the store's default language, and its `Content-Language` header names it. " +
           'Browsers first call `GET /api/v1/csrf-cookie` and echo the `XSRF-TOKEN` cookie in `X-XSRF-TOKEN` on every POST.',
         license: { name: 'MIT', identifier: 'MIT' },
       },

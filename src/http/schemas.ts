@@ -3,6 +3,7 @@ import { maxNameLength } from '../auth/rules/fields.js';
 import { maxIdentityLength } from '../auth/rules/identity.js';
 import { maxPasswordLength } from '../auth/rules/password.js';
 import { problemEntry, type AnyProblemCode, type ProblemCode } from './problems.js';
+import { typedDigits } from './typed-digits.js';
 
 /** Caps a raw name before trimming; the name's own limit (maxNameLength) applies after it. */
 export const maxRawNameLength = 255;
@@ -12,7 +13,19 @@ const identityField = Type.String({
   maxLength: maxIdentityLength,
   description: "The account's email address or phone number (E.164), by the store's identity mode.",
 });
-const codeField = Type.String({ pattern: '^[0-9]{6}$', description: 'The six-digit code that was sent.' });
+// Typed on an Arabic keyboard, a code's digits are Arabic-Indic: read as ASCII before the pattern.
+const codeField = Type.String({
+  [typedDigits]: true,
+  pattern: '^[0-9]{6}$',
+  description:
+    'The six-digit code that was sent; Arabic-Indic (U+0660–U+0669) and Extended Arabic-Indic (U+06F0–U+06F9) digits are read as ASCII digits.',
+});
+
+const localeField = Type.String({
+  maxLength: 35,
+  description:
+    "The language of the customer's messages: one of the store's languages (`en`, `ar`, …). Left out at registration: the store language `Accept-Language` asks for, if any.",
+});
 
 export const RegisterBody = Type.Object({
   // The name's limit applies after trimming (in the domain); this bound only caps the raw input.
@@ -37,6 +50,7 @@ export const RegisterBody = Type.Object({
     description: 'At least 8 characters with a letter and a number; not a common password.',
   }),
   password_confirmation: Type.String({ maxLength: maxPasswordLength, description: 'Must equal password.' }),
+  locale: Type.Optional(localeField),
 });
 export type RegisterBody = Static<typeof RegisterBody>;
 
@@ -79,10 +93,18 @@ export const ChangePasswordBody = Type.Object({
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
 
 export const ProfileBody = Type.Object({
-  name: Type.String({
-    maxLength: maxRawNameLength,
-    description: `Up to ${maxNameLength} characters once trimmed; no control characters.`,
-  }),
+  name: Type.Optional(
+    Type.String({
+      maxLength: maxRawNameLength,
+      description: `Up to ${maxNameLength} characters once trimmed; no control characters. Required unless \`locale\` is sent.`,
+    }),
+  ),
+  locale: Type.Optional(
+    Type.Union([localeField, Type.Null()], {
+      description:
+        "The language of the customer's messages: one of the store's languages, or null for the store's default.",
+    }),
+  ),
 });
 export type ProfileBody = Static<typeof ProfileBody>;
 
@@ -115,8 +137,13 @@ export const Customer = Type.Object({
   name: Type.String(),
   identity: Type.Object({
     type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
-    value: Type.String(),
+    value: Type.String({
+      description: 'Lowercased; an email address with an internationalized domain shows the domain in Unicode.',
+    }),
     verified_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  }),
+  locale: Type.Union([Type.String(), Type.Null()], {
+    description: "The language of the customer's messages; null: the store's default language.",
   }),
 });
 
@@ -213,6 +240,8 @@ export const HealthReady = Type.Object({
 export interface ProblemExamples {
   fieldErrors?: Record<string, string[]>;
   details?: Partial<Record<AnyProblemCode, string>>;
+  /** The admin listener's answers: for operators, always in English. */
+  operators?: boolean;
 }
 
 function requiredFieldsExample(body: TObject): Record<string, string[]> {
@@ -243,17 +272,17 @@ function problemSchema(codes: AnyProblemCode[], own: ProblemExamples): TSchema {
   return Type.Object(
     {
       type: Type.String(),
-      title: Type.String(),
+      title: Type.String({ description: own.operators ? 'In English.' : problemLanguageNote }),
       status: Type.Integer(),
       code: Type.Unsafe<AnyProblemCode>({ type: 'string', enum: codes }),
-      detail: Type.String(),
+      detail: Type.String({ description: own.operators ? 'In English.' : problemLanguageNote }),
       request_id: Type.String({ description: 'Equals the X-Request-ID header.' }),
       ...(carriesErrors
         ? {
             errors: Type.Optional(
               Type.Record(Type.String(), Type.Array(Type.String()), {
                 description:
-                  'Every failing field (by its request name, or `body`) with its messages, all in one answer.',
+                  'Every failing field (by its request name, or `body`) with its messages, all in one answer, in the language of `title`.',
               }),
             ),
           }
@@ -269,6 +298,15 @@ function problemSchema(codes: AnyProblemCode[], own: ProblemExamples): TSchema {
   );
 }
 
+/** The language a problem is written in: its `code` never changes, its words do. */
+const problemLanguageNote =
+  "In the language `Accept-Language` asks for among the store's languages, else the store's default language (English when the host names no store); the answer's Content-Language says which.";
+
+const problemHeaders = {
+  'content-language': { type: 'string', description: 'The language of title, detail and errors: `en`, `ar`, …' },
+  vary: { type: 'string', description: 'Includes Accept-Language.' },
+};
+
 function responsesFor(codes: AnyProblemCode[], own: ProblemExamples) {
   const byStatus = new Map<number, AnyProblemCode[]>();
   for (const code of new Set(codes)) {
@@ -280,6 +318,7 @@ function responsesFor(codes: AnyProblemCode[], own: ProblemExamples) {
       status,
       {
         description: list.map((code) => `\`${code}\`: ${own.details?.[code] ?? problemEntry(code).detail}`).join(' '),
+        ...(own.operators ? {} : { headers: problemHeaders }),
         content: { 'application/problem+json': { schema: problemSchema(list, own) } },
       },
     ]),

@@ -19,3 +19,15 @@ export function negotiate(acceptLanguage: string | undefined, store: StoreLangua
   ]);
   return wanted[0] ?? store.defaultLanguage;
 }
+
+/**
+ * The store language the `Accept-Language` header asks for, or null when it asks for none of them
+ * (or is absent): what a registration records as the customer's language, so a customer whose
+ * browser asked for nothing the store speaks follows the store's default, even a later one.
+ */
+export function requestedLanguage(acceptLanguage: string | undefined, languages: readonly string[]): string | null {
+  if (acceptLanguage === undefined || acceptLanguage === '') return null;
+  // `*` asks for any language, which names none in particular.
+  const header = acceptLanguage.replace(/(^|,)\s*\*\s*(;[^,]*)?(?=,|$)/g, '$1');
+  return new Negotiator({ headers: { 'accept-language': header } }).languages([...languages])[0] ?? null;
+}

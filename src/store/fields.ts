@@ -1,4 +1,5 @@
-import { normalizeHost, storeSlugPattern, type StoreContext } from './store.js';
+import { catalogue } from '../i18n/strings.js';
+import { mergeLanguages, normalizeHost, storeSlugPattern, type StoreContext, type StoreLanguages } from './store.js';
 
 /**
  * A store's fields as an operator or the platform's backend writes them, checked and put in the
@@ -96,6 +97,49 @@ export function storeSmsSender(input: string): string {
   return sender;
 }
 
+/** One of the languages the service ships strings for, as its tag (`en`, `ar`). */
+export function storeLanguage(input: string): string {
+  const language = input.trim().toLowerCase();
+  if (!catalogue.has(language))
+    throw new FieldError(`${shown(input)} is not a language this service speaks (${catalogue.languages.join(', ')})`);
+  return language;
+}
+
+/** The languages a store speaks: at least one, each shipped, duplicates dropped, in the order given. */
+export function storeLanguages(inputs: readonly string[]): string[] {
+  if (inputs.length === 0) throw new FieldError('must name at least one language, such as en');
+  return distinct(inputs, storeLanguage);
+}
+
+/**
+ * Why a change of languages leaves a default the store would not speak (mergeLanguages refused
+ * it), filed under the default language: either the default given is not among the languages, or
+ * the languages given drop the current default and no new one was given.
+ */
+export function defaultLanguageRefusal(current: StoreLanguages, change: Partial<StoreLanguages>): string {
+  const languages = (change.languages ?? current.languages).join(', ');
+  if (change.defaultLanguage !== undefined)
+    return `${shown(change.defaultLanguage)} is not one of the store's languages (${languages})${
+      change.languages === undefined ? '; give the languages with it' : ''
+    }`;
+  return `must be given: the store's default language, ${shown(current.defaultLanguage)}, is not among the new languages (${languages})`;
+}
+
+/** A new store's languages: `en` unless given; the default, unless given, the first of them. */
+export function newStoreLanguages(change: Partial<StoreLanguages>): StoreLanguages {
+  const languages = change.languages ?? ['en'];
+  const start = { languages, defaultLanguage: languages[0]! };
+  const merged = mergeLanguages(start, change);
+  if (merged === null) throw new FieldError(defaultLanguageRefusal(start, change));
+  return merged;
+}
+
+/** A change of languages checked as far as it can be without the store: a default given with languages among them. */
+export function storeLanguageChange(change: Partial<StoreLanguages>): Partial<StoreLanguages> {
+  if (change.languages !== undefined && change.defaultLanguage !== undefined) newStoreLanguages(change);
+  return change;
+}
+
 /** Each value checked, duplicates dropped, in the order given. */
 export function distinct(values: readonly string[], check: (value: string) => string): string[] {
   return [...new Set(values.map(check))];
@@ -120,6 +164,8 @@ export function describeStore(store: StoreContext) {
     mail_from: store.mailFrom,
     sms_sender: store.smsSender,
     webauthn_rp_id: store.webauthnRpId,
+    languages: store.languages,
+    default_language: store.defaultLanguage,
     updated_at: store.updatedAt,
   };
 }

@@ -85,8 +85,10 @@ function toStore(row: StoreRow): StoreContext {
   };
 }
 
+export type StoreLanguages = Pick<StoreContext, 'languages' | 'defaultLanguage'>;
+
 /** A store's languages from its settings; stores made before languages existed speak English. */
-function languagesOf(settings: Record<string, unknown>): Pick<StoreContext, 'languages' | 'defaultLanguage'> {
+function languagesOf(settings: Record<string, unknown>): StoreLanguages {
   const languages = Array.isArray(settings['i18n.languages']) ? (settings['i18n.languages'] as string[]) : ['en'];
   const defaultLanguage = settings['i18n.default_language'];
   return {
@@ -300,8 +302,22 @@ export interface StoreChanges {
   mailFrom?: string | null;
   smsSender?: string | null;
   webauthnRpId?: string | null;
-  /** Both are set together: the default must be one of the languages. */
-  languages?: { languages: string[]; defaultLanguage: string };
+  /**
+   * Either or both: languages alone keep the default, a default alone keeps the languages. The
+   * default must end up one of the languages (see mergeLanguages).
+   */
+  languages?: Partial<StoreLanguages>;
+}
+
+/**
+ * A change of a store's languages on top of its current ones; null when the default would not be
+ * one of the languages. Made under the store row's lock on update, so two changes racing (one
+ * dropping a language, one making it the default) cannot leave a default the store does not speak.
+ */
+export function mergeLanguages(current: StoreLanguages, change: Partial<StoreLanguages>): StoreLanguages | null {
+  const languages = change.languages ?? current.languages;
+  const defaultLanguage = change.defaultLanguage ?? current.defaultLanguage;
+  return languages.includes(defaultLanguage) ? { languages, defaultLanguage } : null;
 }
 
 export interface NewStore extends StoreChanges {
@@ -318,9 +334,10 @@ export type StoreCreateResult =
 
 function settingsOf(changes: StoreChanges): Record<string, unknown> {
   return {
-    ...(changes.languages === undefined
+    ...(changes.languages?.languages === undefined ? {} : { 'i18n.languages': changes.languages.languages }),
+    ...(changes.languages?.defaultLanguage === undefined
       ? {}
-      : { 'i18n.languages': changes.languages.languages, 'i18n.default_language': changes.languages.defaultLanguage }),
+      : { 'i18n.default_language': changes.languages.defaultLanguage }),
     ...(changes.verificationRequired === undefined
       ? {}
       : { 'auth.customer_verification_required': changes.verificationRequired }),
@@ -396,6 +413,7 @@ export async function createStore(db: Database, clock: Clock, store: NewStore): 
 export type StoreUpdateResult =
   | { ok: true; store: StoreContext }
   | { ok: false; reason: 'identity_mode_in_use'; customers: number }
+  | { ok: false; reason: 'default_language_not_spoken'; current: StoreLanguages }
   | { ok: false; reason: 'no_store' | 'several_stores' };
 
 export interface StoreUpdateOptions {
@@ -429,11 +447,20 @@ export async function updateStore(
   if (!target.ok) return target;
   const storeId = target.store.id;
   return db.transaction(async (tx) => {
-    const current = await tx.query<{ identity_mode: IdentityMode }>(
-      'SELECT identity_mode FROM stores WHERE id = $1 AND deleted_at IS NULL FOR UPDATE',
+    const current = await tx.query<{ identity_mode: IdentityMode; settings: Record<string, unknown> }>(
+      'SELECT identity_mode, settings FROM stores WHERE id = $1 AND deleted_at IS NULL FOR UPDATE',
       [storeId],
     );
     if (current[0] === undefined) return { ok: false, reason: 'no_store' };
+    const settings = settingsOf(changes);
+    if (changes.languages !== undefined) {
+      const languages = languagesOf(current[0].settings);
+      const merged = mergeLanguages(languages, changes.languages);
+      if (merged === null) return { ok: false, reason: 'default_language_not_spoken', current: languages };
+      // Both written, so the pair kept is the one checked.
+      settings['i18n.languages'] = merged.languages;
+      settings['i18n.default_language'] = merged.defaultLanguage;
+    }
     if (changes.identityMode !== undefined && changes.identityMode !== current[0].identity_mode && !force) {
       // A caller that forgot the count must not switch the mode under customers unchecked.
       if (countCustomers === undefined) throw new Error('switching the identity mode needs countCustomers or force');
@@ -456,7 +483,7 @@ export async function updateStore(
         changes.name ?? null,
         changes.status ?? null,
         changes.identityMode ?? null,
-        JSON.stringify(settingsOf(changes)),
+        JSON.stringify(settings),
         changes.allowedOrigins ?? null,
         optional(changes.mailFrom),
         optional(changes.smsSender),

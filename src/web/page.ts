@@ -5,12 +5,17 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Edge } from '../http/edge.js';
 import { hostOf } from '../http/scopes.js';
+import { negotiate } from '../i18n/negotiate.js';
+import { catalogue, type Params } from '../i18n/strings.js';
+import type { StoreContext } from '../store/store.js';
 
 // public/ sits at the package root, two levels above this file in both src/ and dist/.
 const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../public');
 
 const assets = {
   '/app.js': 'text/javascript; charset=utf-8',
+  // The page's strings (embedded in the page as data) and t(), imported by every module.
+  '/strings.js': 'text/javascript; charset=utf-8',
   // The account area, imported by app.js.
   '/account.js': 'text/javascript; charset=utf-8',
   // Passkeys on the page, imported by app.js.
@@ -43,11 +48,73 @@ function escapeAttribute(text: string): string {
 
 const unknownStorePage = 'No store answers on this host.\n';
 
+/**
+ * The page's language: a `?lang=` naming one of the store's languages (the language switch's
+ * links) wins, then the browser's `Accept-Language` among them, then the store's default.
+ */
+export function pageLanguage(
+  query: unknown,
+  acceptLanguage: string | undefined,
+  store: Pick<StoreContext, 'languages' | 'defaultLanguage'>,
+): string {
+  const asked = (query as { lang?: unknown } | undefined)?.lang;
+  if (typeof asked === 'string' && store.languages.includes(asked) && catalogue.has(asked)) return asked;
+  return negotiate(acceptLanguage, store);
+}
+
+/**
+ * index.html with its `{{NAME}}` values and its `{{t:page.a.b}}` texts (escaped) filled in one pass,
+ * so nothing filled in (a store's name) is read again as a placeholder. `page.identity.*` names the
+ * store's identity mode's texts (`page.email.*` or `page.phone.*`): the sentence around the noun
+ * differs by language, so each mode has whole sentences rather than a noun to insert.
+ */
+function fillTemplate(
+  template: string,
+  values: Record<string, string>,
+  language: string,
+  mode: 'email' | 'phone',
+  params: Params,
+): string {
+  return template.replace(/\{\{(?:t:(page\.[\w.]+)|([A-Z_]+))\}\}/g, (whole, key?: string, name?: string) => {
+    if (key !== undefined)
+      return escapeAttribute(catalogue.text(language, key.replace(/^page\.identity\./, `page.${mode}.`), params));
+    return values[name!] ?? whole;
+  });
+}
+
+/** Links to the page in each of the store's languages, each named in its own; none for one language. */
+function languageSwitch(store: Pick<StoreContext, 'languages'>, language: string): string {
+  const offered = store.languages.filter((tag) => catalogue.has(tag));
+  if (offered.length < 2) return '';
+  const links = offered.map((tag) => {
+    const current = tag === language ? ' aria-current="true"' : '';
+    const name = escapeAttribute(catalogue.text(tag, 'meta.name'));
+    const attributes = `href="?lang=${encodeURIComponent(tag)}" hreflang="${escapeAttribute(tag)}" lang="${escapeAttribute(tag)}" dir="${catalogue.direction(tag)}"`;
+    return `<li><a ${attributes}${current}>${name}</a></li>`;
+  });
+  const label = escapeAttribute(catalogue.text(language, 'page.languages.label'));
+  return `<nav id="languages" aria-label="${label}"><ul>${links.join('')}</ul></nav>`;
+}
+
+/**
+ * The page's own strings for its scripts, as a JSON data block: the browser never runs it, so the
+ * CSP stays `script-src 'self'`. `<` is written as \u003c so no text can close the element.
+ */
+function stringsBlock(language: string): string {
+  return JSON.stringify(catalogue.section(language, 'page'))
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026');
+}
+
 /** The sign-in page at `/`: plain HTML and a small script (four modules) that uses the public API like a storefront. */
 export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
   return async (app) => {
     const read = (name: string) => fs.readFileSync(path.join(publicDir, name), 'utf8');
     const template = read('index.html');
+    // Every text the page names exists in English (and so in every language, by the strings check):
+    // a wrong key stops the start rather than one page view.
+    for (const mode of ['email', 'phone'] as const) fillTemplate(template, {}, 'en', mode, { store: '' });
     const files: Record<string, string> = Object.fromEntries(
       Object.keys(assets).map((url) => [url, read(url.slice(1))]),
     );
@@ -59,13 +126,26 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
       reply.header('content-security-policy', pageCsp).header('cache-control', 'no-store');
       // A host that names no store gets a page that says so, nothing of any store.
       if (store === null) return reply.code(404).type('text/plain; charset=utf-8').send(unknownStorePage);
+      const language = pageLanguage(request.query, request.headers['accept-language'], store);
+      reply.header('content-language', language).header('vary', 'Accept-Language');
       // The page learns the store's name, identity mode and whether it offers sign-in codes and
-      // passkeys from attributes on <body>.
-      const html = template
-        .replaceAll('{{STORE_NAME}}', escapeAttribute(store.name))
-        .replaceAll('{{IDENTITY_MODE}}', store.identityMode)
-        .replaceAll('{{SIGN_IN_WITH_CODE}}', String(store.signInWithCode))
-        .replaceAll('{{PASSKEYS}}', String(store.passkeys));
+      // passkeys from attributes on <body>; its language from <html lang>.
+      const html = fillTemplate(
+        template,
+        {
+          LANG: language,
+          DIR: catalogue.direction(language),
+          LANGUAGES: languageSwitch(store, language),
+          STRINGS: stringsBlock(language),
+          STORE_NAME: escapeAttribute(store.name),
+          IDENTITY_MODE: store.identityMode,
+          SIGN_IN_WITH_CODE: String(store.signInWithCode),
+          PASSKEYS: String(store.passkeys),
+        },
+        language,
+        store.identityMode,
+        { store: store.name },
+      );
       reply.type('text/html; charset=utf-8');
       return html;
     });

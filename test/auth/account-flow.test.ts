@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { changeName, changePassword } from '../../src/auth/flows/account.js';
+import { changePassword, changeProfile } from '../../src/auth/flows/account.js';
 import { deleteAccountWithPassword, eraseAccount, exportAccount } from '../../src/auth/flows/erasure.js';
 import { checkIdentityChange, confirmIdentityChange } from '../../src/auth/flows/identity-change.js';
 import { login } from '../../src/auth/flows/login.js';
@@ -76,10 +76,10 @@ describe('the account flows', () => {
     const t = await harness.start();
     const domain = domainOf(t);
     const { customer } = await signedIn(t, domain);
-    const blank = await changeName(domain.deps, customer.id, '   ');
+    const blank = await changeProfile(domain.deps, await domain.store(), customer.id, { name: '   ' });
     assert.ok(!blank.ok && blank.error === 'invalid', JSON.stringify(blank));
     assert.deepEqual(Object.keys(blank.fields), ['name']);
-    const renamed = await changeName(domain.deps, customer.id, ' Augusta Ada King ');
+    const renamed = await changeProfile(domain.deps, await domain.store(), customer.id, { name: ' Augusta Ada King ' });
     assert.ok(renamed.ok, JSON.stringify(renamed));
     assert.equal(renamed.value.name, 'Augusta Ada King');
   });
@@ -121,18 +121,18 @@ describe('the account flows', () => {
     assert.ok(exported.ok, JSON.stringify(exported));
     assert.equal(exported.value.customer.id, customer.id);
 
-    assert.deepEqual(await deleteAccountWithPassword(domain.deps, store.name, customer, 'not the password 1'), {
+    assert.deepEqual(await deleteAccountWithPassword(domain.deps, store, customer, 'not the password 1'), {
       ok: false,
       error: 'wrong_password',
       fields: { current_password: [wrongCurrentPassword] },
     });
     assert.equal(await count(t, 'customers'), 1);
-    assert.deepEqual(await deleteAccountWithPassword(domain.deps, store.name, customer, password), {
+    assert.deepEqual(await deleteAccountWithPassword(domain.deps, store, customer, password), {
       ok: true,
       value: undefined,
     });
     assert.equal(await count(t, 'customers'), 0);
-    assert.deepEqual(await eraseAccount(domain.deps, store.name, customer.id), { ok: false, error: 'gone' });
+    assert.deepEqual(await eraseAccount(domain.deps, store, customer.id), { ok: false, error: 'gone' });
     assert.deepEqual(await exportAccount(domain.deps, customer.id, sessionId), { ok: false, error: 'gone' });
   });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  displayIdentity,
   maskIdentity,
   maxIdentityLength,
   normalizeEmail,
@@ -33,6 +34,12 @@ describe('normalizeEmail', () => {
     ['a 63-character label', `ada@${label63('x')}.com`, `ada@${label63('x')}.com`],
     ['a 254-character address', emailOfLength(254), emailOfLength(254)],
     ['a 254-character address once trimmed', `   ${emailOfLength(254)}   `, emailOfLength(254)],
+    ['an internationalized domain, in its IDNA ASCII form', 'ada@bücher.example', 'ada@xn--bcher-kva.example'],
+    ['an internationalized domain in capitals', 'Ada@BÜCHER.Example', 'ada@xn--bcher-kva.example'],
+    ['a domain already in IDNA ASCII form', 'ada@XN--BCHER-KVA.example', 'ada@xn--bcher-kva.example'],
+    ['an Arabic domain', 'ada@مثال.example', 'ada@xn--mgbh0fb.example'],
+    ['an internationalized top-level domain', 'ada@example.рф', 'ada@example.xn--p1ai'],
+    ['full-width letters and dot, mapped as IDNA maps them', 'ada@ｅｘａｍｐｌｅ。com', 'ada@example.com'],
   ];
   for (const [label, raw, expected] of accepted) {
     test(`accepts ${label}`, () => {
@@ -57,7 +64,17 @@ describe('normalizeEmail', () => {
     ['an underscore in the domain', 'ada@exa_mple.com'],
     ['a 64-character label', `ada@${'x'.repeat(64)}.com`],
     ['a non-ASCII local part', 'adà@example.com'],
-    ['a non-ASCII domain', 'ada@exämple.com'],
+    ['a broken A-label (xn-- that does not decode)', 'ada@xn--zz.example'],
+    ['an empty A-label', 'ada@xn--.example'],
+    ['a right-to-left mark in the domain', 'ada@\u200fexample.com'],
+    ['a right-to-left mark around the address', '\u200fada@example.com\u200f'],
+    ['a zero-width joiner in the domain', 'ada@exa\u200dmple.com'],
+    ['a domain that IDNA reads as an IPv4 address', 'ada@１２３'],
+    ['a space in an internationalized domain', 'ada@bü cher.example'],
+    [
+      'an internationalized domain whose ASCII form is over 254 characters',
+      `a@${Array(4).fill('ü'.repeat(57)).join('.')}`,
+    ],
     ['angle brackets (display-name form)', 'Ada <ada@example.com>'],
     ['a quoted local part', '"ada"@example.com'],
     ['a 255-character address', emailOfLength(255)],
@@ -121,6 +138,30 @@ describe('normalizePhone', () => {
   }
 });
 
+describe('normalizePhone with digits as people type them', () => {
+  const accepted: Array<[string, string]> = [
+    ['Arabic-Indic digits', '+١ ٦٥٠ ٢٥٣ ٠٠٠٠'],
+    ['Extended Arabic-Indic digits', '+۱ ۶۵۰ ۲۵۳ ۰۰۰۰'],
+    ['Arabic-Indic and ASCII digits mixed', '+1 ٦٥٠ 253 ۰۰۰۰'],
+  ];
+  for (const [label, raw] of accepted) {
+    test(`reads ${label} as the same number`, () => assert.equal(normalizePhone(raw), '+16502530000'));
+  }
+
+  const refused: Array<[string, string]> = [
+    ['full-width digits', '+１ ６５０ ２５３ ００００'],
+    ['a full-width plus', '＋1 650 253 0000'],
+    ['Devanagari digits', '+१ ६५० २५३ ००००'],
+    ['mathematical digits', '+𝟏 𝟔𝟓𝟎 𝟐𝟓𝟑 𝟎𝟎𝟎𝟎'],
+    ['superscript digits', '+¹ ⁶⁵⁰ ²⁵³ ⁰⁰⁰⁰'],
+    ['one full-width digit among Arabic-Indic ones', '+١ ٦٥٠ ٢٥٣ ٠٠٠０'],
+    ['a right-to-left mark', '\u200f+١ ٦٥٠ ٢٥٣ ٠٠٠٠'],
+  ];
+  for (const [label, raw] of refused) {
+    test(`refuses ${label}`, () => assert.equal(normalizePhone(raw), null));
+  }
+});
+
 describe('normalizeIdentity', () => {
   test('follows the store’s identity mode', () => {
     assert.equal(normalizeIdentity('email', ' Ada@Example.com '), 'ada@example.com');
@@ -138,8 +179,29 @@ describe('maskIdentity', () => {
     ['a non-ASCII first character stays whole', 'email', 'é@x.org', 'é•••@x.org'],
     ['a UK number: country code and last two digits', 'phone', '+447911123458', '+44•••••••58'],
     ['a US number', 'phone', '+14155550123', '+1•••••••23'],
+    ['an internationalized domain, in Unicode', 'email', 'ada@xn--bcher-kva.example', 'a•••@bücher.example'],
   ];
   for (const [name, mode, value, masked] of cases) {
     test(name, () => assert.equal(maskIdentity(mode, value), masked));
   }
+});
+
+describe('displayIdentity', () => {
+  const cases: Array<[string, 'email' | 'phone', string, string]> = [
+    ['an ASCII address, unchanged', 'email', 'ada@example.com', 'ada@example.com'],
+    ['an internationalized domain, in Unicode', 'email', 'ada@xn--bcher-kva.example', 'ada@bücher.example'],
+    ['an Arabic domain', 'email', 'ada@xn--mgbh0fb.example', 'ada@مثال.example'],
+    ['a digit-only label, not read as an address', 'email', 'ada@123', 'ada@123'],
+    ['a stored A-label that does not decode, as stored', 'email', 'ada@xn--zz.example', 'ada@xn--zz.example'],
+    ['a phone number, unchanged', 'phone', '+14155550123', '+14155550123'],
+  ];
+  for (const [name, mode, value, shown] of cases) {
+    test(name, () => assert.equal(displayIdentity(mode, value), shown));
+  }
+
+  test('shows every accepted form of one address the same way', () => {
+    const forms = ['ada@bücher.example', 'ADA@BÜCHER.EXAMPLE', 'ada@xn--bcher-kva.example'];
+    const shown = forms.map((form) => displayIdentity('email', normalizeEmail(form)!));
+    assert.deepEqual(shown, ['ada@bücher.example', 'ada@bücher.example', 'ada@bücher.example']);
+  });
 });

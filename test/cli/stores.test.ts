@@ -193,6 +193,37 @@ describe('the store commands against a real database', () => {
     assert.equal(first.mail_from, null);
   });
 
+  test("store set and create take the languages and default; only a default or only languages are checked against the store's", async () => {
+    const first = await ok('store', 'show');
+    assert.deepEqual([first.languages, first.default_language], [['en'], 'en'], 'a store made before: English');
+    const set = await ok('store', 'set', '--languages', 'en, AR,en', '--default-language', 'ar');
+    assert.deepEqual([set.languages, set.default_language], [['en', 'ar'], 'ar']);
+    assert.deepEqual(await ok('store', 'show'), set);
+    assert.deepEqual(await cli('store', 'set', '--languages', 'en'), {
+      code: 1,
+      error: `--default-language must be given: the store's default language, "ar", is not among the new languages (en)`,
+    });
+    const onlyDefault = await ok('store', 'set', '--default-language', 'en');
+    assert.deepEqual([onlyDefault.languages, onlyDefault.default_language], [['en', 'ar'], 'en']);
+    const dropped = await ok('store', 'set', '--languages', 'en');
+    assert.deepEqual([dropped.languages, dropped.default_language], [['en'], 'en'], 'the default kept');
+    assert.deepEqual(await cli('store', 'set', '--default-language', 'ar'), {
+      code: 1,
+      error: `--default-language "ar" is not one of the store's languages (en); give the languages with it`,
+    });
+
+    const created = await ok('store', 'create', '--slug', 'souk', '--name', 'Souk', '--languages', 'ar,en');
+    assert.deepEqual([created.languages, created.default_language], [['ar', 'en'], 'ar'], 'by default the first');
+    const listed = await ok('store', 'list');
+    assert.deepEqual(
+      listed.map((store: any) => [store.slug, store.languages, store.default_language]),
+      [
+        ['default', ['en'], 'en'],
+        ['souk', ['ar', 'en'], 'ar'],
+      ],
+    );
+  });
+
   test('a host another store holds is refused naming the host and its store, and nothing is made or moved', async () => {
     await secondStore();
     const created = await cli(
@@ -515,6 +546,17 @@ describe('store command values are checked before any database is opened, with o
     ],
     [['store', 'set', '--mail-from', 'Shop <shop@example.com>\r\nBcc: x@y'], /^--mail-from .* holds a line break/],
     [['store', 'set', '--webauthn-rp-id', 'shop.example.com:443'], /^--webauthn-rp-id .* without a port/],
+    [['store', 'set', '--languages', 'en,xx'], /^--languages "xx" is not a language this service speaks \(ar, en\)$/],
+    [['store', 'set', '--languages', ' , '], /^--languages must name at least one language, such as en$/],
+    [['store', 'set', '--default-language', 'xx'], /^--default-language "xx" is not a language this service speaks/],
+    [
+      ['store', 'set', '--languages', 'en', '--default-language', 'ar'],
+      /^--default-language "ar" is not one of the store's languages \(en\)$/,
+    ],
+    [
+      ['store', 'create', '--slug', 'souk', '--name', 'X', '--default-language', 'ar'],
+      /^--default-language "ar" is not one of the store's languages \(en\); give the languages with it$/,
+    ],
     [['store', 'hosts', 'add', 'a:b:c'], /^store hosts add "a:b:c" is not a host name/],
     [['store', 'hosts', 'add'], /^store hosts add needs a host$/],
     [['store', 'hosts', 'move', 'shop.example.com'], /^store hosts needs add or remove, and a host$/],

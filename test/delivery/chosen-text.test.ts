@@ -60,6 +60,7 @@ async function sendWithChosenText(t: TestApp, channel: Channel, purpose: Message
       to: channel === 'email' ? 'ada@example.com' : '+14155550123',
       customerId: null,
       storeName,
+      language: 'en',
       ...chosen,
       ...purposes[purpose](t.clock.now()),
     },

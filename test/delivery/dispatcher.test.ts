@@ -26,6 +26,7 @@ const notice: NewMessage = {
   to: 'ada@example.com',
   customerId: null,
   storeName: 'My Store',
+  language: 'en',
 };
 
 function enqueue(t: TestApp, message: NewMessage = notice): Promise<string> {

@@ -88,7 +88,7 @@ describe('codes never go to the log in production unless the operator asks', () 
       channel: 'sms' as const,
       purpose: 'verification' as const,
       to: '+14155550123',
-      content: { subject: 'Your code', text: 'Your code is 123456', html: '<p>123456</p>' },
+      content: { language: 'en', subject: 'Your code', text: 'Your code is 123456', html: '<p>123456</p>' },
     };
     await assert.rejects(transports.sms.send(message), /SMS_WEBHOOK_URL/);
     assert.equal(JSON.stringify(lines).includes('123456'), false, 'the code is not in the log');

@@ -153,6 +153,17 @@ export function parseMail(raw: string): MailPart {
   return { headers, body, parts: [] };
 }
 
+/** A header as written, its RFC 2047 encoded words (`=?UTF-8?B?…?=`, `=?UTF-8?Q?…?=`) decoded. */
+export function decodeHeader(value: string): string {
+  return value
+    .replace(/\?=\s+=\?/g, '?==?')
+    .replace(/=\?utf-8\?([bq])\?([^?]*)\?=/gi, (_, encoding: string, text: string) =>
+      encoding.toLowerCase() === 'b'
+        ? Buffer.from(text, 'base64').toString('utf8')
+        : decodeQuotedPrintable(text.replace(/_/g, ' ')),
+    );
+}
+
 /** Every leaf part of a parsed message, depth first. */
 export function leafParts(part: MailPart): MailPart[] {
   return part.parts.length === 0 ? [part] : part.parts.flatMap(leafParts);

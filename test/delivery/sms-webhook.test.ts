@@ -7,6 +7,7 @@ import { auth, useHarness, type TestApp } from '../helpers/harness.js';
 import { onlyOutboxRow, outboxRows, startHookServer, type HookRequest, type TestHookServer } from './servers.js';
 import { codeIn } from '../helpers/assertions.js';
 import { defaultStore } from '../helpers/database.js';
+import { updateStore } from '../../src/store/store.js';
 
 const secret = 'hook-secret-4f1c9a7e2b';
 const phone = '+14155550123';
@@ -74,7 +75,8 @@ describe('SMS delivery through the provider hook', () => {
 
     const row = await onlyOutboxRow(t.db);
     const body = JSON.parse(request.rawBody) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(body).sort(), ['id', 'purpose', 'sender', 'store_id', 'text', 'to']);
+    assert.deepEqual(Object.keys(body).sort(), ['id', 'language', 'purpose', 'sender', 'store_id', 'text', 'to']);
+    assert.equal(body['language'], 'en');
     assert.equal(body['store_id'], 'default');
     assert.equal(body['sender'], null, 'no sms_sender set for the store');
     assert.equal(body['id'], row.id);
@@ -90,6 +92,33 @@ describe('SMS delivery through the provider hook', () => {
     const verified = await t.post(`${auth}/verify`, { identity: phone, code: codeIn(text) });
     assert.equal(verified.status, 200);
     assert.equal(verified.body.identity.verified_at, t.clock.now().toISOString());
+  });
+
+  test('a customer who chose Arabic gets Arabic SMS, named by `language`, each in one UCS-2 part', async () => {
+    const { t, hook } = await startPhoneStore();
+    assert.ok((await updateStore(t.db, t.clock, { languages: { languages: ['en', 'ar'], defaultLanguage: 'en' } })).ok);
+    t.services.store.invalidate();
+    const registered = await t.post(`${auth}/register`, { ...phoneRegistration(), locale: 'ar' });
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    await t.deliver();
+    t.clock.advance(61);
+    assert.equal((await t.post(`${auth}/password/forgot`, { identity: phone })).status, 202);
+    await t.deliver();
+    const bodies = hook.requests.map((request) => JSON.parse(request.rawBody) as Record<string, string>);
+    assert.deepEqual(
+      bodies.map((body) => [body['purpose'], body['language']]),
+      [
+        ['verification', 'ar'],
+        ['password_reset', 'ar'],
+      ],
+    );
+    for (const { text } of bodies) {
+      assert.ok(text!.length <= 70, `${text!.length} UTF-16 units: ${text}`);
+      assert.match(text!, /[\u0600-\u06ff]/);
+      assert.ok(text!.includes(storeName), text);
+    }
+    const code = codeIn(bodies[0]!['text']!);
+    assert.equal((await t.post(`${auth}/verify`, { identity: phone, code })).status, 200);
   });
 
   test('reset and password-changed messages go to the hook with their own purposes', async () => {
@@ -190,6 +219,7 @@ describe('SMS delivery through the provider hook', () => {
         to: phone,
         customerId: null,
         storeName,
+        language: 'en',
       },
     );
     await t.deliver();

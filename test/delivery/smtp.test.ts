@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createSmtpTransport } from '../../src/delivery/transports/smtp.js';
 import { auth, useHarness, registration, type Harness, type TestApp } from '../helpers/harness.js';
+import { updateStore } from '../../src/store/store.js';
 import {
+  decodeHeader,
   leafParts,
   onlyOutboxRow,
   parseMail,
@@ -58,6 +60,7 @@ describe('email delivery through a real SMTP server', () => {
     const subject = mail.headers.get('subject') ?? '';
     assert.match(subject, /^\d{6} is your Corner & Co verification code$/);
     assert.match(mail.headers.get('content-type') ?? '', /^multipart\/alternative/i);
+    assert.equal(mail.headers.get('content-language'), 'en');
 
     const text = partOfType(mail, 'text/plain').body;
     const html = partOfType(mail, 'text/html').body;
@@ -82,6 +85,35 @@ describe('email delivery through a real SMTP server', () => {
     const verified = await t.post(`${auth}/verify`, { identity: 'ada@example.com', code });
     assert.equal(verified.status, 200);
     assert.equal(verified.body.identity.verified_at, t.clock.now().toISOString());
+  });
+
+  test('a customer who registered in Arabic gets an Arabic email: Content-Language ar, right to left, the code left to right', async () => {
+    const smtp = await startSmtpServer();
+    servers.push(smtp);
+    t = await startWithSmtp(harness, smtp.url);
+    assert.ok((await updateStore(t.db, t.clock, { languages: { languages: ['en', 'ar'], defaultLanguage: 'en' } })).ok);
+    t.services.store.invalidate();
+
+    const registered = await t.post(`${auth}/register`, registration(), { 'accept-language': 'ar' });
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    await t.deliver();
+    assert.equal(smtp.received.length, 1);
+    const mail = parseMail(smtp.received[0]!.raw);
+    assert.equal(mail.headers.get('content-language'), 'ar');
+    const subject = decodeHeader(mail.headers.get('subject') ?? '');
+    assert.ok(subject.startsWith('رمز التحقق لدى'), subject);
+    const text = partOfType(mail, 'text/plain').body;
+    const html = partOfType(mail, 'text/html').body;
+    const code = codeIn(text);
+    assert.equal(codeIn(subject), code, 'the subject carries the same code');
+    assert.ok(text.includes(`رمز التحقق الخاص بك لدى \u2068${storeName}\u2069 هو \u2066${code}\u2069.`), text);
+    assert.ok(text.includes('10 دقائق'), text);
+    assert.match(html, /<html lang="ar" dir="rtl">/);
+    assert.ok(html.includes(`<strong dir="ltr" style="font-size:1.4em;letter-spacing:0.2em">${code}</strong>`), html);
+    assert.ok(html.includes('<bdi>Corner &#38; Co</bdi>'), html);
+
+    const verified = await t.post(`${auth}/verify`, { identity: 'ada@example.com', code });
+    assert.equal(verified.status, 200);
   });
 
   test('the password reset email and the password-changed notice both arrive, and the reset code works', async () => {

@@ -81,7 +81,7 @@ describe('changing the password', () => {
     assert.equal(notice.to, '+14155550123');
     assert.match(
       notice.content.text,
-      /^My Store: The password of your My Store account was just changed, and every other device was signed out\./,
+      /^My Store: The password of your My Store account was just changed\. If this was not you, reset your password right away\.$/,
     );
     assert.doesNotMatch(notice.content.text, /https?:\/\/|\n/);
   });
@@ -192,6 +192,7 @@ describe('changing the name', () => {
       id: customer.id,
       name: 'Augusta Ada King',
       identity: { type: 'email', value: customer.identity, verified_at: null },
+      locale: null,
     });
     const session = await t.get(`${auth}/session`, withSession(customer.session));
     assert.equal(session.body.customer.name, 'Augusta Ada King');

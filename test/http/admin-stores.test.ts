@@ -139,6 +139,8 @@ describe('the platform admin API', () => {
         mail_from: 'Book Nook <shop@books.example.com>',
         sms_sender: 'BOOKNOOK',
         webauthn_rp_id: null,
+        languages: ['en'],
+        default_language: 'en',
         updated_at: undefined,
         warnings: [
           'The store default has no host: it answered on every host as the only store, and now answers on none. Give it one with POST /admin/v1/stores/default/hosts.',

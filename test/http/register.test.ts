@@ -27,7 +27,7 @@ describe('register', () => {
       assert.equal(reply.status, 201);
       assert.match(String(reply.headers['content-type']), /^application\/json/);
       assert.equal(reply.headers['cache-control'], 'no-store');
-      assert.deepEqual(Object.keys(reply.body).sort(), ['id', 'identity', 'name']);
+      assert.deepEqual(Object.keys(reply.body).sort(), ['id', 'identity', 'locale', 'name']);
       assert.equal(typeof reply.body.id, 'string');
       assert.ok(reply.body.id.length > 0);
       assert.equal(reply.body.name, 'Ada Lovelace');

@@ -65,6 +65,9 @@ function expectedProblem(code: ProblemCode, extraHeaders: Record<string, string>
     ...commonHeaders,
     'content-length': String(length),
     'content-type': 'application/problem+json; charset=utf-8',
+    // A problem's words follow Accept-Language (none here: the store's default, English).
+    'content-language': 'en',
+    vary: 'Origin, Accept-Language',
     ...extraHeaders,
   };
   return { status, body, headers: Object.fromEntries(Object.entries(headers).sort(([a], [b]) => a.localeCompare(b))) };

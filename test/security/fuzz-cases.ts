@@ -167,6 +167,51 @@ export const emails = fc.oneof(
   fc.constantFrom('ADA@Example.com ', 'nobody@example.com', 'a@b', '@', 'a@-b.com', `${'a'.repeat(250)}@x.io`),
 );
 
+/**
+ * Text as people type it: its ASCII digits written in the Arabic-Indic or Extended Arabic-Indic
+ * digits the service reads as ASCII, in full-width or Devanagari look-alikes it refuses, mixed
+ * digit by digit, or wrapped in the right-to-left marks an Arabic text field adds.
+ */
+const digitZeros = [0x30, 0x0660, 0x06f0, 0xff10, 0x0966, 0x1d7ce];
+export function retyped(text: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  const inScript = (value: string, zeros: number[]) => {
+    let i = 0;
+    return value.replace(/[0-9]/g, (digit) => String.fromCodePoint(zeros[i++ % zeros.length]! + Number(digit)));
+  };
+  return fc.oneof(
+    fc.tuple(text, fc.constantFrom(...digitZeros)).map(([value, zero]) => inScript(value, [zero])),
+    fc
+      .tuple(text, fc.array(fc.constantFrom(...digitZeros), { minLength: 2, maxLength: 8 }))
+      .map(([value, zeros]) => inScript(value, zeros)),
+    fc
+      .tuple(text, fc.constantFrom('\u200f', '\u200e', '\u061c', '\u2067', '\u2069', '\u202b'), fc.boolean())
+      .map(([value, mark, before]) => (before ? `${mark}${value}` : `${value}${mark}`)),
+  );
+}
+/** Internationalized domains, written every way, and domains that have no IDNA form. */
+export const internationalEmails = fc.oneof(
+  fc.constantFrom(
+    'ada@bücher.example',
+    'ADA@BÜCHER.EXAMPLE',
+    'ada@xn--bcher-kva.example',
+    'ada@مثال.example',
+    'ada@example.рф',
+    'ada@ｅｘａｍｐｌｅ。com',
+    'ada@faß.de',
+    'ada@xn--zz.example',
+    'ada@xn--.example',
+    'ada@xn--bcher-kva.xn--',
+    'ada@１２３',
+    'ada@bü\u200dcher.example',
+    'ada@\u200fbücher.example',
+    'adà@bücher.example',
+    `ada@${'ü'.repeat(64)}.example`,
+  ),
+  fc
+    .tuple(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }), fc.constantFrom('.example', '', '.рф'))
+    .map(([label, tld]) => `ada@${label}${tld}`),
+);
+
 export interface Pool {
   identityField: 'email' | 'phone';
   identity: string;
@@ -245,11 +290,18 @@ export function plausible(field: Field, pool: Pool): fc.Arbitrary<unknown> {
     case 'name':
       return fc.oneof(fc.constant('Ada Lovelace'), fc.string({ unit: 'grapheme', maxLength: 130 }));
     case 'email':
-      return fc.oneof(fc.constant(pool.identity), emails, emails);
+      return fc.oneof(fc.constant(pool.identity), emails, emails, internationalEmails, retyped(emails));
     case 'phone':
-      return fc.oneof(fc.constant(pool.identity), phones);
+      return fc.oneof(fc.constant(pool.identity), phones, retyped(fc.constant(pool.identity)), retyped(phones));
     case 'identity':
-      return fc.oneof(fc.constant(pool.identity), emails, phones);
+      return fc.oneof(
+        fc.constant(pool.identity),
+        emails,
+        phones,
+        internationalEmails,
+        retyped(fc.constant(pool.identity)),
+        retyped(phones),
+      );
     case 'password':
     case 'password_confirmation':
       return fc.oneof(
@@ -257,7 +309,12 @@ export function plausible(field: Field, pool: Pool): fc.Arbitrary<unknown> {
         fc.string({ unit: 'grapheme', minLength: 6, maxLength: 40 }).map((s) => `${s}a1`),
       );
     case 'code':
-      return fc.oneof(fc.constantFrom(...pool.codes), sixDigits);
+      return fc.oneof(
+        fc.constantFrom(...pool.codes),
+        sixDigits,
+        retyped(fc.constantFrom(...pool.codes)),
+        retyped(sixDigits),
+      );
     case 'current_password':
       return fc.constantFrom(...pool.currentPasswords, 'analytical engine 1844', 'password1', 'x');
     case 'credential':

@@ -196,20 +196,39 @@ async function post(
   cookie?: string,
   /** The store's host, sent as a trusted proxy forwards it. */
   forwardedHost?: string,
+  /** Any other request headers, such as Accept-Language. */
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; ms: number }> {
   const started = performance.now();
-  const response = await fetch(`${base}/api/v1/customer/auth${route}`, {
+  const response = await send(
+    base,
+    route,
+    body,
+    { ...headers, ...(cookie === undefined ? {} : { cookie }) },
+    forwardedHost,
+  );
+  await response.arrayBuffer();
+  return { status: response.status, ms: performance.now() - started };
+}
+
+/** One POST from a client address of its own, answered as it came. */
+function send(
+  base: string,
+  route: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  forwardedHost?: string,
+): Promise<Response> {
+  return fetch(`${base}/api/v1/customer/auth${route}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       'x-forwarded-for': nextAddress(),
-      ...(cookie === undefined ? {} : { cookie }),
+      ...headers,
       ...(forwardedHost === undefined ? {} : { 'x-forwarded-host': forwardedHost }),
     },
     body: JSON.stringify(body),
   });
-  await response.arrayBuffer();
-  return { status: response.status, ms: performance.now() - started };
 }
 
 interface Case {
@@ -684,5 +703,138 @@ describe('response times do not tell who has an account in another store', { tim
       request: (i) => post(store.base, '/password/forgot', { identity: store.unknown(i) }, undefined, other),
     };
     await assertIndistinguishable(context, elsewhere, unknown, samplesPerSlowCase, contractShiftBound);
+  });
+});
+
+/** ASCII digits as an Arabic keyboard types them (Arabic-Indic, U+0660–U+0669). */
+function arabicIndic(ascii: string): string {
+  return ascii.replace(/[0-9]/g, (digit) => String.fromCodePoint(0x0660 + Number(digit)));
+}
+
+/** An answer as a client compares it: status, body without its request id, headers without those that differ by design. */
+async function comparable(response: Response): Promise<unknown> {
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    const { request_id: _id, ...rest } = JSON.parse(text) as Record<string, unknown>;
+    body = rest;
+  } catch {
+    // Not JSON: compared as text.
+  }
+  const headers = [...response.headers].filter(([name]) => !['x-request-id', 'date', 'content-length'].includes(name));
+  return { status: response.status, body, headers };
+}
+
+/**
+ * The same questions asked in Arabic: a store speaking English and Arabic, a browser asking for
+ * Arabic (`Accept-Language: ar`) and phone numbers typed in Arabic-Indic digits, beside the same
+ * in English with ASCII digits. Known and unknown identities are compared within one language,
+ * so the pairs hold whatever language the problem documents are written in.
+ */
+describe('answers in Arabic do not tell who has an account either: phone store', { timeout: 15 * 60_000 }, () => {
+  const adminToken = 'timing-admin-token-AAAAAAAAAAAAAAAAAAAAAAAA';
+  const perLanguage = Math.max(samplesPerSlowCase, samplesPerConfigurationFastCase) + warmUpsPerCase + 1;
+  const languages = [
+    { tag: 'en', typed: (ascii: string) => ascii },
+    { tag: 'ar', typed: arabicIndic },
+  ] as const;
+  const known = (language: number, i: number) => `+1415${3_000_000 + language * perLanguage + i}`;
+  const unknown = (language: number, i: number) => `+1650${3_000_000 + language * perLanguage + i}`;
+  let base = '';
+  let dataDir = '';
+  let service: ServiceProcess | undefined;
+
+  before(async () => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'sfa-timing-'));
+    service = await startService({
+      DATA_DIR: dataDir,
+      TRUST_PROXY: 'true',
+      DELIVERY_BUDGET_PER_HOUR: '1000000',
+      SIGN_IN_PAGE: 'false',
+      STORE_IDENTITY_MODE: 'phone',
+      STORE_VERIFICATION_REQUIRED: 'false',
+      ADMIN_TOKENS: adminToken,
+      ADMIN_PORT: '0',
+    });
+    base = service.url;
+    const admin = (route: string, method = 'GET', body?: unknown) =>
+      fetch(`${service!.adminUrl}/admin/v1${route}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${adminToken}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const listed = (await (await admin('/stores')).json()) as { stores: Array<{ id: string }> };
+    const storeId = listed.stores[0]!.id;
+    const patched = await admin(`/stores/${storeId}`, 'PATCH', { languages: ['en', 'ar'], default_language: 'en' });
+    assert.equal(patched.status, 200, await patched.text());
+    const ids = languages.flatMap((_, language) => Array.from({ length: perLanguage }, (_, i) => known(language, i)));
+    for (let i = 0; i < ids.length; i += 8) {
+      const batch = ids.slice(i, i + 8);
+      const answers = await Promise.all(
+        batch.map((phone) =>
+          post(base, '/register', { name: 'Timing', phone, password, password_confirmation: password }),
+        ),
+      );
+      answers.forEach((answer, k) => assert.equal(answer.status, 201, `registering ${batch[k]}`));
+    }
+  });
+  after(async () => {
+    await service?.stop();
+    if (dataDir !== '') rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  languages.forEach(({ tag, typed }, language) => {
+    const headers = { 'accept-language': tag };
+    const where = `Accept-Language: ${tag}, numbers typed in ${tag === 'ar' ? 'Arabic-Indic' : 'ASCII'} digits`;
+    // The last customer and unknown number of the language: for the answers compared whole.
+    const probe = perLanguage - 1;
+
+    test(`login (${where}): an unknown identity and a wrong password answer alike and take the same time`, async (context) => {
+      const login = (identity: string, secret: string) =>
+        send(base, '/login', { identity: typed(identity), password: secret }, headers);
+      const wrongAnswer = await comparable(await login(known(language, probe), 'analytical engine 1844'));
+      const unknownAnswer = await comparable(await login(unknown(language, probe), password));
+      assert.deepEqual(wrongAnswer, unknownAnswer);
+      assert.equal((wrongAnswer as { status: number }).status, 401);
+      const request = (identity: string, secret: string) =>
+        post(base, '/login', { identity: typed(identity), password: secret }, undefined, undefined, headers);
+      const unknownCase: Case = {
+        label: 'unknown identity',
+        status: 401,
+        request: (i) => request(unknown(language, i), password),
+      };
+      const wrong: Case = {
+        label: 'wrong password',
+        status: 401,
+        request: (i) => request(known(language, i), 'analytical engine 1844'),
+      };
+      await assertIndistinguishable(context, unknownCase, wrong, samplesPerSlowCase, contractShiftBound);
+    });
+
+    test(`forgot password (${where}): an existing and an unknown identity answer alike and take the same time`, async (context) => {
+      const forgot = (identity: string) => send(base, '/password/forgot', { identity: typed(identity) }, headers);
+      const existingAnswer = await comparable(await forgot(known(language, probe)));
+      const unknownAnswer = await comparable(await forgot(unknown(language, probe)));
+      assert.deepEqual(existingAnswer, unknownAnswer);
+      assert.equal((existingAnswer as { status: number }).status, 202);
+      const request = (identity: string) =>
+        post(base, '/password/forgot', { identity: typed(identity) }, undefined, undefined, headers);
+      const existing: Case = { label: 'existing identity', status: 202, request: (i) => request(known(language, i)) };
+      const unknownCase: Case = {
+        label: 'unknown identity',
+        status: 202,
+        request: (i) => request(unknown(language, i)),
+      };
+      await assertIndistinguishable(
+        context,
+        existing,
+        unknownCase,
+        samplesPerConfigurationFastCase,
+        contractShiftBound,
+      );
+    });
   });
 });

@@ -32,6 +32,10 @@ export interface Store {
   mail_from: string | null;
   sms_sender: string | null;
   webauthn_rp_id: string | null;
+  /** Language tags the store speaks (`en`, `ar`); `["en"]` unless set. */
+  languages: string[];
+  /** One of `languages`. */
+  default_language: string;
   updated_at: string;
 }
 
@@ -51,6 +55,10 @@ export interface NewStore {
   mail_from?: string | null;
   sms_sender?: string | null;
   webauthn_rp_id?: string | null;
+  /** Default `["en"]`. */
+  languages?: string[];
+  /** One of `languages`; default the first of them. */
+  default_language?: string;
 }
 
 /** A JSON merge patch: fields left out keep their value; null clears those that may be empty. */
@@ -63,6 +71,10 @@ export interface StorePatch {
   mail_from?: string | null;
   sms_sender?: string | null;
   webauthn_rp_id?: string | null;
+  /** Replaces the list; it must hold the default unless `default_language` comes with it. */
+  languages?: string[];
+  /** Alone, one of the store's current languages. */
+  default_language?: string;
 }
 
 export interface StoreList {

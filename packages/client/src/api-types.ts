@@ -44,12 +44,14 @@ export interface RegisterBody {
   password: string;
   /** Must equal password. */
   password_confirmation: string;
+  /** The language of the customer's messages: one of the store's languages (`en`, `ar`, …). Left out at registration: the store language `Accept-Language` asks for, if any. */
+  locale?: string;
 }
 
 export interface VerifyBody {
   /** The account's email address or phone number (E.164), by the store's identity mode. */
   identity: string;
-  /** The six-digit code that was sent. */
+  /** The six-digit code that was sent; Arabic-Indic (U+0660–U+0669) and Extended Arabic-Indic (U+06F0–U+06F9) digits are read as ASCII digits. */
   code: string;
 }
 
@@ -67,7 +69,7 @@ export interface LoginBody {
 export interface ResetPasswordBody {
   /** The account's email address or phone number (E.164), by the store's identity mode. */
   identity: string;
-  /** The six-digit code that was sent. */
+  /** The six-digit code that was sent; Arabic-Indic (U+0660–U+0669) and Extended Arabic-Indic (U+06F0–U+06F9) digits are read as ASCII digits. */
   code: string;
   /** The new password, by the same rules as at registration. */
   password: string;
@@ -83,8 +85,10 @@ export interface ChangePasswordBody {
 }
 
 export interface ProfileBody {
-  /** Up to 120 characters once trimmed; no control characters. */
-  name: string;
+  /** Up to 120 characters once trimmed; no control characters. Required unless `locale` is sent. */
+  name?: string;
+  /** The language of the customer's messages: one of the store's languages, or null for the store's default. */
+  locale?: string | null;
 }
 
 export interface IdentityChangeBody {
@@ -97,7 +101,7 @@ export interface IdentityChangeBody {
 }
 
 export interface IdentityConfirmBody {
-  /** The six-digit code that was sent. */
+  /** The six-digit code that was sent; Arabic-Indic (U+0660–U+0669) and Extended Arabic-Indic (U+06F0–U+06F9) digits are read as ASCII digits. */
   code: string;
 }
 
@@ -111,10 +115,13 @@ export interface Customer {
   name: string;
   identity: {
     type: 'email' | 'phone';
+    /** Lowercased; an email address with an internationalized domain shows the domain in Unicode. */
     value: string;
     /** An ISO 8601 date and time (UTC). */
     verified_at: string | null;
   };
+  /** The language of the customer's messages; null: the store's default language. */
+  locale: string | null;
 }
 
 export interface AuthSession {
@@ -186,10 +193,13 @@ export interface AccountExport {
     name: string;
     identity: {
       type: 'email' | 'phone';
+      /** Lowercased; an email address with an internationalized domain shows the domain in Unicode. */
       value: string;
       /** An ISO 8601 date and time (UTC). */
       verified_at: string | null;
     };
+    /** The language of the customer's messages; null: the store's default language. */
+    locale: string | null;
     /** An ISO 8601 date and time (UTC). */
     created_at: string;
   };

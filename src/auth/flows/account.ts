@@ -1,16 +1,18 @@
 import { enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
 import {
   lockCustomer,
   replacePassword,
   toCustomer,
-  updateCustomerName,
+  updateCustomerProfile,
   type Customer,
   type CustomerRow,
 } from '../tables/customers.js';
 import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from '../deps.js';
 import { fail, failFields, ok, type Result } from '../result.js';
 import { validateName, validateNewPassword } from '../rules/fields.js';
+import { validateLocale } from '../rules/locale.js';
 import { credentialsChanged } from '../rules/ownership.js';
 import { checkCurrentPassword, currentPasswordRefused } from '../rules/reauthentication.js';
 import {
@@ -84,6 +86,7 @@ export async function changePassword(
       to: locked.identity_value,
       customerId: locked.id,
       storeName: store.name,
+      language: messageLanguage(store, locked.locale),
       signedOut: 'other_devices',
     });
     return ok(opened.session);
@@ -92,17 +95,29 @@ export async function changePassword(
   return result;
 }
 
-export type ChangeNameResult = Result<Customer, 'invalid' | 'unauthenticated'>;
+/** What the profile changes: each field that is given (a null locale: the store's default). */
+export interface ProfileInput {
+  name?: string | undefined;
+  locale?: string | null | undefined;
+}
 
-/** Sets the customer's name, by the same rules as at registration. */
-export async function changeName(
+export type ChangeProfileResult = Result<Customer, 'invalid' | 'unauthenticated'>;
+
+/**
+ * Sets the customer's name, by the same rules as at registration, and the language of their
+ * messages (one of the store's). A body with neither asks for the name, as it always has.
+ */
+export async function changeProfile(
   deps: Pick<AuthDeps, 'db' | 'clock'>,
+  store: Pick<StoreContext, 'languages'>,
   customerId: string,
-  rawName: string,
-): Promise<ChangeNameResult> {
+  input: ProfileInput,
+): Promise<ChangeProfileResult> {
   const errors: FieldErrors = {};
-  const name = validateName(rawName, errors);
+  const name =
+    input.name !== undefined || input.locale === undefined ? validateName(input.name ?? '', errors) : undefined;
+  const locale = input.locale === undefined ? undefined : validateLocale(store, input.locale, errors);
   if (Object.keys(errors).length > 0) return failFields('invalid', errors);
-  const row = await updateCustomerName(deps.db, customerId, name, deps.clock.now());
+  const row = await updateCustomerProfile(deps.db, customerId, { name, locale }, deps.clock.now());
   return row === null ? fail('unauthenticated') : ok(toCustomer(row));
 }

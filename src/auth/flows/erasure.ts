@@ -1,5 +1,6 @@
 import { listCustomerAudit, scrubAuditIdentity, type AuditRecord } from '../../audit.js';
 import { eraseCustomerMessages, enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import { deleteCustomerChallenges } from '../tables/codes.js';
 import {
   customerCreatedAt,
@@ -10,6 +11,7 @@ import {
   type Customer,
   type CustomerRow,
 } from '../tables/customers.js';
+import type { StoreContext } from '../../store/store.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from '../deps.js';
 import { fail, ok, type Result } from '../result.js';
 import { currentPasswordRefused } from '../rules/reauthentication.js';
@@ -93,6 +95,9 @@ export async function exportAccount(
 /** What erasing an account needs: no hasher, so the command line can do it too. */
 export type ErasureDeps = MessagingDeps;
 
+/** The store an account is erased from, as its notice names it and picks its language. */
+export type ErasingStore = Pick<StoreContext, 'name' | 'languages' | 'defaultLanguage'>;
+
 /** `wrong_password` names `current_password`, so the caller can answer it as a field error. */
 export type DeleteAccountResult = Result<void, 'wrong_password' | 'gone'>;
 
@@ -102,12 +107,12 @@ export type DeleteAccountResult = Result<void, 'wrong_password' | 'gone'>;
  */
 export async function deleteAccountWithPassword(
   deps: ErasureDeps & Pick<AuthDeps, 'hasher'>,
-  storeName: string,
+  store: ErasingStore,
   customer: CustomerRow,
   password: string,
 ): Promise<DeleteAccountResult> {
   if (!(await deps.hasher.verify(customer.password_hash, password))) return currentPasswordRefused();
-  return eraseAccount(deps, storeName, customer.id, customer.credential_version);
+  return eraseAccount(deps, store, customer.id, customer.credential_version);
 }
 
 /**
@@ -128,7 +133,7 @@ export async function deleteAccountWithPassword(
  */
 export async function eraseAccount(
   deps: ErasureDeps,
-  storeName: string,
+  store: ErasingStore,
   customerId: string,
   credentialVersion?: number,
 ): Promise<DeleteAccountResult> {
@@ -150,7 +155,9 @@ export async function eraseAccount(
       to: customer.identity_value,
       // The customer row is gone: this message is about no one the database still knows.
       customerId: null,
-      storeName,
+      storeName: store.name,
+      // Read before the row went: the notice is written in the language the customer had.
+      language: messageLanguage(store, customer.locale),
     });
     return ok(undefined);
   });

@@ -1,4 +1,5 @@
 import { enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
 import { consumeChallengeOf, issueChallenge, voidLiveChallenges } from '../tables/codes.js';
 import {
@@ -83,6 +84,7 @@ export async function requestIdentityChange(
         // About the account that holds the address, not the one asking: it goes with the owner's.
         customerId: owner.id,
         storeName: store.name,
+        language: messageLanguage(store, owner.locale),
       });
       return true;
     }
@@ -93,6 +95,7 @@ export async function requestIdentityChange(
       to: newIdentityValue,
       customerId: customer.id,
       storeName: store.name,
+      language: messageLanguage(store, customer.locale),
       code: { value: challenge.code, expiresAt: challenge.expiresAt },
       challengeId: challenge.challengeId,
     });
@@ -137,6 +140,7 @@ export async function confirmIdentityChange(
       to: locked.identity_value,
       customerId: locked.id,
       storeName: store.name,
+      language: messageLanguage(store, locked.locale),
       maskedIdentity: maskIdentity(store.identityMode, consumed.newIdentityValue),
     });
     return ok(toCustomer(switched));

@@ -1,5 +1,6 @@
 import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
 import { lockCustomer, type CustomerRow } from '../tables/customers.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from '../deps.js';
@@ -77,7 +78,7 @@ export type PasskeyRegistrationResult = Result<
 export async function finishPasskeyRegistration(
   deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   rp: RelyingParty,
-  store: Pick<StoreContext, 'name' | 'identityMode'>,
+  store: Pick<StoreContext, 'name' | 'identityMode' | 'languages' | 'defaultLanguage'>,
   customer: CustomerRow,
   registration: PasskeyRegistration,
 ): Promise<PasskeyRegistrationResult> {
@@ -128,6 +129,7 @@ export async function finishPasskeyRegistration(
       to: locked.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      language: messageLanguage(store, locked.locale),
     });
     return added;
   });

@@ -1,6 +1,7 @@
 import { queueCodeIfWanted } from '../rules/queue-code.js';
 import type { StoreContext } from '../../store/store.js';
 import { enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import { consumeChallenge } from '../tables/codes.js';
 import { lockCustomer, replacePassword } from '../tables/customers.js';
 import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from '../deps.js';
@@ -62,6 +63,7 @@ export async function resetPassword(
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      language: messageLanguage(store, customer.locale),
     });
     return ok({ customerId: customer.id });
   });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import type { ProviderIdentity } from '../../providers/relying-party.js';
 import type { StoreContext } from '../../store/store.js';
 import { channelFor, type MessagingDeps } from '../deps.js';
@@ -114,6 +115,7 @@ async function matchCustomer(
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      language: messageLanguage(store, customer.locale),
     });
     return { customer, match: 'linked_proven' };
   }
@@ -160,6 +162,7 @@ export async function linkProvider(
       to: customer.identity_value,
       customerId,
       storeName: store.name,
+      language: messageLanguage(store, customer.locale),
     });
     return ok(undefined);
   });

@@ -1,24 +1,61 @@
+import { domainToASCII, domainToUnicode } from 'node:url';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import type { IdentityMode } from '../../config.js';
+import { asciiDigits } from './digits.js';
 
 export const maxIdentityLength = 254;
 
-// The HTML (WHATWG) definition of a valid email address.
-const emailPattern =
-  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+// The local part of the HTML (WHATWG) definition of a valid email address: ASCII only.
+const localPartPattern = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+$/;
+// Its domain, which an internationalized domain must match once in its IDNA ASCII form.
+const domainPattern =
+  /^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+const asciiText = /^[\x00-\x7f]*$/;
+const aLabel = /(?:^|\.)xn--/i;
+// What the URL host parser makes of a domain whose last label is a number: an IPv4 address.
+const dottedQuad = /^\d+\.\d+\.\d+\.\d+$/;
 
 // International form only; the punctuation people type between digit groups is tolerated.
 const phonePattern = /^\+[0-9 .()-]+$/;
 
-export function normalizeEmail(raw: string): string | null {
-  const trimmed = raw.trim();
-  if (trimmed.length > maxIdentityLength || !emailPattern.test(trimmed)) return null;
-  return trimmed.toLowerCase();
+/**
+ * A domain in its IDNA ASCII form (UTS-46, as browsers and mail software resolve it), lowercased;
+ * null when it has none. `bücher.example`, `BÜCHER.example` and `xn--bcher-kva.example` are one
+ * domain, so they must be one identity. An ASCII domain keeps the rules it always had, but an
+ * A-label in it (`xn--…`) must decode, so no stored address is a name no one can show or type.
+ */
+function asciiDomain(domain: string): string | null {
+  if (asciiText.test(domain)) {
+    if (!domainPattern.test(domain)) return null;
+    if (aLabel.test(domain) && domainToASCII(domain) === '') return null;
+    return domain.toLowerCase();
+  }
+  const converted = domainToASCII(domain);
+  // A full-width number as the last label would come back as an address (１２３ → 0.0.0.123).
+  if (converted === '' || dottedQuad.test(converted) || !domainPattern.test(converted)) return null;
+  return converted;
 }
 
-/** E.164 for a number that the numbering plan of its country allows, else null. */
-export function normalizePhone(raw: string): string | null {
+export function normalizeEmail(raw: string): string | null {
   const trimmed = raw.trim();
+  if (trimmed.length > maxIdentityLength) return null;
+  const at = trimmed.lastIndexOf('@');
+  const localPart = trimmed.slice(0, at);
+  if (at < 1 || !localPartPattern.test(localPart)) return null;
+  const domain = asciiDomain(trimmed.slice(at + 1));
+  if (domain === null) return null;
+  // The ASCII form of a domain is longer than its Unicode form: the limit holds for what is stored.
+  const address = `${localPart.toLowerCase()}@${domain}`;
+  return address.length > maxIdentityLength ? null : address;
+}
+
+/**
+ * E.164 for a number that the numbering plan of its country allows, else null. Arabic-Indic
+ * digits are read as ASCII ones first; any other non-ASCII digit fails the pattern here, before
+ * the numbering-plan library, which would otherwise read many scripts' digits as ASCII ones.
+ */
+export function normalizePhone(raw: string): string | null {
+  const trimmed = asciiDigits(raw.trim());
   if (trimmed.length > maxIdentityLength || !phonePattern.test(trimmed)) return null;
   const parsed = parsePhoneNumberFromString(trimmed);
   if (parsed === undefined || !parsed.isValid()) return null;
@@ -64,9 +101,24 @@ export function callingCodeOf(e164: string): string | undefined {
  */
 export function maskIdentity(mode: IdentityMode, value: string): string {
   if (mode === 'email') {
-    const at = value.lastIndexOf('@');
-    return `${[...value.slice(0, at)][0] ?? ''}•••${value.slice(at)}`;
+    const shown = displayIdentity(mode, value);
+    const at = shown.lastIndexOf('@');
+    return `${[...shown.slice(0, at)][0] ?? ''}•••${shown.slice(at)}`;
   }
   const countryCode = callingCodeOf(value) ?? '';
   return `+${countryCode}•••••••${value.slice(-2)}`;
+}
+
+/**
+ * An identity as the customer reads it: an email's internationalized domain in Unicode
+ * (`xn--bcher-kva.example` as `bücher.example`); every other identity as it is stored. Only for
+ * showing: messages go to, and lookups compare, the stored ASCII form.
+ */
+export function displayIdentity(mode: IdentityMode, value: string): string {
+  if (mode !== 'email') return value;
+  const at = value.lastIndexOf('@');
+  const domain = value.slice(at + 1);
+  if (!aLabel.test(domain)) return value;
+  const unicode = domainToUnicode(domain);
+  return unicode === '' ? value : `${value.slice(0, at + 1)}${unicode}`;
 }

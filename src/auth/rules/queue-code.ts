@@ -1,4 +1,5 @@
 import { enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
 import { issueChallenge, type ChallengePurpose } from '../tables/codes.js';
 import { findCustomerByIdentity, lockCustomer, type CustomerRow } from '../tables/customers.js';
@@ -13,7 +14,7 @@ export async function queueCode(
   tx: Parameters<typeof issueChallenge>[0],
   deps: Pick<AuthDeps, 'clock' | 'keys'>,
   store: StoreContext,
-  customer: Pick<CustomerRow, 'id' | 'identity_value'>,
+  customer: Pick<CustomerRow, 'id' | 'identity_value' | 'locale'>,
   purpose: ChallengePurpose,
 ): Promise<void> {
   const challenge = await issueChallenge(tx, deps, customer.id, purpose);
@@ -23,6 +24,7 @@ export async function queueCode(
     to: customer.identity_value,
     customerId: customer.id,
     storeName: store.name,
+    language: messageLanguage(store, customer.locale),
     code: { value: challenge.code, expiresAt: challenge.expiresAt },
     challengeId: challenge.challengeId,
   });

@@ -1,4 +1,5 @@
 import { enqueueMessage } from '../../delivery/outbox.js';
+import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from '../deps.js';
 import { ok, type Ok, type Result } from '../result.js';
@@ -84,6 +85,7 @@ async function noteSignIn(deps: MessagingDeps, store: StoreContext, signIn: Open
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      language: messageLanguage(store, customer.locale),
       signIn: { at: deps.clock.now(), device: family, address: maskedAddress },
     });
     return 'sent';

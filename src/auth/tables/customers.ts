@@ -1,6 +1,6 @@
 import type { IdentityMode } from '../../config.js';
 import { deleteInBatch, isUuid, type Queryable, type StoreQueryable } from '../../storage/database.js';
-import type { ParsedIdentity } from '../rules/identity.js';
+import { displayIdentity, type ParsedIdentity } from '../rules/identity.js';
 
 export interface CustomerRow {
   id: string;
@@ -12,6 +12,8 @@ export interface CustomerRow {
   verified_at: Date | null;
   /** Raised by every change of password; sessions are only opened against the current one. */
   credential_version: number;
+  /** The language the customer chose or their browser asked for at registration; null: the store's default. */
+  locale: string | null;
 }
 
 /** The Customer resource as the API shows it. */
@@ -19,6 +21,7 @@ export interface Customer {
   id: string;
   name: string;
   identity: { type: IdentityMode; value: string; verified_at: string | null };
+  locale: string | null;
 }
 
 export function toCustomer(row: CustomerRow): Customer {
@@ -27,9 +30,11 @@ export function toCustomer(row: CustomerRow): Customer {
     name: row.name,
     identity: {
       type: row.identity_type,
-      value: row.identity_value,
+      // Shown as the customer reads it (an internationalized domain in Unicode), stored in ASCII.
+      value: displayIdentity(row.identity_type, row.identity_value),
       verified_at: row.verified_at === null ? null : new Date(row.verified_at).toISOString(),
     },
+    locale: row.locale,
   };
 }
 
@@ -45,6 +50,7 @@ const columnNames = [
   'password_hash',
   'verified_at',
   'credential_version',
+  'locale',
 ];
 const customerColumns = columnNames.join(', ');
 
@@ -77,12 +83,14 @@ export async function insertCustomer(
     passwordHash: string | null;
     now: Date;
     verified?: boolean;
+    /** The language recorded for its messages; null: the store's default. */
+    locale?: string | null;
   },
 ): Promise<CustomerRow | null> {
   const [row] = await tx.query<CustomerRow>(
     `INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, verified_at, created_at,
-                            updated_at)
-     VALUES ($7, $1, $2, $3, $4, $5, CASE WHEN $8 THEN $6::timestamptz END, $6, $6)
+                            updated_at, locale)
+     VALUES ($7, $1, $2, $3, $4, $5, CASE WHEN $8 THEN $6::timestamptz END, $6, $6, $9)
      ON CONFLICT (store_id, identity_type, identity_value) DO NOTHING RETURNING ${customerColumns}`,
     [
       customer.id,
@@ -93,6 +101,7 @@ export async function insertCustomer(
       customer.now,
       tx.storeId,
       customer.verified === true,
+      customer.locale ?? null,
     ],
   );
   return row ?? null;
@@ -215,16 +224,20 @@ export async function replacePassword(
   return row!.credential_version;
 }
 
-/** Sets the display name; null when the customer is gone. */
-export async function updateCustomerName(
+/**
+ * Sets the display name and the locale, each when given (a null locale: the store's default);
+ * null when the customer is gone.
+ */
+export async function updateCustomerProfile(
   db: StoreQueryable,
   id: string,
-  name: string,
+  change: { name?: string | undefined; locale?: string | null | undefined },
   now: Date,
 ): Promise<CustomerRow | null> {
   const rows = await db.query<CustomerRow>(
-    `UPDATE customers SET name = $2, updated_at = $3 WHERE store_id = $4 AND id = $1 RETURNING ${customerColumns}`,
-    [id, name, now, db.storeId],
+    `UPDATE customers SET name = COALESCE($2, name), locale = CASE WHEN $5 THEN $6 ELSE locale END, updated_at = $3
+      WHERE store_id = $4 AND id = $1 RETURNING ${customerColumns}`,
+    [id, change.name ?? null, now, db.storeId, change.locale !== undefined, change.locale ?? null],
   );
   return rows[0] ?? null;
 }

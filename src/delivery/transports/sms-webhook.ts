@@ -16,6 +16,7 @@ export function createSmsWebhookTransport(url: string, secret: string): Transpor
         id: message.id,
         to: message.to,
         text: message.content.text,
+        language: message.content.language,
         purpose: message.purpose,
         store_id: message.from.storeId,
         sender: message.from.smsSender,

@@ -83,7 +83,7 @@ export function createSmtpTransport(smtpUrl: string, from: string, tls: SmtpTlsO
           subject: message.content.subject,
           text: message.content.text,
           html: message.content.html,
-          headers: { 'X-Storefront-Message-Id': message.id },
+          headers: { 'X-Storefront-Message-Id': message.id, 'Content-Language': message.content.language },
         });
       } catch (error) {
         throw explain(error, options);

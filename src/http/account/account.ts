@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { changeName, changePassword } from '../../auth/flows/account.js';
+import { changePassword, changeProfile } from '../../auth/flows/account.js';
 import { newPasswordErrors, validateName } from '../../auth/rules/fields.js';
+import { validateLocale } from '../../auth/rules/locale.js';
 import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
 import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
@@ -40,8 +41,9 @@ const changePasswordRoute = declareRoute({
 
 const changeProfileRoute = declareRoute({
   operationId: 'changeProfile',
-  summary: 'Change the name',
-  description: 'Sets the name, by the same rules as at registration.',
+  summary: 'Change the name or the language',
+  description:
+    "Sets the name (by the same rules as at registration) and the language of the customer's messages (`locale`: one of the store's languages, or null for the store's default), each when sent; one of them is required.",
   session: true,
   body: ProfileBody,
   ownValidation: true,
@@ -80,10 +82,11 @@ export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       refuseInvalidBody(request, (fields) => {
         const errors = {};
         if (fields['name'] !== undefined) validateName(fields['name'], errors);
+        if (fields['locale'] !== undefined) validateLocale(request.store, fields['locale'], errors);
         return errors;
       });
       await limit(request, [[limits.profileChanges, customer.id]]);
-      const result = await changeName(depsOf(request), customer.id, request.body.name);
+      const result = await changeProfile(depsOf(request), request.store, customer.id, request.body);
       if (!result.ok) throw refusal(request, nameChangeOutcomes, result);
       audit(request, 'profile.changed', customer.id);
       return result.value;

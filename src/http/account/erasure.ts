@@ -57,7 +57,7 @@ export function erasureRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       const { customer } = accountOf(request);
       // The failed-login limit of the identity, as at login: a stolen session cannot guess on.
       const result = await reauthenticated(request, customer, () =>
-        deleteAccountWithPassword(depsOf(request), request.store.name, customer, request.body.current_password),
+        deleteAccountWithPassword(depsOf(request), request.store, customer, request.body.current_password),
       );
       if (!result.ok) throw refusal(request, deleteOutcomes, result, { customerId: customer.id });
       audit(request, 'account.deleted', customer.id);

@@ -24,7 +24,10 @@ export const common: AnyProblemCode[] = [
   'internal_error',
 ];
 export const withBody: AnyProblemCode[] = ['validation_failed', 'payload_too_large', 'unsupported_media_type'];
-export const examples = { details: { unauthenticated: missingTokenDetail, store_not_found: storeNotFound } };
+export const examples = {
+  details: { unauthenticated: missingTokenDetail, store_not_found: storeNotFound },
+  operators: true,
+};
 
 export function route<T extends object>(
   operationId: string,

@@ -112,7 +112,7 @@ const introspectRoute = {
           'service_unavailable',
           'internal_error',
         ],
-        { fieldErrors: notExactlyOne, details: { unauthenticated: missingTokenDetail } },
+        { fieldErrors: notExactlyOne, details: { unauthenticated: missingTokenDetail }, operators: true },
       ),
     },
   },

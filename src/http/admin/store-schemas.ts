@@ -56,6 +56,15 @@ const rpIdField = Type.String({
   maxLength: 253,
   description: "The passkeys' relying party ID: a host name the store's hosts are on (by default its first host).",
 });
+const languagesText =
+  "The languages the store's page, problems and messages speak, as language tags the service ships (`en`, `ar`): at least one, duplicates dropped, in the order given.";
+const defaultLanguageText =
+  'One of `languages`: what a shopper gets whose browser asks for none of them, and whose messages have no language of their own.';
+const languageTag = Type.String({ minLength: 1, maxLength: 35 });
+const languagesField = (more: string) =>
+  Type.Array(languageTag, { maxItems: 50, description: `${languagesText} ${more}` });
+const defaultLanguageField = (more: string) =>
+  Type.String({ minLength: 1, maxLength: 35, description: `${defaultLanguageText} ${more}` });
 const nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) =>
   Type.Union([schema, Type.Null()], { description });
 
@@ -74,6 +83,8 @@ export const Store = Type.Object({
     Type.String(),
     "The passkeys' relying party ID; null: the deployment's WEBAUTHN_RP_ID, else the store's first host.",
   ),
+  languages: Type.Array(Type.String(), { description: `${languagesText} A store given none speaks \`["en"]\`.` }),
+  default_language: Type.String({ description: defaultLanguageText }),
   updated_at: time,
 });
 
@@ -104,6 +115,8 @@ export const CreateStoreBody = Type.Object(
     mail_from: Type.Optional(nullable(mailFromField, mailFromField.description!)),
     sms_sender: Type.Optional(nullable(smsSenderField, smsSenderField.description!)),
     webauthn_rp_id: Type.Optional(nullable(rpIdField, rpIdField.description!)),
+    languages: Type.Optional(languagesField('Default: `["en"]`.')),
+    default_language: Type.Optional(defaultLanguageField('Default: the first of `languages`.')),
   },
   { additionalProperties: false, description: 'A new store: `slug` and `name`, and any of its other fields.' },
 );
@@ -121,6 +134,14 @@ export const StorePatch = Type.Object(
     mail_from: Type.Optional(nullable(mailFromField, `${mailFromField.description} null: the deployment's.`)),
     sms_sender: Type.Optional(nullable(smsSenderField, `${smsSenderField.description} null: none.`)),
     webauthn_rp_id: Type.Optional(nullable(rpIdField, `${rpIdField.description} null: the default.`)),
+    languages: Type.Optional(
+      languagesField(
+        'Replaces the list, which must hold the default language unless `default_language` is given with it.',
+      ),
+    ),
+    default_language: Type.Optional(
+      defaultLanguageField("Given alone, it must be one of the store's current languages."),
+    ),
   },
   {
     additionalProperties: false,

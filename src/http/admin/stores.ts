@@ -6,10 +6,15 @@ import { parseIdentity } from '../../auth/rules/identity.js';
 import { deliveryProblem, type IdentityMode } from '../../config.js';
 import { forStore } from '../../storage/database.js';
 import {
+  defaultLanguageRefusal,
   describeStore,
   distinct,
   FieldError,
+  newStoreLanguages,
   storeHost,
+  storeLanguage,
+  storeLanguageChange,
+  storeLanguages,
   storeMailFrom,
   storeName,
   storeOrigin,
@@ -156,6 +161,16 @@ function storeChangesOf(body: StorePatch, fields: FieldErrors): StoreChanges {
   set('mailFrom', optional('mail_from', body.mail_from, storeMailFrom));
   set('smsSender', optional('sms_sender', body.sms_sender, storeSmsSender));
   set('webauthnRpId', optional('webauthn_rp_id', body.webauthn_rp_id, storeHost));
+  if (body.languages !== undefined || body.default_language !== undefined) {
+    const languages = body.languages && fields.value('languages', body.languages, storeLanguages);
+    const defaultLanguage =
+      body.default_language && fields.value('default_language', body.default_language, storeLanguage);
+    // A refused half is not applied alone: the other one would be checked against what was not meant.
+    if (!('languages' in fields.errors || 'default_language' in fields.errors)) {
+      const change = { ...(languages && { languages }), ...(defaultLanguage && { defaultLanguage }) };
+      set('languages', fields.value('default_language', change, storeLanguageChange));
+    }
+  }
   return changes;
 }
 
@@ -164,10 +179,11 @@ function newStoreOf(body: CreateStoreBody, config: Deps['config']): NewStore {
   fields.check('slug', body.slug, storeSlug);
   const hosts = fields.value('hosts', body.hosts ?? [], (hosts) => distinct(hosts, storeHost)) ?? [];
   const changes = storeChangesOf(body, fields);
+  const languages = changes.languages && fields.value('default_language', changes.languages, newStoreLanguages);
   const identityMode = body.identity_mode ?? 'email';
   checkTransport(fields, config, identityMode);
   fields.throwIfAny();
-  return { ...changes, slug: body.slug, name: changes.name!, identityMode, hosts };
+  return { ...changes, ...(languages && { languages }), slug: body.slug, name: changes.name!, identityMode, hosts };
 }
 
 /** In production, an identity mode the deployment has no transport for is refused. */
@@ -321,6 +337,10 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         const result = await updateStore(db, clock, changes, { store: store.id, force, countCustomers });
         if (!result.ok) {
           if (result.reason === 'identity_mode_in_use') throw new ProblemError('identity_mode_in_use');
+          if (result.reason === 'default_language_not_spoken') {
+            fields.note('default_language', defaultLanguageRefusal(result.current, changes.languages!));
+            fields.throwIfAny();
+          }
           throw new ProblemError('store_not_found', {}, {}, storeNotFound);
         }
         audit(request, store.id, 'store.changed', { fields: Object.keys(request.body).sort().join(',') });

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { register, registrationErrors } from '../../auth/flows/registration.js';
 import { resendVerification, verifyIdentity } from '../../auth/flows/verification.js';
+import { requestedLanguage } from '../../i18n/negotiate.js';
 import { declareRoute, type Outcomes } from '../declare.js';
 import { identityOf, messageRequestRoute, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
@@ -17,7 +18,7 @@ const registerRoute = declareRoute({
   operationId: 'register',
   summary: 'Register a customer',
   description:
-    "Creates an unverified customer and sends a verification code through the store channel. Never creates a session. Send `email` on an email store and `phone` on a phone store; a 422 names every failing field at once, the store's identity field included.",
+    "Creates an unverified customer and sends a verification code through the store channel. Never creates a session. Send `email` on an email store and `phone` on a phone store; a 422 names every failing field at once, the store's identity field included. The customer's messages are written in `locale` when sent (one of the store's languages), else in the store language `Accept-Language` asks for, else in the store's default language.",
   body: RegisterBody,
   ownValidation: true,
   answer: Customer,
@@ -54,7 +55,9 @@ export function registrationRoutes(services: KitSource): FastifyPluginAsyncTypeb
         registrationErrors(request.store, fields, services.config.smsAllowedCallingCodes),
       );
       await limit(request, [[limits.registrations, request.clientKey]]);
-      const result = await register(depsOf(request), request.store, request.body);
+      const { store } = request;
+      const requested = requestedLanguage(request.headers['accept-language'], store.languages);
+      const result = await register(depsOf(request), store, request.body, requested);
       if (!result.ok) throw refusal(request, registerOutcomes, result);
       audit(request, 'customer.registered', result.value.id);
       reply.code(201);
