@@ -1,3 +1,5 @@
+import type { Params, Phrase } from '../i18n/strings.js';
+import { fieldPhrase } from './rules/field-phrase.js';
 import type { Clock } from '../clock.js';
 import type { IdentityMode } from '../config.js';
 import type { Channel } from '../delivery/message.js';
@@ -28,10 +30,12 @@ export interface AuthDeps {
  */
 export type MessagingDeps = Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>;
 
-export type FieldErrors = Record<string, string[]>;
+/** What is wrong with each refused field, as phrases (`field.*` strings) the edge writes in the customer's language. */
+export type FieldErrors = Record<string, Phrase[]>;
 
-export function addFieldError(errors: FieldErrors, field: string, message: string): void {
-  (errors[field] ??= []).push(message);
+/** Notes `field.<name>` (with its parameters) against a field. */
+export function addFieldError(errors: FieldErrors, field: string, name: string, params?: Params): void {
+  (errors[field] ??= []).push(fieldPhrase(name, params));
 }
 
 export function channelFor(mode: IdentityMode): Channel {

@@ -144,7 +144,7 @@ async function runStoreCommand(deps: StoreCommandDeps, command: StoreCommand): P
       const row = await customerNamed(sdb, store, command.identity);
       if (typeof row === 'string') return { ok: false, error: row };
       const activeSessions = await countLiveCustomerSessions(sdb, clock, row.id);
-      return { ok: true, output: { ...toCustomer(row), active_sessions: activeSessions } };
+      return { ok: true, output: { ...toCustomer(row), locale: row.locale, active_sessions: activeSessions } };
     }
     case 'customer.delete':
       return deleteCustomer(deps, command.identity);

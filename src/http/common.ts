@@ -11,8 +11,16 @@ import Fastify, {
 import { HasherBusyError } from '../auth/rules/password.js';
 import { BackgroundBusyError } from '../background.js';
 import { DatabaseUnavailableError } from '../storage/database.js';
-import { problemInLanguage, setLanguageHeaders } from './problem-language.js';
-import { ProblemError, problemDocument, reasonPhrases, type AnyProblemCode, type ProblemExtras } from './problems.js';
+import { setLanguageHeaders } from './problem-language.js';
+import { fieldPhrase } from '../auth/rules/field-phrase.js';
+import {
+  ProblemError,
+  problemDocument,
+  reasonPhrases,
+  type AnyProblemCode,
+  type FieldMessage,
+  type ProblemExtras,
+} from './problems.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './validation.js';
 import { typedDigitsKeyword } from './typed-digits.js';
 
@@ -41,10 +49,10 @@ export function sendProblem(
   code: AnyProblemCode,
   extras: ProblemExtras = {},
   headers: Record<string, string | number> = {},
-  detail?: string,
+  detail?: FieldMessage,
 ) {
   const language = request.answerLanguage;
-  const body = problemInLanguage(problemDocument(code, request.id, detail, extras), language);
+  const body = problemDocument(code, request.id, language, detail, extras);
   const reason = reasonPhrases[body.status];
   if (reason !== undefined) reply.raw.statusMessage = reason;
   setLanguageHeaders(reply, language);
@@ -54,7 +62,7 @@ export function sendProblem(
 /** Maps anything thrown to a problem document; only ProblemError text ever reaches the client. */
 export function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof ProblemError) {
-    return sendProblem(request, reply, error.code, error.extras, error.headers, error.message);
+    return sendProblem(request, reply, error.code, error.extras, error.headers, error.detail);
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation !== undefined) {
@@ -77,7 +85,7 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   const status = fastifyError.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     // Unreadable bodies: malformed JSON, an empty JSON body, prototype poisoning.
-    return sendProblem(request, reply, 'validation_failed', { errors: { body: ['Must be a valid JSON object.'] } });
+    return sendProblem(request, reply, 'validation_failed', { errors: { body: [fieldPhrase('json_body')] } });
   }
   request.log.error({ err: error }, 'unhandled error');
   return sendProblem(request, reply, 'internal_error');
@@ -129,7 +137,7 @@ export function acceptJsonOnly(app: ServiceFastify, alsoAs: string[] = []): void
   app.addContentTypeParser(['application/json', ...alsoAs], { parseAs: 'buffer' }, (request, bytes, done) => {
     const text = decodeUtf8(bytes as Buffer);
     if (text === null) {
-      done(new ProblemError('validation_failed', { errors: { body: ['Must be UTF-8 text.'] } }), undefined);
+      done(new ProblemError('validation_failed', { errors: { body: [fieldPhrase('utf8')] } }), undefined);
     } else if (text === '') {
       done(null, undefined);
     } else {

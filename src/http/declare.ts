@@ -1,6 +1,6 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
 import type { AuditEvent } from '../audit.js';
-import type { ProblemCode } from './problems.js';
+import type { FieldMessage, ProblemCode } from './problems.js';
 import { bodyProblemResponses, customerProblems, problemResponses, type ProblemExamples } from './schemas.js';
 
 /** A part of the API that a store setting turns on: the setting's field in the store context. */
@@ -10,7 +10,7 @@ export type StoreFeature = 'signInWithCode' | 'passkeys';
 export interface Outcome {
   problem: ProblemCode;
   /** The problem's detail, where one text must cover several causes. */
-  detail?: string;
+  detail?: FieldMessage;
   /** Recorded with the customer the failure names, when it names one. */
   audit?: { event: AuditEvent; details?: Record<string, string> };
   /** The label the route's metric counts the failure under. */
@@ -30,7 +30,7 @@ export function wrongPasswordOutcome(operation: string): Outcome {
 }
 
 /** A refused sign-in: counted and recorded as a failed login of its method. */
-export function signInRefused(method: 'password' | 'code', problem: ProblemCode, detail?: string): Outcome {
+export function signInRefused(method: 'password' | 'code', problem: ProblemCode, detail?: FieldMessage): Outcome {
   return {
     problem,
     ...(detail && { detail }),

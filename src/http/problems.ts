@@ -1,74 +1,31 @@
-/** Every error code the API can answer with: its status and title. Tests assert codes, never prose. */
+import { baseLanguage, catalogue, type Phrase } from '../i18n/strings.js';
+
+/**
+ * Every error code the customer API can answer with, and its status. Its title and detail are the
+ * `problem.<code>` strings of locales/, in the language the answer is written in. Tests assert
+ * codes, never prose. One text for every cause of `invalid_identity_challenge` (wrong, expired,
+ * used, replaced, dead after five tries, no such account): which one it was is never told.
+ */
 export const problemCatalogue = {
-  validation_failed: {
-    status: 422,
-    title: 'Validation failed',
-    detail: 'The request has fields that are missing or invalid.',
-  },
-  identity_unavailable: {
-    status: 422,
-    title: 'Identity unavailable',
-    detail: 'This identity cannot be used to register.',
-  },
-  invalid_identity_challenge: {
-    status: 422,
-    title: 'Invalid identity challenge',
-    // One text for every cause (wrong, expired, used, replaced, dead after five tries, no such
-    // account): which one it was is never told, and a new code is the way on from each.
-    detail: 'The code is wrong, has expired or was already used. Check it, or ask for a new code.',
-  },
-  unauthenticated: { status: 401, title: 'Unauthenticated', detail: 'Sign in to continue.' },
-  identity_unverified: {
-    status: 403,
-    title: 'Identity unverified',
-    detail:
-      'Prove this account’s email address or phone number first: verify it, reset the password or sign in with a code.',
-  },
-  untrusted_origin: { status: 403, title: 'Untrusted origin', detail: 'Requests from this origin are not accepted.' },
-  not_found: { status: 404, title: 'Not found', detail: 'There is nothing at this path.' },
-  last_sign_in_method: {
-    status: 409,
-    title: 'Last sign-in method',
-    detail:
-      'This is the last way to sign in to the account (no password, passkey or other provider); set a password first with forgot/reset.',
-  },
-  method_not_allowed: { status: 405, title: 'Method not allowed', detail: 'This path does not accept this method.' },
-  payload_too_large: { status: 413, title: 'Payload too large', detail: 'The request body is larger than 16 KiB.' },
-  unsupported_media_type: {
-    status: 415,
-    title: 'Unsupported media type',
-    detail: 'Send the body as application/json.',
-  },
-  misdirected_request: {
-    status: 421,
-    title: 'Misdirected request',
-    detail:
-      'This host is not under the domain the service sets its cookies for (COOKIE_DOMAIN): a browser would drop them. Call the service on a host of that domain.',
-  },
-  csrf_token_mismatch: {
-    status: 419,
-    title: 'CSRF token mismatch',
-    detail:
-      'Get a token from GET /api/v1/csrf-cookie (the XSRF-TOKEN cookie, or its X-XSRF-TOKEN response header) and send it in the X-XSRF-TOKEN header of this request.',
-  },
-  rate_limited: { status: 429, title: 'Too many requests', detail: 'Too many requests; try again later.' },
-  internal_error: { status: 500, title: 'Internal error', detail: 'Something went wrong on our side.' },
-  store_not_found: {
-    status: 404,
-    title: 'Store not found',
-    detail: 'No store of this deployment answers on this host.',
-  },
-  store_unavailable: { status: 503, title: 'Store unavailable', detail: 'The store is not open right now.' },
-  deployment_not_ready: {
-    status: 503,
-    title: 'Deployment not ready',
-    detail: 'A dependency of the service is unavailable.',
-  },
-  service_unavailable: {
-    status: 503,
-    title: 'Service unavailable',
-    detail: 'The service cannot answer right now; try again shortly.',
-  },
+  validation_failed: { status: 422 },
+  identity_unavailable: { status: 422 },
+  invalid_identity_challenge: { status: 422 },
+  unauthenticated: { status: 401 },
+  identity_unverified: { status: 403 },
+  untrusted_origin: { status: 403 },
+  not_found: { status: 404 },
+  last_sign_in_method: { status: 409 },
+  method_not_allowed: { status: 405 },
+  payload_too_large: { status: 413 },
+  unsupported_media_type: { status: 415 },
+  misdirected_request: { status: 421 },
+  csrf_token_mismatch: { status: 419 },
+  rate_limited: { status: 429 },
+  internal_error: { status: 500 },
+  store_not_found: { status: 404 },
+  store_unavailable: { status: 503 },
+  deployment_not_ready: { status: 503 },
+  service_unavailable: { status: 503 },
 } as const;
 
 export type ProblemCode = keyof typeof problemCatalogue;
@@ -109,14 +66,24 @@ export type AdminProblemCode = keyof typeof adminProblemCatalogue;
 /** A code either listener answers with. */
 export type AnyProblemCode = ProblemCode | AdminProblemCode;
 
-const everyProblem: Record<AnyProblemCode, { status: number; title: string; detail: string }> = {
-  ...problemCatalogue,
-  ...adminProblemCatalogue,
-};
+function isCustomerCode(code: AnyProblemCode): code is ProblemCode {
+  return Object.hasOwn(problemCatalogue, code);
+}
 
-/** A code's status, title and detail, whichever listener answers it. */
-export function problemEntry(code: AnyProblemCode): { status: number; title: string; detail: string } {
-  return everyProblem[code];
+/**
+ * A code's status, title and detail, whichever listener answers it: the customer API's in
+ * `language`, the admin listener's (for operators) in English.
+ */
+export function problemEntry(
+  code: AnyProblemCode,
+  language: string = baseLanguage,
+): { status: number; title: string; detail: string } {
+  if (!isCustomerCode(code)) return adminProblemCatalogue[code];
+  return {
+    status: problemCatalogue[code].status,
+    title: catalogue.text(language, `problem.${code}.title`),
+    detail: catalogue.text(language, `problem.${code}.detail`),
+  };
 }
 
 /**
@@ -125,8 +92,11 @@ export function problemEntry(code: AnyProblemCode): { status: number; title: str
  */
 export const reasonPhrases: Readonly<Partial<Record<number, string>>> = { 419: 'Page Expired' };
 
+/** A field's message: a phrase written in the answer's language, or (the operators' own fields) English text. */
+export type FieldMessage = string | Phrase;
+
 export interface ProblemExtras {
-  errors?: Record<string, string[]>;
+  errors?: Record<string, FieldMessage[]>;
   checks?: Record<string, boolean>;
   details?: Record<string, string>;
 }
@@ -137,22 +107,42 @@ export class ProblemError extends Error {
     readonly code: AnyProblemCode,
     readonly extras: ProblemExtras = {},
     readonly headers: Record<string, string | number> = {},
-    detail?: string,
+    /** Where one text must cover several causes; else the code's own detail. */
+    readonly detail?: FieldMessage,
   ) {
-    super(detail ?? everyProblem[code].detail);
+    super(detail === undefined ? problemEntry(code).detail : written(baseLanguage, detail));
     this.name = 'ProblemError';
   }
 }
 
-export function problemDocument(code: AnyProblemCode, requestId: string, detail?: string, extras: ProblemExtras = {}) {
-  const entry = everyProblem[code];
+function written(language: string, message: FieldMessage): string {
+  return typeof message === 'string' ? message : catalogue.say(language, message);
+}
+
+/** A problem document in `language`: its code and status never change, its words do. */
+export function problemDocument(
+  code: AnyProblemCode,
+  requestId: string,
+  language: string,
+  detail?: FieldMessage,
+  { errors, ...extras }: ProblemExtras = {},
+) {
+  const entry = problemEntry(code, language);
   return {
     type: 'about:blank',
     title: entry.title,
     status: entry.status,
     code,
-    detail: detail ?? entry.detail,
+    detail: detail === undefined ? entry.detail : written(language, detail),
     request_id: requestId,
+    ...(errors !== undefined && {
+      errors: Object.fromEntries(
+        Object.entries(errors).map(([field, messages]) => [
+          field,
+          messages.map((message) => written(language, message)),
+        ]),
+      ),
+    }),
     ...extras,
   };
 }

@@ -1,8 +1,10 @@
+import { fieldPhrase } from '../auth/rules/field-phrase.js';
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
 import { maxNameLength } from '../auth/rules/fields.js';
 import { maxIdentityLength } from '../auth/rules/identity.js';
 import { maxPasswordLength } from '../auth/rules/password.js';
-import { problemEntry, type AnyProblemCode, type ProblemCode } from './problems.js';
+import { baseLanguage } from '../i18n/strings.js';
+import { problemDocument, problemEntry, type AnyProblemCode, type FieldMessage, type ProblemCode } from './problems.js';
 import { typedDigits } from './typed-digits.js';
 
 /** Caps a raw name before trimming; the name's own limit (maxNameLength) applies after it. */
@@ -142,9 +144,12 @@ export const Customer = Type.Object({
     }),
     verified_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   }),
-  locale: Type.Union([Type.String(), Type.Null()], {
-    description: "The language of the customer's messages; null: the store's default language.",
-  }),
+});
+
+/** The language of a customer's messages, as their export and the operators' views show it. */
+export const customerLocale = Type.Union([Type.String(), Type.Null()], {
+  description:
+    "The language of the customer's messages, recorded at registration or set with POST /profile; null: the store's default language.",
 });
 
 export const AuthSession = Type.Object({ auth_type: Type.Literal('session'), customer: Customer });
@@ -187,7 +192,7 @@ const isoTime = Type.String({ format: 'date-time' });
 export const AccountExport = Type.Object(
   {
     exported_at: isoTime,
-    customer: Type.Object({ ...Customer.properties, created_at: isoTime }),
+    customer: Type.Object({ ...Customer.properties, locale: customerLocale, created_at: isoTime }),
     sessions: Type.Array(Session, { description: 'The live sessions, newest first, as `GET /sessions` lists them.' }),
     known_devices: Type.Array(
       Type.Object({ family: Type.String(), masked_address: Type.String(), last_seen_at: isoTime }),
@@ -238,14 +243,14 @@ export const HealthReady = Type.Object({
 
 /** What an operation's documentation shows of its own: field errors, and details it words its own way. */
 export interface ProblemExamples {
-  fieldErrors?: Record<string, string[]>;
-  details?: Partial<Record<AnyProblemCode, string>>;
+  fieldErrors?: Record<string, FieldMessage[]>;
+  details?: Partial<Record<AnyProblemCode, FieldMessage>>;
   /** The admin listener's answers: for operators, always in English. */
   operators?: boolean;
 }
 
-function requiredFieldsExample(body: TObject): Record<string, string[]> {
-  return Object.fromEntries((body.required ?? []).map((field) => [field, ['Is required.']]));
+function requiredFieldsExample(body: TObject): Record<string, FieldMessage[]> {
+  return Object.fromEntries((body.required ?? []).map((field) => [field, [fieldPhrase('required')]]));
 }
 
 /**
@@ -258,13 +263,13 @@ function problemSchema(codes: AnyProblemCode[], own: ProblemExamples): TSchema {
   const carriesErrors = codes.includes('validation_failed');
   const carriesChecks = codes.includes('deployment_not_ready');
   const example = {
-    type: 'about:blank',
-    title: problemEntry(first).title,
-    status: problemEntry(first).status,
-    code: first,
-    detail: own.details?.[first] ?? problemEntry(first).detail,
-    request_id: '5f0c6f5e-1f4b-4a59-9a1e-4b8f3c2d7e10',
-    ...(first === 'validation_failed' && own.fieldErrors !== undefined ? { errors: own.fieldErrors } : {}),
+    ...problemDocument(
+      first,
+      '5f0c6f5e-1f4b-4a59-9a1e-4b8f3c2d7e10',
+      baseLanguage,
+      own.details?.[first],
+      first === 'validation_failed' && own.fieldErrors !== undefined ? { errors: own.fieldErrors } : {},
+    ),
     ...(first === 'deployment_not_ready'
       ? { checks: { database: true, cache: false, search: true, store: true } }
       : {}),
@@ -317,7 +322,9 @@ function responsesFor(codes: AnyProblemCode[], own: ProblemExamples) {
     [...byStatus].map(([status, list]) => [
       status,
       {
-        description: list.map((code) => `\`${code}\`: ${own.details?.[code] ?? problemEntry(code).detail}`).join(' '),
+        description: list
+          .map((code) => `\`${code}\`: ${problemDocument(code, '', baseLanguage, own.details?.[code]).detail}`)
+          .join(' '),
         ...(own.operators ? {} : { headers: problemHeaders }),
         content: { 'application/problem+json': { schema: problemSchema(list, own) } },
       },

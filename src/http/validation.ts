@@ -1,3 +1,5 @@
+import { fieldPhrase } from '../auth/rules/field-phrase.js';
+import type { Phrase } from '../i18n/strings.js';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 
 function fieldOf(error: FastifySchemaValidationError): string {
@@ -12,35 +14,43 @@ function fieldOf(error: FastifySchemaValidationError): string {
   return field === undefined || field === '' ? 'body' : field;
 }
 
-// Our own words for each rule, so no validator library text reaches a client.
-function messageOf(error: FastifySchemaValidationError, field: string): string {
+// Our own words for each rule (`field.*` of locales/), so no validator library text reaches a client.
+function messageOf(error: FastifySchemaValidationError, field: string): Phrase {
   const limit = Number(error.params['limit']);
   switch (error.keyword) {
     case 'required':
-      return 'Is required.';
+      return fieldPhrase('required');
     case 'additionalProperties':
-      return 'Is not a field of this request.';
+      return fieldPhrase('not_a_field');
     case 'type':
-      return field === 'body' ? 'Must be a JSON object.' : `Must be a ${String(error.params['type'])}.`;
+      return field === 'body' ? fieldPhrase('json_object') : typePhrase(String(error.params['type']));
     case 'minLength':
-      return limit === 1 ? 'Must not be empty.' : `Must be at least ${limit} characters.`;
+      return limit === 1 ? fieldPhrase('not_empty') : fieldPhrase('min_length', { count: limit });
     case 'maxLength':
-      return `Must be at most ${limit} characters.`;
+      return fieldPhrase('max_length', { count: limit });
     case 'pattern':
-      return field === 'code' ? 'Must be exactly six digits.' : 'Has the wrong format.';
+      return fieldPhrase(field === 'code' ? 'six_digits' : 'wrong_format');
     default:
-      return 'Is invalid.';
+      return fieldPhrase('invalid');
   }
 }
 
+// A JSON type named in the reader's language ("Must be text."), not as the schema spells it.
+const jsonTypes = new Set(['string', 'number', 'integer', 'boolean', 'array', 'object', 'null']);
+function typePhrase(type: string): Phrase {
+  // A union (`string,null`) is named by its first member, which is what the field mostly takes.
+  const first = type.split(',')[0]!;
+  return fieldPhrase(`type.${jsonTypes.has(first) ? first : 'unknown'}`);
+}
+
 /** Fastify's schema errors as `errors`: each failing field with its messages. */
-export function validationErrors(errors: FastifySchemaValidationError[]): Record<string, string[]> {
-  const result: Record<string, string[]> = {};
+export function validationErrors(errors: FastifySchemaValidationError[]): Record<string, Phrase[]> {
+  const result: Record<string, Phrase[]> = {};
   for (const error of errors) {
     const field = fieldOf(error);
     const message = messageOf(error, field);
     const messages = (result[field] ??= []);
-    if (!messages.includes(message)) messages.push(message);
+    if (!messages.some((known) => known.key === message.key)) messages.push(message);
   }
   return result;
 }
@@ -60,7 +70,7 @@ export function textFields(body: unknown): Record<string, string> | null {
 // into U+FFFD, so two different inputs would act as one (a password ending in \ud800 would also
 // accept \udbff and \ufffd).
 const loneSurrogate = /\p{Surrogate}/u;
-const wellFormedMessage = 'Must be valid Unicode text.';
+const wellFormedMessage = fieldPhrase('unicode');
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -93,8 +103,8 @@ function holdsLoneSurrogate(value: unknown): boolean {
  * Every field of a parsed body whose text (anywhere inside it) is not well-formed Unicode, for
  * `errors`; checked for every body at parsing, so no route and no future field can miss it.
  */
-export function illFormedTextErrors(body: unknown): Record<string, string[]> {
-  const errors: Record<string, string[]> = {};
+export function illFormedTextErrors(body: unknown): Record<string, Phrase[]> {
+  const errors: Record<string, Phrase[]> = {};
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     if (holdsLoneSurrogate(body)) errors['body'] = [wellFormedMessage];
     return errors;

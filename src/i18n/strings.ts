@@ -19,6 +19,15 @@ export interface Strings {
 }
 export type Params = Record<string, string | number>;
 
+/**
+ * A text named by its key, written in a language only when it reaches its reader: the rules that
+ * refuse a field say what is wrong in phrases, and the answer writes them in the customer's language.
+ */
+export interface Phrase {
+  key: string;
+  params?: Params;
+}
+
 // locales/ sits at the package root, two levels above this file in both src/ and dist/.
 export const localesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../locales');
 
@@ -87,6 +96,11 @@ export class Catalogue {
     if (value === undefined || (typeof value === 'object' && !isPlural(value))) throw new Error(`no string ${key}`);
     const template = typeof value === 'string' ? value : this.pluralForm(language, value, params.count);
     return fill(template, params);
+  }
+
+  /** A phrase written in `language`. */
+  say(language: string, phrase: Phrase): string {
+    return this.text(language, phrase.key, phrase.params);
   }
 
   private pluralForm(language: string, forms: Plural, count: string | number | undefined): string {

@@ -15,7 +15,14 @@ const options = { algorithm: Algorithm.Argon2id, ...testArgon2 };
 function threadTable(): Map<string, { name: string; nice: number }> {
   const threads = new Map<string, { name: string; nice: number }>();
   for (const tid of fs.readdirSync('/proc/self/task')) {
-    const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    } catch (error) {
+      // A thread that ended between the listing and the read (the test ends some) is not running.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw error;
+    }
     // Field 2 is the parenthesised name; field 19 (nice) is the 17th after it.
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     threads.set(tid, { name, nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) });

@@ -1,3 +1,4 @@
+import { fieldPhrase } from '../../src/auth/rules/field-phrase.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fail, failFields, ok, type Result } from '../../src/auth/result.js';
@@ -16,10 +17,10 @@ describe('the Result shape of the domain flows', () => {
     assert.deepEqual(ok('Ada'), { ok: true, value: 'Ada' });
     assert.deepEqual(fail('gone'), { ok: false, error: 'gone' });
     assert.deepEqual(fail('gone', { customerId: 'c1' }), { ok: false, error: 'gone', customerId: 'c1' });
-    assert.deepEqual(failFields('invalid', { name: ['Is required.'] }), {
+    assert.deepEqual(failFields('invalid', { name: [fieldPhrase('required')] }), {
       ok: false,
       error: 'invalid',
-      fields: { name: ['Is required.'] },
+      fields: { name: [{ key: 'field.required' }] },
     });
   });
 

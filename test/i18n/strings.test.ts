@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { checkCatalogue } from '../../src/i18n/check.js';
 import { negotiate } from '../../src/i18n/negotiate.js';
-import { Catalogue, catalogue, localesDir, type Strings } from '../../src/i18n/strings.js';
+import { Catalogue, catalogue, isPlural, localesDir, type Strings } from '../../src/i18n/strings.js';
 import { repoRoot } from '../helpers/service-process.js';
 
 /** A folder holding the shipped English file and, as `<tag>.json`, the file given. */
@@ -31,7 +31,7 @@ function translated(change: (text: string) => string): Strings {
       Object.entries(strings).map(([key, value]) => {
         if (typeof value === 'string') return [key, change(value)];
         const inner = walk(value as Strings);
-        return [key, typeof value.other === 'string' ? { many: inner['other']!, ...inner } : inner];
+        return [key, isPlural(value) ? { many: inner['other']!, ...inner } : inner];
       }),
     );
   return { ...walk(english()), meta: { name: 'Français', direction: 'ltr' } };

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/rules/password.js';
 import { sharedHashPool } from '../../src/auth/rules/hash-pool.js';
-import { problemCatalogue, type ProblemCode } from '../../src/http/problems.js';
+import { problemEntry, type ProblemCode } from '../../src/http/problems.js';
 import { loginRefusedDetail } from '../../src/http/sign-in/password.js';
+import { catalogue } from '../../src/i18n/strings.js';
 import { testArgon2 } from '../helpers/argon2.js';
 import { auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 
@@ -57,8 +58,8 @@ const commonHeaders = {
 /** What a problem document answer must look like, exactly (request ids are 36-character UUIDs). */
 /** `detail` is the catalogue's unless the operation words its own (`ownDetail`). */
 function expectedProblem(code: ProblemCode, extraHeaders: Record<string, string> = {}, ownDetail?: string): Snapshot {
-  const { status, title } = problemCatalogue[code];
-  const detail = ownDetail ?? problemCatalogue[code].detail;
+  const { status, title, detail: ownCodeDetail } = problemEntry(code);
+  const detail = ownDetail ?? ownCodeDetail;
   const body = { type: 'about:blank', title, status, code, detail };
   const length = Buffer.byteLength(JSON.stringify({ ...body, request_id: '0'.repeat(36) }));
   const headers: Record<string, string> = {
@@ -180,7 +181,7 @@ describe('account enumeration', () => {
           snapshots.push(snapshot(await post(t, '/login', { identity, password: secret })));
         assertAllEqual(
           snapshots,
-          expectedProblem('unauthenticated', {}, loginRefusedDetail),
+          expectedProblem('unauthenticated', {}, catalogue.say('en', loginRefusedDetail)),
           cases.map(([label]) => label),
         );
         const headerNames = snapshots.map((snap) => Object.keys(snap.headers).join(','));
@@ -332,7 +333,7 @@ describe('account enumeration', () => {
         snapshot(await post(t, '/login', { identity: store.unknown, password })),
         snapshot(await post(t, '/login', { identity: store.verified, password: 'analytical engine 1844' })),
       ];
-      assertAllEqual(later, expectedProblem('unauthenticated', {}, loginRefusedDetail), [
+      assertAllEqual(later, expectedProblem('unauthenticated', {}, catalogue.say('en', loginRefusedDetail)), [
         'unknown identity later',
         'wrong password later',
       ]);

@@ -90,6 +90,8 @@ export interface DeletedStore {
 }
 
 export interface StoreCustomer extends Customer {
+  /** The language of the customer's messages; null: the store's default. */
+  locale: string | null;
   session_count: number;
 }
 

@@ -120,8 +120,6 @@ export interface Customer {
     /** An ISO 8601 date and time (UTC). */
     verified_at: string | null;
   };
-  /** The language of the customer's messages; null: the store's default language. */
-  locale: string | null;
 }
 
 export interface AuthSession {
@@ -198,7 +196,7 @@ export interface AccountExport {
       /** An ISO 8601 date and time (UTC). */
       verified_at: string | null;
     };
-    /** The language of the customer's messages; null: the store's default language. */
+    /** The language of the customer's messages, recorded at registration or set with POST /profile; null: the store's default language. */
     locale: string | null;
     /** An ISO 8601 date and time (UTC). */
     created_at: string;

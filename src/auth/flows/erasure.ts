@@ -83,7 +83,7 @@ export async function exportAccount(
   ]);
   return ok({
     exported_at: deps.clock.now().toISOString(),
-    customer: { ...toCustomer(row), created_at: createdAt },
+    customer: { ...toCustomer(row), locale: row.locale, created_at: createdAt },
     sessions,
     known_devices: devices,
     passkeys,

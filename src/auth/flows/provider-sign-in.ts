@@ -45,16 +45,18 @@ export type ProviderSignInResult = Result<
  * 4. else, with a verified email an unproven account holds: the first proof of control (§ownership):
  *    what the claimant set up ends (sessions, passkeys, links, the password), then linked and signed in;
  * 5. an email not asserted verified: `email_unverified`, nothing created or linked.
- * All of it in one transaction with the customer row locked, as every way of signing in.
+ * All of it in one transaction with the customer row locked, as every way of signing in. A new
+ * account records `locale` (the store language the browser asked for) as a registration does.
  */
 export async function signInWithProvider(
   deps: MessagingDeps,
   attempt: SignInAttempt,
   identity: ProviderIdentity,
+  locale: string | null = null,
 ): Promise<ProviderSignInResult> {
   const email = identity.email === null ? null : normalizeEmail(identity.email);
   const opened = await deps.db.transaction(async (tx) => {
-    const matched = await matchCustomer(tx, deps, attempt.store, identity, email);
+    const matched = await matchCustomer(tx, deps, attempt.store, identity, email, locale);
     if (matched === null) return null;
     const { client, previousSessionId } = attempt;
     const { customer } = matched;
@@ -80,6 +82,7 @@ async function matchCustomer(
   store: StoreContext,
   identity: ProviderIdentity,
   email: string | null,
+  locale: string | null,
 ): Promise<{ customer: CustomerRow; match: ProviderMatch } | null> {
   const linkedId = await findLinkedCustomer(tx, identity.issuer, identity.subject);
   if (linkedId !== null) {
@@ -98,6 +101,7 @@ async function matchCustomer(
       passwordHash: null,
       now: deps.clock.now(),
       verified: true,
+      locale,
     });
     // A registration of the same email committed meanwhile: match that account instead.
     customer = created ?? (await lockCustomer(tx, { mode: 'email', value: email }));

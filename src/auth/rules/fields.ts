@@ -17,9 +17,9 @@ const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
 export function validateName(raw: string, errors: FieldErrors): string {
   const name = raw.trim();
   const length = [...name].length;
-  if (length === 0) addFieldError(errors, 'name', 'Is required.');
-  if (length > maxNameLength) addFieldError(errors, 'name', `Must be at most ${maxNameLength} characters.`);
-  if (controlCharacter.test(name)) addFieldError(errors, 'name', 'Must not contain control characters.');
+  if (length === 0) addFieldError(errors, 'name', 'required');
+  if (length > maxNameLength) addFieldError(errors, 'name', 'max_length', { count: maxNameLength });
+  if (controlCharacter.test(name)) addFieldError(errors, 'name', 'control_characters');
   return name;
 }
 
@@ -35,9 +35,9 @@ export function newPasswordErrors(input: { password?: string; password_confirmat
 
 /** A confirmation left undefined was refused already (missing or not text), so it is not compared. */
 export function validateNewPassword(password: string, confirmation: string | undefined, errors: FieldErrors): void {
-  for (const problem of newPasswordProblems(password)) addFieldError(errors, 'password', problem);
+  for (const problem of newPasswordProblems(password)) (errors['password'] ??= []).push(problem);
   if (confirmation !== undefined && password !== confirmation) {
-    addFieldError(errors, 'password_confirmation', 'Must match the password.');
+    addFieldError(errors, 'password_confirmation', 'password_mismatch');
   }
 }
 
@@ -49,26 +49,20 @@ export function validateIdentity(
 ): string {
   const [used, other] = store.identityMode === 'email' ? (['email', 'phone'] as const) : (['phone', 'email'] as const);
   if (input[other] !== undefined) {
-    addFieldError(errors, other, `This store identifies customers by ${used}; do not send ${other}.`);
+    addFieldError(errors, other, used === 'email' ? 'email_store_phone' : 'phone_store_email');
   }
   const raw = input[used];
   if (raw === undefined) {
-    addFieldError(errors, used, 'Is required.');
+    addFieldError(errors, used, 'required');
     return '';
   }
   const value = used === 'email' ? normalizeEmail(raw) : normalizePhone(raw);
   if (value === null) {
-    addFieldError(
-      errors,
-      used,
-      used === 'email'
-        ? 'Must be a valid email address.'
-        : 'Must be a valid phone number in international format, such as +14155550123.',
-    );
+    addFieldError(errors, used, used === 'email' ? 'email' : 'phone');
     return '';
   }
   if (used === 'phone' && allowedCallingCodes.length > 0 && !allowedCallingCodes.includes(callingCodeOf(value) ?? '')) {
-    addFieldError(errors, 'phone', 'Numbers from this country cannot be registered here.');
+    addFieldError(errors, 'phone', 'calling_code');
     return '';
   }
   return value;

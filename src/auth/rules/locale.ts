@@ -11,6 +11,6 @@ export function validateLocale(
   errors: FieldErrors,
 ): string | null {
   if (raw === null || store.languages.includes(raw)) return raw;
-  addFieldError(errors, 'locale', `Must be one of this store's languages: ${store.languages.join(', ')}.`);
+  addFieldError(errors, 'locale', 'locale', { languages: store.languages.join(', ') });
   return null;
 }

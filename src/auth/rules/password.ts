@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Algorithm } from '@node-rs/argon2';
 import { dictionary } from '@zxcvbn-ts/language-common';
+import type { Phrase } from '../../i18n/strings.js';
+import { fieldPhrase } from './field-phrase.js';
 import { defaultHashThreads, sharedHashPool, type HashPool } from './hash-pool.js';
 
 export const minPasswordLength = 8;
@@ -150,18 +152,16 @@ export function isCommonPassword(password: string): boolean {
   return commonPasswords.has(normalizePassword(password).toLowerCase());
 }
 
-/** What is wrong with a new password, as messages for `errors.password` (empty when it is fine). */
-export function newPasswordProblems(password: string): string[] {
+/** What is wrong with a new password, as phrases for `errors.password` (empty when it is fine). */
+export function newPasswordProblems(password: string): Phrase[] {
   const normalized = normalizePassword(password);
   const length = [...normalized].length;
-  const problems: string[] = [];
-  if (length < minPasswordLength) problems.push(`Must be at least ${minPasswordLength} characters.`);
-  if (length > maxPasswordLength) problems.push(`Must be at most ${maxPasswordLength} characters.`);
+  const problems: Phrase[] = [];
+  if (length < minPasswordLength) problems.push(fieldPhrase('min_length', { count: minPasswordLength }));
+  if (length > maxPasswordLength) problems.push(fieldPhrase('max_length', { count: maxPasswordLength }));
   // Each missing kind is named on its own: "a letter and a number" misleads a password that has letters.
-  if (!/\p{L}/u.test(normalized)) problems.push('Must contain at least one letter.');
-  if (!/\p{Nd}/u.test(normalized)) problems.push('Must contain at least one number.');
-  if (problems.length === 0 && isCommonPassword(normalized)) {
-    problems.push('Is too common; choose a password that others do not use.');
-  }
+  if (!/\p{L}/u.test(normalized)) problems.push(fieldPhrase('password_letter'));
+  if (!/\p{Nd}/u.test(normalized)) problems.push(fieldPhrase('password_number'));
+  if (problems.length === 0 && isCommonPassword(normalized)) problems.push(fieldPhrase('password_common'));
   return problems;
 }

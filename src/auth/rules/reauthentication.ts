@@ -1,4 +1,5 @@
-import { addFieldError, type AuthDeps, type FieldErrors } from '../deps.js';
+import type { AuthDeps, FieldErrors } from '../deps.js';
+import { fieldPhrase } from './field-phrase.js';
 import { failFields, type Failure } from '../result.js';
 import type { CustomerRow } from '../tables/customers.js';
 
@@ -8,7 +9,7 @@ import type { CustomerRow } from '../tables/customers.js';
  * `current_password`.
  */
 
-export const wrongCurrentPassword = 'Is not correct.';
+export const wrongCurrentPassword = fieldPhrase('wrong_current_password');
 
 /**
  * Checks the current password, always: a guess costs one full verification whatever else is wrong
@@ -21,7 +22,7 @@ export async function checkCurrentPassword(
   errors: FieldErrors,
 ): Promise<boolean> {
   const matches = await deps.hasher.verify(customer.password_hash, currentPassword);
-  if (!matches) addFieldError(errors, 'current_password', wrongCurrentPassword);
+  if (!matches) (errors['current_password'] ??= []).push(wrongCurrentPassword);
   return matches;
 }
 

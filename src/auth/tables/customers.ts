@@ -21,7 +21,6 @@ export interface Customer {
   id: string;
   name: string;
   identity: { type: IdentityMode; value: string; verified_at: string | null };
-  locale: string | null;
 }
 
 export function toCustomer(row: CustomerRow): Customer {
@@ -34,7 +33,6 @@ export function toCustomer(row: CustomerRow): Customer {
       value: displayIdentity(row.identity_type, row.identity_value),
       verified_at: row.verified_at === null ? null : new Date(row.verified_at).toISOString(),
     },
-    locale: row.locale,
   };
 }
 

@@ -1,3 +1,4 @@
+import { fieldPhrase } from '../../auth/rules/field-phrase.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
@@ -14,7 +15,7 @@ import { limits } from '../rate-limit.js';
 import { Passkey, PasskeyCreationOptions, PasskeyList, PasskeyRegisterBody } from '../passkey-schemas.js';
 import { DeletedStatus } from '../schemas.js';
 
-export const credentialRefused = 'Could not be verified for this account and page; ask for new options and try again.';
+export const credentialRefused = fieldPhrase('credential');
 
 const registrationOutcomes: Outcomes<'credential_refused' | 'identity_unverified' | 'wrong_password'> = {
   identity_unverified: { problem: 'identity_unverified' },

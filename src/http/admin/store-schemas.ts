@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Customer } from '../schemas.js';
+import { Customer, customerLocale } from '../schemas.js';
 
 /**
  * The admin API's store resources. The schemas check types and sizes; the values themselves (a
@@ -175,7 +175,10 @@ export type HostBody = Static<typeof HostBody>;
 
 export const StoreCustomer = Type.Composite([
   Customer,
-  Type.Object({ session_count: Type.Integer({ description: 'Live sessions (signed in, not expired).' }) }),
+  Type.Object({
+    locale: customerLocale,
+    session_count: Type.Integer({ description: 'Live sessions (signed in, not expired).' }),
+  }),
 ]);
 
 export const RevokedSessions = Type.Object({ count: Type.Integer({ description: 'Sessions ended.' }) });

@@ -435,7 +435,11 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         const row = await findCustomerByIdentity(sdb, parseIdentity(store.identityMode, request.query.identity));
         if (row === null) throw new ProblemError('not_found', {}, {}, 'No customer of this store has this identity.');
         audit(request, store.id, 'customer.looked_up', {}, row.id);
-        return { ...toCustomer(row), session_count: await countLiveCustomerSessions(sdb, clock, row.id) };
+        return {
+          ...toCustomer(row),
+          locale: row.locale,
+          session_count: await countLiveCustomerSessions(sdb, clock, row.id),
+        };
       },
     );
 

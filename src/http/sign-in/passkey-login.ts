@@ -1,3 +1,4 @@
+import type { Phrase } from '../../i18n/strings.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { loginWithPasskey, startPasskeyLogin, type PasskeyLoginFailure } from '../../auth/flows/passkey-login.js';
@@ -10,7 +11,7 @@ import { limits } from '../rate-limit.js';
 import { AuthSession } from '../schemas.js';
 import { sessionCookieOf } from '../session-cookie.js';
 
-export const passkeyLoginRefusedDetail = 'The passkey could not sign you in.';
+export const passkeyLoginRefusedDetail: Phrase = { key: 'problem.details.passkey_login_refused' };
 
 // One answer for every cause: it must not tell a stranger's passkey from a stale challenge. The
 // route records the reason in the audit trail, with the passkey's id where there is one.

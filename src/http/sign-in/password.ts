@@ -1,3 +1,4 @@
+import type { Phrase } from '../../i18n/strings.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { login } from '../../auth/flows/login.js';
 import { toCustomer } from '../../auth/tables/customers.js';
@@ -9,7 +10,7 @@ import { limits, type LimitHit } from '../rate-limit.js';
 import { AuthSession, LoginBody, SignedOutStatus } from '../schemas.js';
 import { sessionCookieOf } from '../session-cookie.js';
 
-export const loginRefusedDetail = 'The identity or password is not correct.';
+export const loginRefusedDetail: Phrase = { key: 'problem.details.login_refused' };
 
 // One text for all three refusals: it must not tell which part was wrong.
 const loginOutcomes: Outcomes<'refused'> = {

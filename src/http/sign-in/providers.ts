@@ -1,3 +1,4 @@
+import { requestedLanguage } from '../../i18n/negotiate.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { linkProvider, signInWithProvider } from '../../auth/flows/provider-sign-in.js';
@@ -242,6 +243,7 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
           previousSessionId: sessionCookieOf(request, config),
         },
         finished.identity,
+        requestedLanguage(request.headers['accept-language'], store.languages),
       );
       if (!result.ok) return failed('email_unverified', 'email_unverified');
       const { match, ...signedIn } = result.value;
