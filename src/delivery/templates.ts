@@ -1,4 +1,4 @@
-import { baseLanguage, catalogue } from '../i18n/strings.js';
+import { catalogue } from '../i18n/strings.js';
 import type { StoreLanguages } from '../i18n/negotiate.js';
 import type { Channel, MessageContent, MessagePurpose } from './message.js';
 
@@ -38,8 +38,7 @@ export interface SignInDetails {
  * speaks it, else the store's default (null, or a language the store has since dropped).
  */
 export function messageLanguage(store: StoreLanguages, locale: string | null | undefined): string {
-  const language = locale != null && store.languages.includes(locale) ? locale : store.defaultLanguage;
-  return catalogue.has(language) ? language : baseLanguage;
+  return locale != null && store.languages.includes(locale) ? locale : store.defaultLanguage;
 }
 
 /** "2026-11-23 22:24 UTC": one unambiguous form, whatever the reader's language. */
@@ -140,13 +139,23 @@ const noticeWords = (purpose: string) => (c: WordsContext) => ({
   lines: [c.w.say(`${purpose}.line1`, c.params), c.w.say(`${purpose}.line2`, c.params)],
 });
 
-/**
- * Whether a text goes as one SMS part, as the messages are measured: 160 UTF-16 units for text in
- * Latin script (English; the masked identity's bullets included, as before), 70 for any other
- * script (Arabic is sent as UCS-2).
- */
+// The GSM 03.38 alphabet an SMS is sent in when every character of it has a place there (160 to a
+// part), with its extension table (each character two septets); any other character (an Arabic
+// letter, a bullet, an isolate) makes the whole text UCS-2, 70 UTF-16 units to a part.
+const gsmBasic = new Set(
+  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà',
+);
+const gsmExtension = new Set('^{}\\[~]|€\f');
+
+/** Whether a text goes as one SMS part: 160 GSM-7 septets, or 70 UTF-16 units as UCS-2. */
 export function fitsOneSmsPart(text: string): boolean {
-  return text.length <= (/^[\u0000-\u024f\u2000-\u206f]*$/.test(text) ? 160 : 70);
+  let septets = 0;
+  for (const character of text) {
+    if (gsmBasic.has(character)) septets += 1;
+    else if (gsmExtension.has(character)) septets += 2;
+    else return text.length <= 70;
+  }
+  return septets <= 160;
 }
 
 /**
@@ -159,7 +168,8 @@ function smsWithDetails({ w, params, input }: WordsContext, short: string): stri
   if (input.purpose === 'new_sign_in' && input.signIn !== undefined)
     details = { device: w.insert(input.signIn.device), network: w.insert(input.signIn.address, 'ltr') };
   else if (input.purpose === 'identity_changed' && input.maskedIdentity !== undefined)
-    details = { new_identity: w.insert(input.maskedIdentity, 'ltr') };
+    // GSM-7 has no bullet: one would make the whole SMS UCS-2, 70 to a part, so the mask is `*`.
+    details = { new_identity: w.insert(input.maskedIdentity.replaceAll('•', '*'), 'ltr') };
   else return short;
   const detailed = w.text(w.say(`sms.${input.purpose}_detailed`, { ...params, ...details }));
   return fitsOneSmsPart(detailed) ? detailed : short;

@@ -11,7 +11,7 @@ import Fastify, {
 import { HasherBusyError } from '../auth/rules/password.js';
 import { BackgroundBusyError } from '../background.js';
 import { DatabaseUnavailableError } from '../storage/database.js';
-import { setLanguageHeaders } from './problem-language.js';
+import { setLanguageHeaders } from './language-headers.js';
 import { fieldPhrase } from '../auth/rules/field-phrase.js';
 import {
   ProblemError,

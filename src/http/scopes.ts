@@ -4,7 +4,7 @@ import { checkCsrf, onCookieDomain, type CsrfOptions } from './csrf.js';
 import type { Edge } from './edge.js';
 import type { StoreFeature } from './declare.js';
 import { resolveAccount, type Account } from './kit.js';
-import { answerLanguage } from './problem-language.js';
+import { negotiate } from '../i18n/negotiate.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
 import { requestHost, type StoreContext } from '../store/store.js';
@@ -113,7 +113,7 @@ export function publicScope(deps: ScopeDeps, routes: Routes): Routes {
       // address and store. Platform calls never wait on the stores, so a failed read counts it
       // outside every store instead.
       const store = await deps.services.store.resolve(hostOf(request)).catch(() => null);
-      if (store !== null) request.answerLanguage = answerLanguage(request.headers['accept-language'], store);
+      if (store !== null) request.answerLanguage = negotiate(request.headers['accept-language'], store);
       await countAndCheckCsrf(deps, request, store ?? undefined);
       await answerMissingPath(deps, request);
     });
@@ -140,7 +140,7 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
         throw new ProblemError('store_not_found');
       }
       request.store = store;
-      request.answerLanguage = answerLanguage(request.headers['accept-language'], store);
+      request.answerLanguage = negotiate(request.headers['accept-language'], store);
       const callback = request.routeOptions.config.providerCallback === true;
       if (store.status !== 'active' && !callback) throw new ProblemError('store_unavailable');
       // Cookies for COOKIE_DOMAIN set on another host would be dropped by the browser: say so instead.

@@ -1,4 +1,4 @@
-import { baseLanguage, isPlural, type Catalogue, type Plural, type Strings } from './strings.js';
+import { baseLanguage, canonicalTag, isPlural, type Catalogue, type Plural, type Strings } from './strings.js';
 
 /**
  * What is wrong with a catalogue's files, measured against English: a key missing or extra, a value
@@ -11,11 +11,10 @@ export function checkCatalogue(catalogue: Catalogue): string[] {
   const base = catalogue.file(baseLanguage);
   for (const language of catalogue.languages) {
     const say = (key: string, what: string) => problems.push(`${language}.json: ${key}: ${what}`);
-    try {
-      if (Intl.getCanonicalLocales(language)[0]?.toLowerCase() !== language.toLowerCase())
-        say('(file name)', 'not a language tag');
-    } catch {
-      say('(file name)', 'not a language tag');
+    const canonical = canonicalTag(language);
+    if (canonical !== language) {
+      // The store's languages are kept canonical: a file named otherwise could never be chosen.
+      say('(file name)', canonical === null ? 'not a language tag' : `name the file ${canonical}.json`);
       continue;
     }
     const file = catalogue.file(language);
@@ -55,6 +54,12 @@ function checkPlural(
     if (forms[category] === undefined) say(key, `the plural form "${category}" is missing`);
   for (const category of Object.keys(forms))
     if (!needed.includes(category as Intl.LDMLPluralRule)) say(key, `the plural form "${category}" is never used`);
+  // Only a form for one number may leave it out ("one minute", Arabic's "two minutes"); `few`,
+  // `many` and `other` cover many numbers, and without `{count}` they would not say which.
+  const counts = Object.values(english).some((text) => placeholders(text!).includes('count'));
+  for (const category of ['few', 'many', 'other'] as const)
+    if (counts && forms[category] !== undefined && !placeholders(forms[category]).includes('count'))
+      say(key, `the plural form "${category}" must hold {count}`);
   // A form may leave the number out ("one minute"), never another value.
   const englishNames = new Set(Object.values(english).flatMap((text) => placeholders(text!)));
   englishNames.delete('count');

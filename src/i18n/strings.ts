@@ -120,6 +120,15 @@ export class Catalogue {
   }
 }
 
+/** A language tag in its canonical case (`pt-br` → `pt-BR`, as its file is named); null when it is none. */
+export function canonicalTag(tag: string): string | null {
+  try {
+    return Intl.getCanonicalLocales(tag)[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** The language every other one is checked against, and the fallback for a missing key. */
 export const baseLanguage = 'en';
 

@@ -1,3 +1,4 @@
+import { controlCharacter } from '../i18n/controls.js';
 import { createPrivateKey } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { acceptedKeys, seal, unseal, type Keys } from '../keys.js';
@@ -65,7 +66,6 @@ export type ProviderCheck =
   | { ok: false; errors: Partial<Record<ProviderField, string[]>> };
 
 const providerIdPattern = /^[a-z0-9][a-z0-9-]{0,31}$/;
-const controlCharacter = /[\u0000-\u001f\u007f]/;
 const loopbackHosts = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 /** An issuer URL: https://, or http:// on a loopback address for local testing; no query or fragment. */

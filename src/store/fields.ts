@@ -1,4 +1,5 @@
-import { catalogue } from '../i18n/strings.js';
+import { controlCharacter } from '../i18n/controls.js';
+import { canonicalTag, catalogue } from '../i18n/strings.js';
 import { mergeLanguages, normalizeHost, storeSlugPattern, type StoreContext, type StoreLanguages } from './store.js';
 
 /**
@@ -15,7 +16,6 @@ export class FieldError extends Error {
 }
 
 const shown = (input: string) => JSON.stringify(input);
-const controlCharacter = /[\u0000-\u001f\u007f]/;
 
 export function storeSlug(input: string): string {
   if (!storeSlugPattern.test(input)) throw new FieldError(`${shown(input)} must be 3 to 63 of a-z, 0-9 and -`);
@@ -99,8 +99,8 @@ export function storeSmsSender(input: string): string {
 
 /** One of the languages the service ships strings for, as its tag (`en`, `ar`). */
 export function storeLanguage(input: string): string {
-  const language = input.trim().toLowerCase();
-  if (!catalogue.has(language))
+  const language = canonicalTag(input.trim());
+  if (language === null || !catalogue.has(language))
     throw new FieldError(`${shown(input)} is not a language this service speaks (${catalogue.languages.join(', ')})`);
   return language;
 }

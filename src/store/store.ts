@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { baseLanguage, catalogue } from '../i18n/strings.js';
 import { domainToASCII } from 'node:url';
 import type { Clock } from '../clock.js';
 import type { Config, IdentityMode } from '../config.js';
@@ -87,9 +88,17 @@ function toStore(row: StoreRow): StoreContext {
 
 export type StoreLanguages = Pick<StoreContext, 'languages' | 'defaultLanguage'>;
 
-/** A store's languages from its settings; stores made before languages existed speak English. */
+/**
+ * A store's languages from its settings: those the service ships strings for (a file removed from
+ * locales/ since the store listed it is dropped here, once, for every reader), and English when
+ * none is left; stores made before languages existed speak English. The default is one of them.
+ */
 function languagesOf(settings: Record<string, unknown>): StoreLanguages {
-  const languages = Array.isArray(settings['i18n.languages']) ? (settings['i18n.languages'] as string[]) : ['en'];
+  const listed = Array.isArray(settings['i18n.languages']) ? (settings['i18n.languages'] as unknown[]) : [];
+  const shipped = listed.filter(
+    (language): language is string => typeof language === 'string' && catalogue.has(language),
+  );
+  const languages = shipped.length > 0 ? shipped : [baseLanguage];
   const defaultLanguage = settings['i18n.default_language'];
   return {
     languages,

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Edge } from '../http/edge.js';
+import { setLanguageHeaders } from '../http/language-headers.js';
 import { hostOf } from '../http/scopes.js';
 import { negotiate } from '../i18n/negotiate.js';
 import { catalogue, type Params } from '../i18n/strings.js';
@@ -58,7 +59,7 @@ export function pageLanguage(
   store: Pick<StoreContext, 'languages' | 'defaultLanguage'>,
 ): string {
   const asked = (query as { lang?: unknown } | undefined)?.lang;
-  if (typeof asked === 'string' && store.languages.includes(asked) && catalogue.has(asked)) return asked;
+  if (typeof asked === 'string' && store.languages.includes(asked)) return asked;
   return negotiate(acceptLanguage, store);
 }
 
@@ -127,7 +128,7 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
       // A host that names no store gets a page that says so, nothing of any store.
       if (store === null) return reply.code(404).type('text/plain; charset=utf-8').send(unknownStorePage);
       const language = pageLanguage(request.query, request.headers['accept-language'], store);
-      reply.header('content-language', language).header('vary', 'Accept-Language');
+      setLanguageHeaders(reply, language);
       // The page learns the store's name, identity mode and whether it offers sign-in codes and
       // passkeys from attributes on <body>; its language from <html lang>.
       const html = fillTemplate(

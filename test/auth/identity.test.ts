@@ -194,10 +194,19 @@ describe('displayIdentity', () => {
     ['a digit-only label, not read as an address', 'email', 'ada@123', 'ada@123'],
     ['a stored A-label that does not decode, as stored', 'email', 'ada@xn--zz.example', 'ada@xn--zz.example'],
     ['a phone number, unchanged', 'phone', '+14155550123', '+14155550123'],
+    // A Cyrillic а among Latin letters would pass for paypal.com: shown as stored, as browsers do.
+    ['a label mixing scripts, as stored', 'email', 'ada@xn--pypal-4ve.com', 'ada@xn--pypal-4ve.com'],
+    ['Japanese’s three scripts in one label, in Unicode', 'email', 'a@xn--eckwd4c7c.jp', 'a@ドメイン.jp'],
+    ['a Greek domain, in Unicode', 'email', 'a@xn--hxajbheg2az3al.gr', 'a@παράδειγμα.gr'],
   ];
   for (const [name, mode, value, shown] of cases) {
     test(name, () => assert.equal(displayIdentity(mode, value), shown));
   }
+
+  test('an invisible character in a domain is refused, not dropped as IDNA would drop it', () => {
+    for (const invisible of ['\u200b', '\u00ad', '\u2060', '\ufe0f', '\u200d'])
+      assert.equal(normalizeEmail(`ada@bü${invisible}cher.example`), null, JSON.stringify(invisible));
+  });
 
   test('shows every accepted form of one address the same way', () => {
     const forms = ['ada@bücher.example', 'ADA@BÜCHER.EXAMPLE', 'ada@xn--bcher-kva.example'];

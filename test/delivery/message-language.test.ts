@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { MessagePurpose } from '../../src/delivery/message.js';
-import { messageLanguage, renderMessage, type TemplateInput } from '../../src/delivery/templates.js';
+import { fitsOneSmsPart, messageLanguage, renderMessage, type TemplateInput } from '../../src/delivery/templates.js';
 import { updateStore, type StoreChanges } from '../../src/store/store.js';
 import { codeIn, assertProblem } from '../helpers/assertions.js';
 import { loginFrom, withSession } from '../helpers/customers.js';
@@ -58,7 +58,11 @@ describe('messages in the customer’s language', () => {
         assert.match(arabic, /[\u0600-\u06ff]/, `ar ${purpose} is Arabic`);
         assert.ok(arabic.includes('Twenty Characters Co'), `ar ${purpose} names the store`);
         const english = renderMessage(longest(purpose, 'en', minutes)).text;
-        assert.ok(english.length <= 160, `en ${purpose} (${minutes} min) is ${english.length} units: ${english}`);
+        assert.ok(
+          fitsOneSmsPart(english),
+          `en ${purpose} (${minutes} min) is ${english.length} characters: ${english}`,
+        );
+        assert.match(english, /^[\x20-\x7e]+$/, `en ${purpose} is GSM-7, 160 to a part: ${english}`);
         assert.doesNotMatch(english + arabic, /\n/, 'one line');
         if (codePurposes.has(purpose)) {
           // The code stays left to right inside the Arabic text: isolated, whole.
@@ -67,6 +71,17 @@ describe('messages in the customer’s language', () => {
         }
       }
     }
+  });
+
+  test('an SMS is measured as phones send it: GSM-7 to 160 septets, else UCS-2 to 70 units', () => {
+    assert.ok(fitsOneSmsPart('a'.repeat(160)));
+    assert.ok(!fitsOneSmsPart('a'.repeat(161)));
+    assert.ok(!fitsOneSmsPart(`${'a'.repeat(150)}[]{}~€`), 'the extension table counts two septets each');
+    assert.ok(fitsOneSmsPart(`${'a'.repeat(148)}[]{}~€`));
+    // One bullet (a masked number) or one Arabic letter makes the whole text UCS-2.
+    assert.ok(!fitsOneSmsPart(`+44•••••••58 ${'a'.repeat(60)}`));
+    assert.ok(fitsOneSmsPart(`+44•••••••58 ${'a'.repeat(50)}`));
+    assert.ok(!fitsOneSmsPart(`${'a'.repeat(70)}ب`));
   });
 
   test('an Arabic email is right to left, with the code kept left to right and stood out, and the store name isolated', () => {

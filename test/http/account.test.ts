@@ -192,7 +192,6 @@ describe('changing the name', () => {
       id: customer.id,
       name: 'Augusta Ada King',
       identity: { type: 'email', value: customer.identity, verified_at: null },
-      locale: null,
     });
     const session = await t.get(`${auth}/session`, withSession(customer.session));
     assert.equal(session.body.customer.name, 'Augusta Ada King');

@@ -27,7 +27,7 @@ describe('register', () => {
       assert.equal(reply.status, 201);
       assert.match(String(reply.headers['content-type']), /^application\/json/);
       assert.equal(reply.headers['cache-control'], 'no-store');
-      assert.deepEqual(Object.keys(reply.body).sort(), ['id', 'identity', 'locale', 'name']);
+      assert.deepEqual(Object.keys(reply.body).sort(), ['id', 'identity', 'name']);
       assert.equal(typeof reply.body.id, 'string');
       assert.ok(reply.body.id.length > 0);
       assert.equal(reply.body.name, 'Ada Lovelace');
@@ -214,7 +214,7 @@ describe('register', () => {
       assert.equal(reply.body.name, 'a'.repeat(120));
     });
 
-    test('refuses C0 and C1 control characters with errors.name', async () => {
+    test('refuses C0 and C1 control characters and direction controls with errors.name', async () => {
       const t = await harness.start();
       for (const name of [
         'Ada\u0000Lovelace',
@@ -222,6 +222,11 @@ describe('register', () => {
         'Ada\u001bLovelace',
         'Ada\u007fLovelace',
         'Ada\u0085Lovelace',
+        // Each reorders the text around it: a name shown in a message or a page could reverse it.
+        'Ada\u202eLovelace',
+        'Ada\u2066Lovelace',
+        'Ada\u200fLovelace',
+        'Ada\u061cLovelace',
       ]) {
         assertFieldError(await register(t, { name }), 'name');
       }

@@ -107,6 +107,28 @@ describe('the strings of every language', () => {
     if (plural !== undefined) assert.match(withFrench.text('fr', plural, { count: 2 }), /^\[fr\] /);
   });
 
+  test('a plural form for many numbers that leaves out {count} is caught; one for a single number may', () => {
+    const dir = folderWith({
+      ar: {
+        ...english(),
+        meta: { name: 'العربية', direction: 'rtl' },
+      },
+    });
+    const plural = pluralKeys(english())[0];
+    if (plural === undefined) return;
+    const arabic = JSON.parse(fs.readFileSync(path.join(localesDir, 'ar.json'), 'utf8')) as Strings;
+    const parts = plural.split('.');
+    const forms = parts.reduce<Strings>((section, part) => section[part] as Strings, arabic);
+    forms['one'] = 'واحد';
+    forms['few'] = 'بضعة';
+    fs.writeFileSync(path.join(dir, 'ar.json'), JSON.stringify(arabic));
+    const problems = checkCatalogue(Catalogue.read(dir));
+    assert.deepEqual(
+      problems.filter((problem) => problem.includes(plural)),
+      [`ar.json: ${plural}: the plural form "few" must hold {count}`],
+    );
+  });
+
   test('plural forms follow each language’s rules', () => {
     const dir = folderWith({
       ar: {

@@ -1,3 +1,4 @@
+import { withoutControls } from '../../i18n/controls.js';
 import { randomUUID } from 'node:crypto';
 import { enqueueMessage } from '../../delivery/outbox.js';
 import { messageLanguage } from '../../delivery/templates.js';
@@ -132,7 +133,7 @@ async function matchCustomer(
 
 /** The provider's name for the shopper, else the email's local part: a new account needs one. */
 function nameFor(identity: ProviderIdentity, email: string): string {
-  const name = (identity.name ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  const name = withoutControls(identity.name ?? '').trim();
   return [...(name === '' ? email.slice(0, email.lastIndexOf('@')) : name)].slice(0, maxNameLength).join('');
 }
 

@@ -1,3 +1,4 @@
+import { controlCharacter } from '../../i18n/controls.js';
 import type { StoreContext } from '../../store/store.js';
 import { addFieldError, type FieldErrors } from '../deps.js';
 import { callingCodeOf, normalizeEmail, normalizePhone } from './identity.js';
@@ -10,9 +11,6 @@ import { newPasswordProblems } from './password.js';
  */
 
 export const maxNameLength = 120;
-
-// C0 and C1 control characters, which have no place in a person's name.
-const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
 
 export function validateName(raw: string, errors: FieldErrors): string {
   const name = raw.trim();

@@ -30,6 +30,9 @@ function asciiDomain(domain: string): string | null {
     if (aLabel.test(domain) && domainToASCII(domain) === '') return null;
     return domain.toLowerCase();
   }
+  // IDNA drops invisible characters (a zero-width space, a soft hyphen) without a word: refused
+  // here instead, so what the customer typed and what is kept differ only in letters' form.
+  if (defaultIgnorable.test(domain)) return null;
   const converted = domainToASCII(domain);
   // A full-width number as the last label would come back as an address (１２３ → 0.0.0.123).
   if (converted === '' || dottedQuad.test(converted) || !domainPattern.test(converted)) return null;
@@ -120,5 +123,45 @@ export function displayIdentity(mode: IdentityMode, value: string): string {
   const domain = value.slice(at + 1);
   if (!aLabel.test(domain)) return value;
   const unicode = domainToUnicode(domain);
-  return unicode === '' ? value : `${value.slice(0, at + 1)}${unicode}`;
+  if (unicode === '' || !unicode.split('.').every(oneScript)) return value;
+  return `${value.slice(0, at + 1)}${unicode}`;
+}
+
+const defaultIgnorable = /\p{Default_Ignorable_Code_Point}/u;
+
+// Scripts a domain label is written in; digits, hyphens and marks (Common, Inherited) go with any.
+const scripts = [
+  'Latin',
+  'Greek',
+  'Cyrillic',
+  'Armenian',
+  'Hebrew',
+  'Arabic',
+  'Devanagari',
+  'Bengali',
+  'Tamil',
+  'Thai',
+  'Georgian',
+  'Ethiopic',
+  'Hangul',
+  'Han',
+  'Hiragana',
+  'Katakana',
+].map((name) => [name, new RegExp(`\\p{Script=${name}}`, 'u')] as const);
+const anyScript = /[\p{Script=Common}\p{Script=Inherited}]/u;
+const japanese = new Set(['Han', 'Hiragana', 'Katakana']);
+
+/**
+ * Whether a label is written in one script (Japanese's three count as one), as browsers require
+ * before they show a domain in Unicode: `pаypal` with a Cyrillic `а` would pass for another
+ * domain, so it is shown as stored (`xn--pypal-4ve`).
+ */
+function oneScript(label: string): boolean {
+  const found = new Set<string>();
+  for (const character of label) {
+    if (anyScript.test(character)) continue;
+    const name = scripts.find(([, pattern]) => pattern.test(character))?.[0] ?? 'other';
+    found.add(japanese.has(name) ? 'Japanese' : name);
+  }
+  return found.size <= 1;
 }

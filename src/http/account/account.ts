@@ -1,3 +1,4 @@
+import { fieldPhrase } from '../../auth/rules/field-phrase.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { changePassword, changeProfile } from '../../auth/flows/account.js';
 import { newPasswordErrors, validateName } from '../../auth/rules/fields.js';
@@ -32,9 +33,9 @@ const changePasswordRoute = declareRoute({
   problems: [passwordChangeOutcomes],
   examples: {
     fieldErrors: {
-      current_password: ['Is not correct.'],
-      password: ['Must contain at least one number.'],
-      password_confirmation: ['Must match the password.'],
+      current_password: [fieldPhrase('wrong_current_password')],
+      password: [fieldPhrase('password_number')],
+      password_confirmation: [fieldPhrase('password_mismatch')],
     },
   },
 });
@@ -49,7 +50,7 @@ const changeProfileRoute = declareRoute({
   ownValidation: true,
   answer: Customer,
   problems: [nameChangeOutcomes],
-  examples: { fieldErrors: { name: ['Is required.'] } },
+  examples: { fieldErrors: { name: [fieldPhrase('required')] } },
 });
 
 /** The signed-in customer's own account: password and name. */

@@ -1,3 +1,4 @@
+import { fieldPhrase } from '../../auth/rules/field-phrase.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   checkIdentityChange,
@@ -32,7 +33,9 @@ const changeIdentityRoute = declareRoute({
   answer: AcceptedStatus,
   status: 202,
   problems: [changeOutcomes],
-  examples: { fieldErrors: { email: ['Must be a valid email address.'], current_password: ['Is not correct.'] } },
+  examples: {
+    fieldErrors: { email: [fieldPhrase('email')], current_password: [fieldPhrase('wrong_current_password')] },
+  },
 });
 
 const confirmIdentityRoute = declareRoute({

@@ -46,7 +46,9 @@ const registration = declareRoute({
   answer: Passkey,
   status: 201,
   problems: [registrationOutcomes],
-  examples: { fieldErrors: { credential: [credentialRefused], current_password: ['Is not correct.'] } },
+  examples: {
+    fieldErrors: { credential: [credentialRefused], current_password: [fieldPhrase('wrong_current_password')] },
+  },
 });
 
 const list = declareRoute({

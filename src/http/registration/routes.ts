@@ -1,3 +1,4 @@
+import { fieldPhrase } from '../../auth/rules/field-phrase.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { register, registrationErrors } from '../../auth/flows/registration.js';
 import { resendVerification, verifyIdentity } from '../../auth/flows/verification.js';
@@ -27,10 +28,10 @@ const registerRoute = declareRoute({
   // The identity field is the store's (email or phone), so the schema alone cannot show it.
   examples: {
     fieldErrors: {
-      name: ['Is required.'],
-      email: ['Must be a valid email address.'],
-      password: ['Must contain at least one number.'],
-      password_confirmation: ['Must match the password.'],
+      name: [fieldPhrase('required')],
+      email: [fieldPhrase('email')],
+      password: [fieldPhrase('password_number')],
+      password_confirmation: [fieldPhrase('password_mismatch')],
     },
   },
 });
