@@ -70,6 +70,19 @@ describe('problem documents in the customer’s language', () => {
     });
   });
 
+  test('a language the store lists but the service no longer ships is dropped: the page and the problems answer', async () => {
+    const t = await harness.start();
+    // As if locales/fr.json had been removed after the store listed it (the fields refuse it now).
+    await configure(t, { languages: { languages: ['fr', 'ar'], defaultLanguage: 'fr' } });
+    const page = await t.get('/', { 'accept-language': 'fr' });
+    assert.equal(page.status, 200);
+    assert.equal(page.headers['content-language'], 'ar');
+    assert.equal((await t.get('/?lang=fr')).status, 200);
+    const reply = await register(t, 'fr');
+    assertLanguage(reply, 'ar');
+    assert.deepEqual(reply.body.errors.name, ['هذا الحقل مطلوب.']);
+  });
+
   test('the same request without Accept-Language is English, word for word as before', async () => {
     const t = await bilingual();
     const reply = await register(t);
