@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { linkProvider } from '../../src/auth/flows/provider-sign-in.js';
+import { linkProvider, signInWithProvider } from '../../src/auth/flows/provider-sign-in.js';
 import { proveControl } from '../../src/auth/rules/ownership.js';
 import { insertProviderLink, listProviderLinks } from '../../src/auth/tables/provider-links.js';
 import { lockCustomer } from '../../src/auth/tables/customers.js';
@@ -34,6 +34,18 @@ describe('the provider flows’ guards', () => {
       await proveControl(tx, t.clock, row!, { retiresPassword: false });
     });
     assert.deepEqual(await listProviderLinks(deps.db, claimant.id), []);
+    await t.close();
+  });
+
+  test('a new account made by a provider records the language the browser asked for, as a registration does', async () => {
+    const t = await harness.start();
+    const domain = domainOf(t);
+    const signedIn = await signInWithProvider(domain.deps, await domain.attempt(), identity, 'ar');
+    assert.ok(signedIn.ok && signedIn.value.match === 'created', JSON.stringify(signedIn));
+    const [row] = await t.db.query<{ locale: string | null }>('SELECT locale FROM customers WHERE id = $1', [
+      signedIn.value.customer.id,
+    ]);
+    assert.equal(row?.locale, 'ar');
     await t.close();
   });
 
