@@ -13,6 +13,7 @@ import { BackgroundBusyError } from '../background.js';
 import { DatabaseUnavailableError } from '../storage/database.js';
 import { setLanguageHeaders } from './language-headers.js';
 import { fieldPhrase } from '../auth/rules/field-phrase.js';
+import { baseLanguage } from '../i18n/strings.js';
 import {
   ProblemError,
   problemDocument,
@@ -51,11 +52,12 @@ export function sendProblem(
   headers: Record<string, string | number> = {},
   detail?: FieldMessage,
 ) {
-  const language = request.answerLanguage;
+  const language = request.answerLanguage ?? baseLanguage;
   const body = problemDocument(code, request.id, language, detail, extras);
   const reason = reasonPhrases[body.status];
   if (reason !== undefined) reply.raw.statusMessage = reason;
-  setLanguageHeaders(reply, language);
+  if (request.answerLanguage === null) reply.header('content-language', language);
+  else setLanguageHeaders(reply, language);
   return reply.code(body.status).headers(headers).type('application/problem+json').send(body);
 }
 

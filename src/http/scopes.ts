@@ -51,10 +51,10 @@ declare module 'fastify' {
     account: Account | null;
     /**
      * The language of the request's problem answers: negotiated from `Accept-Language` among the
-     * languages of the store the host names, once it is known; English until then, and always on
-     * the admin listener.
+     * languages of the store the host names, once it is known; English until then. Null on the
+     * admin listener, whose answers are English whatever is asked (so they do not vary by it).
      */
-    answerLanguage: string;
+    answerLanguage: string | null;
   }
 }
 

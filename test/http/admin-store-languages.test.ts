@@ -61,6 +61,24 @@ const languagesOf = (store: Record<string, any>) => [store.languages, store.defa
 describe("a store's languages through the admin API", () => {
   const harness = useHarness();
 
+  test('the admin listener answers operators in English whatever they ask, and says it does not vary', async () => {
+    const { t, create } = await startAdmin(harness);
+    await create({ slug: 'souk', name: 'Souk', languages: ['ar', 'en'] });
+    const admin: FastifyInstance = await adminAppOf(t);
+    const reply = toReply(
+      await admin.inject({
+        method: 'PATCH',
+        url: `${stores}/souk`,
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', 'accept-language': 'ar' },
+        payload: JSON.stringify({ languages: ['xx'] }),
+      }),
+    );
+    assertRefused(reply, { languages: [unknownXx] });
+    assert.equal(reply.body.title, 'Validation failed');
+    assert.equal(reply.headers['content-language'], 'en');
+    assert.doesNotMatch(String(reply.headers['vary'] ?? ''), /accept-language/i);
+  });
+
   test('a store given none, and the first store made before languages, speak ["en"] with "en" by default', async () => {
     const { call, create } = await startAdmin(harness);
     assert.deepEqual(languagesOf((await call('GET', `${stores}/default`)).body), [['en'], 'en']);

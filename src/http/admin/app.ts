@@ -27,7 +27,7 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   const app = createServiceFastify(services.logger, { trustProxy: false });
   app.decorateRequest('adminCaller', null);
   // Operators read English: the admin listener's problems are never translated.
-  app.decorateRequest('answerLanguage', 'en');
+  app.decorateRequest('answerLanguage', null);
   // A PATCH of a store is a JSON merge patch (RFC 7396), which may say so by its media type.
   acceptJsonOnly(app, ['application/merge-patch+json']);
   const unknownPath = unknownPathAnswer(app);
