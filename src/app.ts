@@ -66,7 +66,7 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   });
   app.decorateRequest('clientKey', '');
   app.decorateRequest('account', null);
-  app.decorateRequest('answerLanguage', 'en');
+  app.decorateRequest('answerLanguages', null);
   acceptJsonOnly(app);
   const unknownPath = unknownPathAnswer(app);
 

@@ -13,6 +13,7 @@ import { BackgroundBusyError } from '../background.js';
 import { DatabaseUnavailableError } from '../storage/database.js';
 import { setLanguageHeaders } from './language-headers.js';
 import { fieldPhrase } from '../auth/rules/field-phrase.js';
+import { negotiate } from '../i18n/negotiate.js';
 import { baseLanguage } from '../i18n/strings.js';
 import {
   ProblemError,
@@ -52,11 +53,12 @@ export function sendProblem(
   headers: Record<string, string | number> = {},
   detail?: FieldMessage,
 ) {
-  const language = request.answerLanguage ?? baseLanguage;
+  const languages = request.answerLanguages;
+  const language = languages === null ? baseLanguage : negotiate(request.headers['accept-language'], languages);
   const body = problemDocument(code, request.id, language, detail, extras);
   const reason = reasonPhrases[body.status];
   if (reason !== undefined) reply.raw.statusMessage = reason;
-  if (request.answerLanguage === null) reply.header('content-language', language);
+  if (languages === null) reply.header('content-language', language);
   else setLanguageHeaders(reply, language);
   return reply.code(body.status).headers(headers).type('application/problem+json').send(body);
 }

@@ -4,7 +4,7 @@ import { checkCsrf, onCookieDomain, type CsrfOptions } from './csrf.js';
 import type { Edge } from './edge.js';
 import type { StoreFeature } from './declare.js';
 import { resolveAccount, type Account } from './kit.js';
-import { negotiate } from '../i18n/negotiate.js';
+import type { StoreLanguages } from '../i18n/negotiate.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
 import { requestHost, type StoreContext } from '../store/store.js';
@@ -50,11 +50,12 @@ declare module 'fastify' {
     /** The signed-in customer of a `session` route (see accountOf); null on every other route. */
     account: Account | null;
     /**
-     * The language of the request's problem answers: negotiated from `Accept-Language` among the
-     * languages of the store the host names, once it is known; English until then. Null on the
-     * admin listener, whose answers are English whatever is asked (so they do not vary by it).
+     * The languages the request's problem answers may be written in: the store's, once the host
+     * has named one, negotiated from `Accept-Language` only when a problem is answered, so a call
+     * that succeeds parses no header. Null until then, and on the admin listener: such answers are
+     * English whatever is asked, so they do not vary by it.
      */
-    answerLanguage: string | null;
+    answerLanguages: StoreLanguages | null;
   }
 }
 
@@ -113,7 +114,7 @@ export function publicScope(deps: ScopeDeps, routes: Routes): Routes {
       // address and store. Platform calls never wait on the stores, so a failed read counts it
       // outside every store instead.
       const store = await deps.services.store.resolve(hostOf(request)).catch(() => null);
-      if (store !== null) request.answerLanguage = negotiate(request.headers['accept-language'], store);
+      if (store !== null) request.answerLanguages = store;
       await countAndCheckCsrf(deps, request, store ?? undefined);
       await answerMissingPath(deps, request);
     });
@@ -140,7 +141,7 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
         throw new ProblemError('store_not_found');
       }
       request.store = store;
-      request.answerLanguage = negotiate(request.headers['accept-language'], store);
+      request.answerLanguages = store;
       const callback = request.routeOptions.config.providerCallback === true;
       if (store.status !== 'active' && !callback) throw new ProblemError('store_unavailable');
       // Cookies for COOKIE_DOMAIN set on another host would be dropped by the browser: say so instead.

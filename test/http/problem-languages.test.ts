@@ -190,7 +190,9 @@ describe('problem documents in the customer’s language', () => {
       'accept-language': 'ar',
     });
     assertProblem(reply, 404, 'store_not_found');
-    assertLanguage(reply, 'en');
+    assert.equal(reply.headers['content-language'], 'en');
+    // No store, no languages to choose from: the answer does not vary by what was asked.
+    assert.doesNotMatch(String(reply.headers['vary'] ?? ''), /accept-language/i);
     assert.equal(reply.body.detail, problemEntry('store_not_found').detail);
   });
 });

@@ -26,8 +26,8 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   // Backends reach it directly, not through the shoppers' proxy: X-Forwarded-For is nobody's word here.
   const app = createServiceFastify(services.logger, { trustProxy: false });
   app.decorateRequest('adminCaller', null);
-  // Operators read English: the admin listener's problems are never translated.
-  app.decorateRequest('answerLanguage', null);
+  // Operators read English: the admin listener's problems are never translated (see answerLanguages).
+  app.decorateRequest('answerLanguages', null);
   // A PATCH of a store is a JSON merge patch (RFC 7396), which may say so by its media type.
   acceptJsonOnly(app, ['application/merge-patch+json']);
   const unknownPath = unknownPathAnswer(app);
