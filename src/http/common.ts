@@ -53,7 +53,8 @@ export function sendProblem(
   headers: Record<string, string | number> = {},
   detail?: FieldMessage,
 ) {
-  const languages = request.answerLanguages;
+  // Undefined on a request Fastify refused before its decorations (an undecodable URL).
+  const languages = request.answerLanguages ?? null;
   const language = languages === null ? baseLanguage : negotiate(request.headers['accept-language'], languages);
   const body = problemDocument(code, request.id, language, detail, extras);
   const reason = reasonPhrases[body.status];
