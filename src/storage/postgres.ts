@@ -114,6 +114,10 @@ function createPool(settings: PoolSettings, startupStatementTimeout: boolean): p
     application_name: 'storefront-auth',
   });
   created.on('error', () => {}); // an idle client lost its server; the next checkout reconnects
+  // pg-pool drops its own listener from a client while it is checked out: a connection that dies
+  // between two statements of a transaction would otherwise raise an uncaught exception. The
+  // next statement on it fails with its own error instead.
+  created.on('connect', (client) => client.on('error', () => {}));
   return created;
 }
 
