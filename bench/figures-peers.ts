@@ -23,8 +23,10 @@ import { runLoad, statusText, sum, type LoadResult } from './load.js';
 import type { ServiceCpu } from './proc.js';
 import { startBetterAuth, type Server } from './servers.js';
 
-/** Figure 9's goal: the service reads a session at least this many times as fast as Better Auth without its cookie cache. */
-const sessionReadGoal = 5;
+/** Figure 9's goals: the service reads a session at least this many times as fast as Better Auth without its cookie cache… */
+const sessionReadGoal = 6;
+/** …and signs in at least this many times as fast, on equal hashing. */
+const loginGoal = 1.1;
 const peerPassword = 'bench-Passw0rd-42';
 /** Better Auth's customers, signed up through its API; its sign-ins cycle through them. */
 const peerCustomers = 32;
@@ -94,6 +96,8 @@ function versusPeer(
   peerLabel: string,
   goal: number | undefined,
   cpus: ServiceCpu[],
+  /** A second goal: the service's main-thread CPU per answer at most this many milliseconds. */
+  maxMainMsPerAnswer?: number,
 ): Row {
   const value = median(ours.map((result) => result.okPerSecond));
   const baseline = median(theirs.map((result) => result.okPerSecond));
@@ -101,6 +105,9 @@ function versusPeer(
   const non2xx = sum(ours, (result) => result.non2xx) + sum(theirs, (result) => result.non2xx);
   const errors = sum(ours, (result) => result.errors) + sum(theirs, (result) => result.errors);
   const clean = non2xx === 0 && errors === 0;
+  const cpuMet =
+    maxMainMsPerAnswer === undefined || median(cpus.map((cpu) => cpu.mainMsPerAnswer)) <= maxMainMsPerAnswer;
+  const cpuGoal = maxMainMsPerAnswer === undefined ? '' : `, main thread ≤ ${maxMainMsPerAnswer} ms per answer`;
   return {
     id,
     label,
@@ -112,7 +119,7 @@ function versusPeer(
     goal:
       goal === undefined
         ? { text: 'information', met: clean }
-        : { text: `ratio ≥ ${goal.toFixed(2)}`, met: ratio >= goal && clean },
+        : { text: `ratio ≥ ${goal.toFixed(2)}${cpuGoal}`, met: ratio >= goal && cpuMet && clean },
     non2xx,
     errors,
     rounds: `service ${ours.map((result) => format(result.okPerSecond, 1)).join(' / ')}; Better Auth ${theirs.map((result) => format(result.okPerSecond, 1)).join(' / ')}`,
@@ -205,6 +212,7 @@ export async function figureBetterAuth(context: BenchContext): Promise<Row[]> {
           'Better Auth, cookie cache off',
           sessionReadGoal,
           sessionCpus,
+          0.1,
         ),
         versusPeer(
           '9b',
@@ -221,8 +229,9 @@ export async function figureBetterAuth(context: BenchContext): Promise<Row[]> {
           results.ourLogin,
           results.peerLogin,
           'Better Auth sign-in',
-          undefined,
+          loginGoal,
           loginCpus,
+          1.5,
         ),
       ];
     } finally {

@@ -183,6 +183,13 @@ export function startBareFastify() {
   return startChild('bare fastify', bareEntry, [], {});
 }
 
+/** Figure 8b's yardstick: the session check's one statement on `databaseUrl`, in bare Fastify. */
+export function startSessionYardstick(databaseUrl: string) {
+  return startChild('session yardstick', path.join(repoRoot, 'bench/session-yardstick.ts'), [], {
+    SESSION_YARDSTICK_DATABASE_URL: databaseUrl,
+  });
+}
+
 /** The HTTP login ceiling: Fastify, a cookie and the service's hashing threads, no database. */
 export function startLoginCeiling() {
   return startChild('login ceiling', path.join(repoRoot, 'bench/login-ceiling.ts'), [], {});

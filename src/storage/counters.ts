@@ -3,8 +3,8 @@
  * implement it; both must make `increment` atomic so parallel requests cannot slip past a limit.
  */
 export interface CounterStore {
-  /** Adds one to `key`, starting a window of `windowSeconds` if none is open; returns the new count. */
-  increment(key: string, windowSeconds: number, nowMs: number): Promise<WindowCount>;
+  /** Adds `amount` (one) to `key`, starting a window of `windowSeconds` if none is open; returns the new count. */
+  increment(key: string, windowSeconds: number, nowMs: number, amount?: number): Promise<WindowCount>;
   /** Reads a counter without changing it (the service never does; the tests observe counters by it). */
   peek(key: string, nowMs: number): Promise<WindowCount>;
   delete(key: string): Promise<void>;
@@ -71,7 +71,7 @@ export class MemoryCounterStore implements CounterStore {
     return this.entries.size;
   }
 
-  async increment(key: string, windowSeconds: number, nowMs: number): Promise<WindowCount> {
+  async increment(key: string, windowSeconds: number, nowMs: number, amount = 1): Promise<WindowCount> {
     let entry = this.entries.get(key);
     if (entry === undefined || entry.resetAtMs <= nowMs) {
       this.entries.delete(key);
@@ -79,7 +79,7 @@ export class MemoryCounterStore implements CounterStore {
       entry = { count: 0, resetAtMs: nowMs + windowSeconds * 1000 };
       this.entries.set(key, entry);
     }
-    entry.count += 1;
+    entry.count += amount;
     return { count: entry.count, resetAtMs: entry.resetAtMs };
   }
 

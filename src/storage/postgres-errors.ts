@@ -59,3 +59,14 @@ export function translateDriverError(error: unknown): unknown {
   if (error instanceof DatabaseUnavailableError) return error;
   return isDatabaseUnavailable(error) ? new DatabaseUnavailableError(error) : error;
 }
+
+/**
+ * A named statement that the connection's server does not have, or has already: what a pooler in
+ * transaction mode that does not track them (PgBouncer before 1.21, or without
+ * max_prepared_statements) answers, since consecutive statements reach different servers. Both
+ * fail before the statement runs.
+ */
+export function isPreparedStatementMismatch(error: unknown): boolean {
+  const { code } = (error ?? {}) as { code?: unknown };
+  return code === '26000' || code === '42P05';
+}

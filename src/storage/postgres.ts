@@ -1,6 +1,10 @@
 import pg from 'pg';
-import { DatabaseUnavailableError, type Database, type Queryable } from './database.js';
-import { isDatabaseUnavailable, translateDriverError as translate } from './postgres-errors.js';
+import { DatabaseUnavailableError, preparedName, type Database, type Queryable } from './database.js';
+import {
+  isDatabaseUnavailable,
+  isPreparedStatementMismatch,
+  translateDriverError as translate,
+} from './postgres-errors.js';
 import { postgresTls } from './postgres-tls.js';
 
 /** The pool size the service has always used; DATABASE_POOL_SIZE (config.ts) defaults to it. */
@@ -9,13 +13,18 @@ export const defaultDatabasePoolSize = 10;
 /** How often a transaction the server undid for a deadlock or serialization failure is tried. */
 const transactionAttempts = 3;
 
-/** Statements on `client`; with `queryTimeoutMs`, each waits that long for its answer instead of the pool's time. */
-function wrap(client: pg.Pool | pg.PoolClient, queryTimeoutMs?: number): Queryable {
+/**
+ * Statements on `client`; with `queryTimeoutMs`, each waits that long for its answer instead of the
+ * pool's time; with `named`, a statement marked `prepared` runs under its name.
+ */
+function wrap(client: pg.Pool | pg.PoolClient, queryTimeoutMs?: number, named = false): Queryable {
   const timeout = queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs };
   return {
     async query<Row>(text: string, params: readonly unknown[] = []) {
+      const name = named ? preparedName(text) : undefined;
       try {
-        return (await client.query({ text, values: params as unknown[], ...timeout })).rows as Row[];
+        const config = { text, values: params as unknown[], ...timeout, ...(name === undefined ? {} : { name }) };
+        return (await client.query(config)).rows as Row[];
       } catch (error) {
         throw translate(error);
       }
@@ -68,7 +77,10 @@ export interface PostgresOptions extends Partial<Deadline> {
   max?: number;
   /** PEM CA bundle that verifies the server's certificate (DATABASE_CA_FILE), in place of the public roots. */
   ca?: string | undefined;
-  /** Told once when the server refused the statement limit as a connection parameter (a pooler). */
+  /**
+   * Told once when the server refused the statement limit as a connection parameter (a pooler),
+   * and once when it refused a named statement.
+   */
   notice?: (message: string) => void;
 }
 
@@ -96,6 +108,8 @@ interface PoolSettings {
   statementTimeout: number;
   queryTimeoutMs: number;
   notice: ((message: string) => void) | undefined;
+  /** Told when the pool learns that a pooler stands between it and the server. */
+  pooled?: () => void;
 }
 
 function createPool(settings: PoolSettings, startupStatementTimeout: boolean): pg.Pool {
@@ -145,6 +159,7 @@ function replaceablePool(settings: PoolSettings): ReplaceablePool {
         const reported = error instanceof DatabaseUnavailableError ? error.cause : error;
         if (!isRefusedStatementTimeout(reported)) throw error;
         if (current === pool) {
+          settings.pooled?.();
           pool = createPool(settings, false);
           void current.end().catch(() => {});
           settings.notice?.(
@@ -214,8 +229,9 @@ function transactionsOn({ onPool }: ReplaceablePool, statementTimeout: number): 
 /**
  * A PostgreSQL server through node-postgres, with a pool whose waits are all bounded. It runs the
  * same behind PgBouncer in transaction mode: no session state outlives a transaction (no session
- * SET, advisory lock, LISTEN, temporary table or named prepared statement), and the statement limit
- * is also set inside every transaction, where a pooler cannot lose it. TLS follows the URL's
+ * SET, advisory lock, LISTEN or temporary table), the statement limit is also set inside every
+ * transaction, where a pooler cannot lose it, and the hot path's named statements (`prepared`,
+ * single statements outside transactions) are given up as soon as a pooler shows itself. TLS follows the URL's
  * sslmode as `postgresTls` reads it. Its limits are the request path's unless given (Deadline); a
  * connection whose answer did not come in time is destroyed, not returned: its late answer would
  * otherwise be read as the next statement's. pg-pool's `query` releases a client with its error,
@@ -233,11 +249,31 @@ export function openPostgres(
 ): PostgresDatabase {
   const { connectionString, ssl } = postgresTls(url, ca);
   const statementTimeout = Math.max(1, Math.round(statementTimeoutMs));
-  const pools = replaceablePool({ connectionString, ssl, max, statementTimeout, queryTimeoutMs, notice });
+  // Named statements live in a server connection's session, which a pooler in transaction mode
+  // does not keep: they are given up once a pooler shows itself, by its refusal of the statement
+  // limit or of a named statement (then the statement runs again unnamed: neither refusal ran it).
+  let naming = true;
+  const pooled = () => (naming = false);
+  const pools = replaceablePool({ connectionString, ssl, max, statementTimeout, queryTimeoutMs, notice, pooled });
   const transaction = transactionsOn(pools, statementTimeout);
   const { onPool, close } = pools;
+  async function query<Row>(text: string, params?: readonly unknown[]): Promise<Row[]> {
+    const named = naming && preparedName(text) !== undefined;
+    try {
+      return await onPool((current) => wrap(current, undefined, named).query<Row>(text, params));
+    } catch (error) {
+      if (!named || !isPreparedStatementMismatch(error)) throw error;
+      if (naming) {
+        pooled();
+        notice?.(
+          'the database refused a named statement (a pooler in transaction mode that does not track them): statements now run unnamed',
+        );
+      }
+      return onPool((current) => wrap(current).query<Row>(text, params));
+    }
+  }
   return {
-    query: (text, params) => onPool((current) => wrap(current).query(text, params)),
+    query,
     exec: (text) => onPool((current) => wrap(current).exec(text)),
     transaction: (work) => transaction(work),
     close,

@@ -9,14 +9,15 @@ import { isRedisClusterUrl, parseRedisClusterUrl, type RedisClusterAddress } fro
 const incrementScript = `
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
+local amount = tonumber(ARGV[3])
 local reset = tonumber(redis.call('HGET', KEYS[1], 'r'))
 if reset == nil or reset <= now then
   reset = now + window
-  redis.call('HSET', KEYS[1], 'c', 1, 'r', reset)
+  redis.call('HSET', KEYS[1], 'c', amount, 'r', reset)
   redis.call('PEXPIRE', KEYS[1], window)
-  return {1, reset}
+  return {amount, reset}
 end
-return {redis.call('HINCRBY', KEYS[1], 'c', 1), reset}
+return {redis.call('HINCRBY', KEYS[1], 'c', amount), reset}
 `;
 
 export interface RedisCounterOptions {
@@ -157,13 +158,13 @@ export class RedisCounterStore implements CounterStore {
     if (this.client.status !== 'ready') throw new Error(`Redis is not connected (${this.client.status})`);
   }
 
-  async increment(key: string, windowSeconds: number, nowMs: number): Promise<WindowCount> {
+  async increment(key: string, windowSeconds: number, nowMs: number, amount = 1): Promise<WindowCount> {
     this.usable();
     const [count, resetAtMs] = (await (
       this.client as unknown as {
-        windowIncrement(key: string, now: number, window: number): Promise<[number, number]>;
+        windowIncrement(key: string, now: number, window: number, amount: number): Promise<[number, number]>;
       }
-    ).windowIncrement(key, nowMs, windowSeconds * 1000)) as [number, number];
+    ).windowIncrement(key, nowMs, windowSeconds * 1000, amount)) as [number, number];
     return { count: Number(count), resetAtMs: Number(resetAtMs) };
   }
 
@@ -246,8 +247,8 @@ export class FallbackCounterStore implements CounterStore {
     }
   }
 
-  increment(key: string, windowSeconds: number, nowMs: number) {
-    return this.either((store) => store.increment(key, windowSeconds, nowMs));
+  increment(key: string, windowSeconds: number, nowMs: number, amount?: number) {
+    return this.either((store) => store.increment(key, windowSeconds, nowMs, amount));
   }
 
   peek(key: string, nowMs: number) {

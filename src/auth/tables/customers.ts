@@ -1,5 +1,5 @@
 import type { IdentityMode } from '../../config.js';
-import { deleteInBatch, isUuid, type Queryable, type StoreQueryable } from '../../storage/database.js';
+import { deleteInBatch, isUuid, prepared, type Queryable, type StoreQueryable } from '../../storage/database.js';
 import { displayIdentity, type ParsedIdentity } from '../rules/identity.js';
 
 export interface CustomerRow {
@@ -134,15 +134,16 @@ export async function upgradePasswordHash(db: StoreQueryable, id: string, from: 
 /** A customer named by id, or by an identity as the edge parsed it (none when it did not parse). */
 export type CustomerKey = { id: string } | Pick<ParsedIdentity, 'mode' | 'value'>;
 
-// Built once per key kind, as every read of one customer is.
-const byId = `SELECT ${customerColumns} FROM customers WHERE store_id = $1 AND id = $2`;
-const byIdentity = `SELECT ${customerColumns} FROM customers
-  WHERE store_id = $1 AND identity_type = $2 AND identity_value = $3`;
+// Built once per key kind, as every read of one customer is; a login's lookup is a named statement.
+const byId = prepared(`SELECT ${customerColumns} FROM customers WHERE store_id = $1 AND id = $2`);
+const byIdentity = prepared(`SELECT ${customerColumns} FROM customers
+  WHERE store_id = $1 AND identity_type = $2 AND identity_value = $3`);
 
 async function selectCustomer(db: StoreQueryable, key: CustomerKey, locking: string): Promise<CustomerRow | null> {
-  if ('id' in key) return (await db.query<CustomerRow>(byId + locking, [db.storeId, key.id]))[0] ?? null;
+  const statement = (text: string) => (locking === '' ? text : text + locking);
+  if ('id' in key) return (await db.query<CustomerRow>(statement(byId), [db.storeId, key.id]))[0] ?? null;
   if (key.value === null) return null;
-  return (await db.query<CustomerRow>(byIdentity + locking, [db.storeId, key.mode, key.value]))[0] ?? null;
+  return (await db.query<CustomerRow>(statement(byIdentity), [db.storeId, key.mode, key.value]))[0] ?? null;
 }
 
 /** The customer holding the identity; null when none does, or the identity did not parse. */

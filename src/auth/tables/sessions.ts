@@ -1,7 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { secondsBefore, type Clock } from '../../clock.js';
-import { deleteInBatch, isUuid, StatementParams, type Queryable, type StoreQueryable } from '../../storage/database.js';
+import {
+  deleteInBatch,
+  isUuid,
+  prepared,
+  StatementParams,
+  type Queryable,
+  type StoreQueryable,
+} from '../../storage/database.js';
 import { customerColumnsOf, type CustomerRow } from './customers.js';
 import { deviceFamily } from '../rules/device-family.js';
 import { refreshSeenDevice, type DeviceKey } from './known-devices.js';
@@ -126,7 +133,8 @@ export async function createSession(
   const insert = insertSessionSql(params, db.storeId, opening, session, now);
   const { replaces, knownDevice } = opening;
   if (replaces === undefined && knownDevice === undefined) {
-    const rows = await db.query(`${insert} RETURNING 1`, params.values);
+    // Named, as each of the four shapes below: a login's one write. Their texts never vary otherwise.
+    const rows = await db.query(prepared(`${insert} RETURNING 1`), params.values);
     return rows.length === 1 ? { session, knownDeviceRefreshed: false } : null;
   }
   const parts = [`opened AS (${insert} RETURNING customer_id)`];
@@ -142,17 +150,18 @@ export async function createSession(
   }
   const seen = knownDevice === undefined ? 'false' : 'EXISTS (SELECT 1 FROM device)';
   const [row] = await db.query<{ opened: boolean; device_seen: boolean }>(
-    `WITH ${parts.join(',\n     ')}
-     SELECT EXISTS (SELECT 1 FROM opened) AS opened, ${seen} AS device_seen`,
+    prepared(`WITH ${parts.join(',\n     ')}
+     SELECT EXISTS (SELECT 1 FROM opened) AS opened, ${seen} AS device_seen`),
     params.values,
   );
   return row?.opened === true ? { session, knownDeviceRefreshed: row.device_seen } : null;
 }
 
-// Built once: a session read is the most frequent statement of all.
-const findSessionCustomerSql = `SELECT ${customerColumnsOf('c')}, s.last_seen_at
+// Built once, and named: a session read is the most frequent statement of all. Exported for the
+// benchmark's yardstick, which runs exactly this statement.
+export const findSessionCustomerSql = prepared(`SELECT ${customerColumnsOf('c')}, s.last_seen_at
        FROM sessions s JOIN customers c ON c.store_id = s.store_id AND c.id = s.customer_id
-      WHERE s.store_id = $4 AND s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`;
+      WHERE s.store_id = $4 AND s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`);
 
 /**
  * The customer behind a live session of the store, sliding its idle window; null for a dead or
@@ -200,10 +209,11 @@ export interface LiveSession {
 
 // The session check's statement with the session's own public columns; built once, as a backend
 // asks on each of its requests.
-const findLiveSessionSql = `SELECT ${customerColumnsOf('c')}, s.last_seen_at, s.public_id::text AS session_public_id,
+const findLiveSessionSql =
+  prepared(`SELECT ${customerColumnsOf('c')}, s.last_seen_at, s.public_id::text AS session_public_id,
             s.created_at AS session_created_at, s.expires_at AS session_expires_at
        FROM sessions s JOIN customers c ON c.store_id = s.store_id AND c.id = s.customer_id
-      WHERE s.store_id = $4 AND s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`;
+      WHERE s.store_id = $4 AND s.id_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`);
 
 type LiveSessionRow = CustomerRow & {
   last_seen_at: Date;
@@ -271,7 +281,7 @@ interface SessionRow {
 /** What makes a session live at `$2` (now) with idle cutoff `$3`. */
 const liveCondition = 'expires_at > $2 AND last_seen_at > $3';
 
-function idleCutoffOf(clock: Clock): { now: Date; idleCutoff: Date } {
+export function idleCutoffOf(clock: Clock): { now: Date; idleCutoff: Date } {
   const now = clock.now();
   return { now, idleCutoff: secondsBefore(now, sessionIdleTimeoutSeconds) };
 }

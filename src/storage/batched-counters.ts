@@ -1,0 +1,117 @@
+import type { CounterStore, WindowCount } from './counters.js';
+
+interface Entry {
+  resetAtMs: number;
+  /** The shared count the store returned when this instance's last batch landed. */
+  landed: number;
+  /** Sent to the store, not yet acknowledged. */
+  inflight: number;
+  /** Counted here, not yet sent. */
+  pending: number;
+  /** The batch on its way, if any: at most one per key, so batches land in order. */
+  flushing: Promise<void> | undefined;
+}
+
+/**
+ * A shared counter counted here first and sent to the shared store in batches (a sloppy counter),
+ * for limits where every call counts and none guards a credential (the any-call limit): a call
+ * costs no round trip, yet every instance still counts against one shared total.
+ *
+ * The bound: an instance holds at most `batch` counts of a key that the store has not
+ * acknowledged. A call that would hold more waits for the batch on its way. Each batch's answer
+ * brings back the shared total, so once the total passes the limit each instance learns it with
+ * its next batch, having let through at most `batch` more. Across `n` instances a key's window
+ * therefore admits fewer than `limit + n × batch` calls (the proof is in docs/architecture.md);
+ * with one instance, exactly `limit`.
+ */
+export class BatchedCounters {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly store: CounterStore,
+    /** Told of a batch the store refused: its counts then stay this instance's alone. */
+    private readonly failed: (error: unknown) => void = () => {},
+    private readonly maxEntries = 50_000,
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Counts one call and returns the total as this instance knows it: the shared total at its last
+   * batch plus what it counted since. Synchronous unless the key's unacknowledged counts are full.
+   */
+  increment(key: string, windowSeconds: number, batch: number, nowMs: number): WindowCount | Promise<WindowCount> {
+    let entry = this.entries.get(key);
+    if (entry === undefined || entry.resetAtMs <= nowMs) {
+      this.entries.delete(key);
+      this.makeRoom(nowMs);
+      entry = { resetAtMs: nowMs + windowSeconds * 1000, landed: 0, inflight: 0, pending: 0, flushing: undefined };
+      this.entries.set(key, entry);
+    }
+    if (entry.flushing !== undefined && entry.inflight + entry.pending >= batch) {
+      return entry.flushing.then(() => this.increment(key, windowSeconds, batch, nowMs));
+    }
+    entry.pending += 1;
+    const count = { count: entry.landed + entry.inflight + entry.pending, resetAtMs: entry.resetAtMs };
+    if (entry.flushing === undefined && entry.pending >= batch) this.send(key, entry, windowSeconds, nowMs);
+    return count;
+  }
+
+  private send(key: string, entry: Entry, windowSeconds: number, nowMs: number): void {
+    const amount = entry.pending;
+    entry.inflight = amount;
+    entry.pending = 0;
+    entry.flushing = this.store.increment(key, windowSeconds, nowMs, amount).then(
+      (shared) => {
+        // The shared window is the one that counts; this instance's guess at it gave way.
+        entry.landed = shared.count;
+        entry.resetAtMs = shared.resetAtMs;
+        entry.inflight = 0;
+        entry.flushing = undefined;
+      },
+      (error: unknown) => {
+        entry.landed += amount;
+        entry.inflight = 0;
+        entry.flushing = undefined;
+        this.failed(error);
+      },
+    );
+  }
+
+  /**
+   * Keeps the map to the keys of the current windows: windows of one rule all last as long and
+   * each new window goes to the end of the map, so the oldest is first, and each new key ends up
+   * to two expired ones. A full map drops as the memory store does: single calls, then the oldest.
+   */
+  private makeRoom(nowMs: number): void {
+    let expired = 0;
+    for (const [key, entry] of this.entries) {
+      if (expired === 2 || entry.resetAtMs > nowMs) break;
+      this.entries.delete(key);
+      expired += 1;
+    }
+    if (this.entries.size < this.maxEntries) return;
+    const target = Math.floor(this.maxEntries * 0.9);
+    for (const [key, entry] of this.entries) {
+      if (entry.resetAtMs <= nowMs) this.entries.delete(key);
+    }
+    // A single call is forgotten, not sent: the key regains at most that one call, and only after
+    // a tenth of the map's worth of other keys came in since.
+    for (const [key, entry] of this.entries) {
+      if (this.entries.size <= target) return;
+      if (entry.landed + entry.inflight + entry.pending <= 1) this.entries.delete(key);
+    }
+    for (const [key, entry] of this.entries) {
+      if (this.entries.size <= target) return;
+      this.entries.delete(key);
+      // What the others have not seen yet goes to them, so a dropped key still counts everywhere.
+      if (entry.pending > 0) {
+        this.store
+          .increment(key, Math.ceil((entry.resetAtMs - nowMs) / 1000), nowMs, entry.pending)
+          .catch((error: unknown) => this.failed(error));
+      }
+    }
+  }
+}
