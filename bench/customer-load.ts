@@ -1,5 +1,5 @@
 import { progress, type BenchContext } from './context.js';
-import { nextClientAddress, nextEmail, runLoad, type LoadResult } from './load.js';
+import { nextClientAddress, nextEmail, returningAddress, runLoad, type LoadResult } from './load.js';
 import type { Server } from './servers.js';
 
 /**
@@ -34,15 +34,37 @@ export function registerLoad(context: BenchContext, url: string, seconds: number
 }
 
 let loginCursor = 0;
-/** Logins cycle through the registered customers, so consecutive logins never share one. */
-export function loginLoad(context: BenchContext, url: string, seconds: number): Promise<LoadResult> {
+const visits: number[] = [];
+/**
+ * Logins cycle through the registered customers, so consecutive logins never share one. Each
+ * comes from a never-reused address, nearly always in a /24 its customer has not used lately: a
+ * new device, whose sign-in notice is queued and sent. With `returning`, each customer signs in
+ * from a /24 of its own, as a returning shopper does from their device (a new address in it each
+ * time, so no per-address limit is reached): after its first, every login is a known device's.
+ */
+export function loginLoad(
+  context: BenchContext,
+  url: string,
+  seconds: number,
+  { returning = false }: { returning?: boolean } = {},
+): Promise<LoadResult> {
+  let customer = 0;
+  const next = () => (customer = loginCursor++ % context.customers.length);
   return runLoad({
     url,
     method: 'POST',
     path: `${auth}/login`,
     connections: hashingConnections,
     seconds,
-    body: () => ({ identity: context.customers[loginCursor++ % context.customers.length], password: context.password }),
+    ...(returning && {
+      clientAddress: () => {
+        next();
+        const visit = (visits[customer] ?? 0) + 1;
+        visits[customer] = visit;
+        return returningAddress(customer, visit);
+      },
+    }),
+    body: () => ({ identity: context.customers[returning ? customer : next()], password: context.password }),
   });
 }
 

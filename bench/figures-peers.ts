@@ -161,8 +161,9 @@ export async function figureBetterAuth(context: BenchContext): Promise<Row[]> {
         ourSession: (seconds: number) => sessionLoad(service.url, '/api/v1/customer/auth/session', ourCookie, seconds),
         plainSession: (seconds: number) => sessionLoad(plain.url, '/api/auth/get-session', plainCookie, seconds),
         cachedSession: (seconds: number) => sessionLoad(cached.url, '/api/auth/get-session', cachedCookie, seconds),
-        ourLogin: (seconds: number) => loginLoad(context, service.url, seconds),
+        ourLogin: (seconds: number) => loginLoad(context, service.url, seconds, { returning: true }),
         peerLogin: (seconds: number) => peerLogin(plain, seconds),
+        ourNewDeviceLogin: (seconds: number) => loginLoad(context, service.url, seconds),
       };
       for (const load of Object.values(loads)) await load(1);
       const results: Record<keyof typeof loads, LoadResult[]> = {
@@ -171,14 +172,16 @@ export async function figureBetterAuth(context: BenchContext): Promise<Row[]> {
         cachedSession: [],
         ourLogin: [],
         peerLogin: [],
+        ourNewDeviceLogin: [],
       };
       const sessionCpus: ServiceCpu[] = [];
       const loginCpus: ServiceCpu[] = [];
+      const newDeviceCpus: ServiceCpu[] = [];
       for (let round = 1; round <= context.rounds; round += 1) {
         for (const [name, load] of Object.entries(loads) as Array<
           [keyof typeof loads, (s: number) => Promise<LoadResult>]
         >) {
-          if (name === 'ourSession' || name === 'ourLogin') {
+          if (name === 'ourSession' || name === 'ourLogin' || name === 'ourNewDeviceLogin') {
             const { result, cpu } = await measuredRound(
               context,
               '9',
@@ -187,7 +190,7 @@ export async function figureBetterAuth(context: BenchContext): Promise<Row[]> {
               (done) => done.responses,
             );
             results[name].push(result);
-            (name === 'ourSession' ? sessionCpus : loginCpus).push(cpu);
+            ({ ourSession: sessionCpus, ourLogin: loginCpus, ourNewDeviceLogin: newDeviceCpus })[name].push(cpu);
           } else {
             await beforeRound(context, ownPids);
             results[name].push(await load(context.seconds));
@@ -225,13 +228,22 @@ export async function figureBetterAuth(context: BenchContext): Promise<Row[]> {
         ),
         versusPeer(
           '9c',
-          `login req/s, ${hashingConnections} connections, against Better Auth's POST /api/auth/sign-in/email (same argon2id parameters)`,
+          `login req/s, ${hashingConnections} connections, each customer from a /24 of its own (a known device), against Better Auth's POST /api/auth/sign-in/email (same argon2id parameters)`,
           results.ourLogin,
           results.peerLogin,
           'Better Auth sign-in',
           loginGoal,
           loginCpus,
           1.5,
+        ),
+        versusPeer(
+          '9d',
+          `login req/s, ${hashingConnections} connections, every login from a /24 new to its customer (a new-device notice queued and sent each time), against Better Auth's sign-in as in 9c`,
+          results.ourNewDeviceLogin,
+          results.peerLogin,
+          'Better Auth sign-in',
+          undefined,
+          newDeviceCpus,
         ),
       ];
     } finally {

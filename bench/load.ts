@@ -13,6 +13,15 @@ export function nextClientAddress(): string {
   return `${addressBlock}.${(n >>> 16) & 0xff}.${(n >>> 8) & 0xff}.${n & 0xff}`;
 }
 
+/**
+ * The `visit`th address of a returning shopper, `customer`: always in the customer's own /24 (the
+ * service then knows the device), never the same address twice in a row of 254, and in a /8 of
+ * its own, apart from the never-reused addresses and the probes'.
+ */
+export function returningAddress(customer: number, visit: number): string {
+  return `12.${(customer >>> 8) & 0xff}.${customer & 0xff}.${1 + (visit % 254)}`;
+}
+
 /** A helper process counts its own addresses in another /8, so they never meet the benchmark's. */
 export function useClientAddressBlock(firstOctet: number): void {
   addressBlock = firstOctet;
@@ -35,6 +44,8 @@ export interface LoadOptions {
   body?: () => unknown;
   /** Sent with every request (a session cookie, say); a function is called once per request. */
   headers?: Record<string, string> | (() => Record<string, string>);
+  /** Each request's X-Forwarded-For, called before `body`; a never-reused address unless given. */
+  clientAddress?: () => string;
   /** Requests per second over all connections; unset means as fast as answers come. */
   overallRate?: number;
   onResponse?: (status: number, body: string) => void;
@@ -78,7 +89,8 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
     path: options.path,
     setupRequest(request) {
       const headers = typeof options.headers === 'function' ? options.headers() : options.headers;
-      request.headers = { ...request.headers, ...headers, 'x-forwarded-for': nextClientAddress() };
+      const address = options.clientAddress?.() ?? nextClientAddress();
+      request.headers = { ...request.headers, ...headers, 'x-forwarded-for': address };
       if (makeBody !== undefined) {
         request.headers['content-type'] = 'application/json';
         request.body = JSON.stringify(makeBody());

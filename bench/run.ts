@@ -115,7 +115,7 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   '8': (r, s) => 2 * r * (2 * s + 1) + 10 + memorySeconds(2 * r),
   '12': (r, s) => r * (2 * s + 1) + 10 + memorySeconds(r),
   '5': (r, s) => r * (2 * s + 1) + 2 + 10 + memorySeconds(r),
-  '9': (r, s) => r * (5 * s + 6) + 30 + memorySeconds(0),
+  '9': (r, s) => r * (6 * s + 7) + 30 + memorySeconds(0),
   '10': (r, s) => r * 2 * (s + 2) + 3 * (statisticsDelayMs / 1000 + 2) + 10 + memorySeconds(0),
   // Seeding a million customers and sessions takes a minute or more.
   '11': (r) => 75 + growthSizes.length * r * 2 * (growthSeconds + 2) + 10 + memorySeconds(0),

@@ -47,7 +47,13 @@ export function edgeOf(services: Services): Edge {
       },
     }),
     limiter: new RateLimiter(counters, clock, keys.counters, refused),
-    probeLimiter: new RateLimiter(new MemoryCounterStore(probeCounterEntries), clock, keys.counters, refused),
+    probeLimiter: new RateLimiter(
+      new MemoryCounterStore(probeCounterEntries),
+      clock,
+      keys.counters,
+      refused,
+      probeCounterEntries,
+    ),
   };
   return Object.assign(Object.create(services) as Services, parts);
 }

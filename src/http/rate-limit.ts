@@ -76,10 +76,12 @@ export class RateLimiter {
     private readonly key: Buffer,
     /** Told of every refusal, once, with the limit that refused. */
     private readonly refused: (refusal: Refusal) => void = () => {},
+    /** The most keys the batched rules' counts keep in this instance. */
+    batchedEntries?: number,
   ) {
     // A Redis store answers for itself when Redis fails (FallbackCounterStore counts in memory and
     // says so), so a batch it refuses is not expected, and needs no word of its own.
-    this.batched = new BatchedCounters(counters);
+    this.batched = new BatchedCounters(counters, undefined, batchedEntries);
   }
 
   /**
