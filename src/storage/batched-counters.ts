@@ -81,17 +81,12 @@ export class BatchedCounters {
   }
 
   /**
-   * Keeps the map to the keys of the current windows: windows of one rule all last as long and
-   * each new window goes to the end of the map, so the oldest is first, and each new key ends up
-   * to two expired ones. A full map drops as the memory store does: single calls, then the oldest.
+   * When full, drops as the memory store does: expired windows, then single calls, then the
+   * oldest, a tenth of the map at a time. Only when full: a Map keeps deleted entries as holes
+   * until it grows, and an iteration from its start walks over every one, so looking at the
+   * oldest key on each insert cost more than the whole request (0.1 ms at 10,000 keys).
    */
   private makeRoom(nowMs: number): void {
-    let expired = 0;
-    for (const [key, entry] of this.entries) {
-      if (expired === 2 || entry.resetAtMs > nowMs) break;
-      this.entries.delete(key);
-      expired += 1;
-    }
     if (this.entries.size < this.maxEntries) return;
     const target = Math.floor(this.maxEntries * 0.9);
     for (const [key, entry] of this.entries) {
