@@ -102,20 +102,35 @@ export class MemoryCounterStore implements CounterStore {
   }
 
   private makeRoom(nowMs: number): void {
-    if (this.entries.size < this.maxEntries) return;
-    // Free a tenth at a time, so a flood pays for a sweep once per many inserts, not on each one.
-    const target = Math.floor(this.maxEntries * 0.9);
-    for (const [key, entry] of this.entries) {
-      if (entry.resetAtMs <= nowMs) this.entries.delete(key);
-    }
-    // Map iteration is insertion order, so each pass meets the oldest windows first.
-    for (const [key, entry] of this.entries) {
-      if (this.entries.size <= target) return;
-      if (entry.count <= 1) this.entries.delete(key);
-    }
-    for (const key of this.entries.keys()) {
-      if (this.entries.size <= target) return;
-      this.entries.delete(key);
-    }
+    makeRoom(this.entries, this.maxEntries, nowMs, (entry) => entry.count <= 1);
+  }
+}
+
+/**
+ * Frees a full map of windows down to nine tenths: expired windows, then those `single` says
+ * counted one call, then the oldest (Map iteration is insertion order, so each pass meets the
+ * oldest first). A tenth at a time, so a flood pays for a sweep once per many inserts, not on
+ * each one. `dropped` hears of each live window the last pass drops.
+ */
+export function makeRoom<Window extends { resetAtMs: number }>(
+  entries: Map<string, Window>,
+  maxEntries: number,
+  nowMs: number,
+  single: (entry: Window) => boolean,
+  dropped: (key: string, entry: Window) => void = () => {},
+): void {
+  if (entries.size < maxEntries) return;
+  const target = Math.floor(maxEntries * 0.9);
+  for (const [key, entry] of entries) {
+    if (entry.resetAtMs <= nowMs) entries.delete(key);
+  }
+  for (const [key, entry] of entries) {
+    if (entries.size <= target) return;
+    if (single(entry)) entries.delete(key);
+  }
+  for (const [key, entry] of entries) {
+    if (entries.size <= target) return;
+    entries.delete(key);
+    dropped(key, entry);
   }
 }
