@@ -23,9 +23,15 @@ async function logInWith(t: TestApp, customer: { identity: string; password: str
   return reply;
 }
 
-/** The statements sent for answers: the audit trail's own writes go behind the answer. */
+/**
+ * The statements sent for answers: the audit trail's own writes go behind the answer, and the
+ * store cache reads `stores` on its own clock (its change feed polls every second), which a slow
+ * host can land inside a login.
+ */
 function answerStatements(log: Recorded[]): string[] {
-  return log.map((entry) => entry.sql.trim()).filter((sql) => !sql.startsWith('INSERT INTO audit_events'));
+  return log
+    .map((entry) => entry.sql.trim())
+    .filter((sql) => !sql.startsWith('INSERT INTO audit_events') && !/\bFROM stores s\b/.test(sql));
 }
 
 describe('database round trips of a login and a session read', () => {
