@@ -79,9 +79,7 @@ export class RateLimiter {
     /** The most keys the batched rules' counts keep in this instance. */
     batchedEntries?: number,
   ) {
-    // A Redis store answers for itself when Redis fails (FallbackCounterStore counts in memory and
-    // says so), so a batch it refuses is not expected, and needs no word of its own.
-    this.batched = new BatchedCounters(counters, undefined, batchedEntries);
+    this.batched = new BatchedCounters(counters, batchedEntries);
   }
 
   /**

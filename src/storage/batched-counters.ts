@@ -28,9 +28,8 @@ export class BatchedCounters {
   private readonly entries = new Map<string, Entry>();
 
   constructor(
+    /** A Redis store answers for itself when Redis fails (FallbackCounterStore counts in memory). */
     private readonly store: CounterStore,
-    /** Told of a batch the store refused: its counts then stay this instance's alone. */
-    private readonly failed: (error: unknown) => void = () => {},
     private readonly maxEntries = 50_000,
   ) {}
 
@@ -71,11 +70,11 @@ export class BatchedCounters {
         entry.inflight = 0;
         entry.flushing = undefined;
       },
-      (error: unknown) => {
+      // Not expected (see the constructor); the batch's counts then stay this instance's alone.
+      () => {
         entry.landed += amount;
         entry.inflight = 0;
         entry.flushing = undefined;
-        this.failed(error);
       },
     );
   }
@@ -96,9 +95,7 @@ export class BatchedCounters {
       (entry) => entry.landed + entry.inflight + entry.pending <= 1,
       (key, entry) => {
         if (entry.pending === 0) return;
-        this.store
-          .increment(key, Math.ceil((entry.resetAtMs - nowMs) / 1000), nowMs, entry.pending)
-          .catch((error: unknown) => this.failed(error));
+        this.store.increment(key, Math.ceil((entry.resetAtMs - nowMs) / 1000), nowMs, entry.pending).catch(() => {});
       },
     );
   }

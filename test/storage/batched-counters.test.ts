@@ -92,7 +92,7 @@ describe('batched counters: counted here, shared in batches', () => {
 
   test('the map keeps to its size, and a key it drops hands its unsent calls to the shared store', async () => {
     const store = new RecordingStore();
-    const counters = new BatchedCounters(store, undefined, 10);
+    const counters = new BatchedCounters(store, 10);
     // Two calls a key: none is a single call, so the oldest, the first, is dropped first.
     for (const key of ['busy', ...Array.from({ length: 40 }, (_, i) => String(i))]) {
       await call(counters, `rl:any:${key}`);

@@ -140,10 +140,9 @@ const byIdentity = prepared(`SELECT ${customerColumns} FROM customers
   WHERE store_id = $1 AND identity_type = $2 AND identity_value = $3`);
 
 async function selectCustomer(db: StoreQueryable, key: CustomerKey, locking: string): Promise<CustomerRow | null> {
-  const statement = (text: string) => (locking === '' ? text : text + locking);
-  if ('id' in key) return (await db.query<CustomerRow>(statement(byId), [db.storeId, key.id]))[0] ?? null;
+  if ('id' in key) return (await db.query<CustomerRow>(byId + locking, [db.storeId, key.id]))[0] ?? null;
   if (key.value === null) return null;
-  return (await db.query<CustomerRow>(statement(byIdentity), [db.storeId, key.mode, key.value]))[0] ?? null;
+  return (await db.query<CustomerRow>(byIdentity + locking, [db.storeId, key.mode, key.value]))[0] ?? null;
 }
 
 /** The customer holding the identity; null when none does, or the identity did not parse. */
