@@ -175,7 +175,8 @@ export async function figureSessionCheck(context: BenchContext): Promise<Row[]> 
       ];
       const databaseUrl =
         context.backend.env['DATABASE_URL'] ?? context.backend.serverUrl(context.backend.serviceDatabase);
-      const sameQuery = await startSessionYardstick(databaseUrl);
+      // Through PgBouncer (scaled) the service runs its statements unnamed, and so does the yardstick.
+      const sameQuery = await startSessionYardstick(databaseUrl, { named: context.mode !== 'scaled' });
       try {
         rows.push(
           await versusBare(context, service, sameQuery, {

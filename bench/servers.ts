@@ -184,9 +184,10 @@ export function startBareFastify() {
 }
 
 /** Figure 8b's yardstick: the session check's one statement on `databaseUrl`, in bare Fastify. */
-export function startSessionYardstick(databaseUrl: string) {
+export function startSessionYardstick(databaseUrl: string, options: { named: boolean }) {
   return startChild('session yardstick', path.join(repoRoot, 'bench/session-yardstick.ts'), [], {
     SESSION_YARDSTICK_DATABASE_URL: databaseUrl,
+    ...(options.named ? {} : { SESSION_YARDSTICK_UNNAMED: '1' }),
   });
 }
 
