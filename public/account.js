@@ -26,7 +26,7 @@ export function accountArea(page) {
     isStoreShut,
   } = page;
 
-  /** The customer's name and identity wherever the account area shows them. */
+  /** The customer's name and identity wherever the account area shows them, and the forms their password allows. */
   function updateAccount(customer) {
     const name = document.createElement('strong');
     name.id = 'account-name';
@@ -39,6 +39,8 @@ export function accountArea(page) {
     document.getElementById('account-signed-in').replaceChildren(...tNodes('account.signed_in_as', { name, identity }));
     document.getElementById('account-unverified').hidden = customer.identity.verified_at !== null;
     document.getElementById('profile-name').value = customer.name;
+    accountIdentity = customer.identity.value;
+    showPasswordForms(customer.has_password !== false);
   }
 
   const accountSection = document.getElementById('account');
@@ -48,6 +50,30 @@ export function accountArea(page) {
   const identityConfirmForm = document.getElementById('identity-confirm-form');
   const deleteStart = document.getElementById('delete-start');
   const deleteForm = document.getElementById('delete-form');
+  const passwordSetRequestForm = document.getElementById('password-set-request-form');
+  const passwordSetForm = document.getElementById('password-set-form');
+  // The signed-in identity, where a code to set a password goes.
+  let accountIdentity = '';
+  let hasPassword = true;
+  let identityConfirming = false;
+  let deleteConfirming = false;
+
+  /**
+   * An account without a password (made by a provider, or by a sign-in code) cannot answer the
+   * calls that ask for the current password (change it, change the identity, delete the account):
+   * it is offered a code to set one instead, and told why the others wait for it.
+   */
+  function showPasswordForms(has) {
+    hasPassword = has;
+    document.getElementById('password-change').hidden = !has;
+    document.getElementById('password-set').hidden = has;
+    document.getElementById('identity-change-needs-password').hidden = has;
+    document.getElementById('delete-needs-password').hidden = has;
+    // The passkey form asks for the password only of an account that has one.
+    document.getElementById('passkey-add-password').closest('.field').hidden = !has;
+    identityStep(identityConfirming);
+    deleteStep(deleteConfirming);
+  }
 
   /** Clears every form of the account area and returns the two-step ones to their first step. */
   function resetAccount() {
@@ -57,6 +83,7 @@ export function accountArea(page) {
     }
     identityStep(false);
     deleteStep(false);
+    passwordSetStep(false);
     sessionsList.replaceChildren();
   }
 
@@ -177,6 +204,43 @@ export function accountArea(page) {
     await refreshSessions();
   });
 
+  function passwordSetStep(entering) {
+    passwordSetRequestForm.hidden = entering;
+    passwordSetForm.hidden = !entering;
+  }
+
+  /** A reset code to the account's own identity: what a forgotten password gets, asked from here. */
+  async function sendPasswordCode() {
+    await call('POST', `${auth}/password/forgot`, { identity: accountIdentity });
+    const sent = t('status.password_set_sent', { identity: ltr(accountIdentity) });
+    // Said next to the code field too: on a phone the status line may be scrolled out of sight.
+    document.getElementById('password-set-sent').textContent = sent;
+    setStatus(sent, 'success');
+  }
+
+  onSubmit('password-set-request-form', async () => {
+    await sendPasswordCode();
+    passwordSetStep(true);
+    document.getElementById('password-set-code').focus();
+  });
+
+  onSubmit('password-set-form', async (values) => {
+    const identity = accountIdentity;
+    // A reset: it ends every session, this one too, so the customer logs in with the new password.
+    await call('POST', `${auth}/password/reset`, { ...values, identity });
+    document.getElementById('login-form').elements.namedItem('identity').value = identity;
+    show('login');
+    setStatus(t('status.password_set'), 'success');
+  });
+
+  document.getElementById('password-set-resend').addEventListener('click', () => {
+    void run(passwordSetForm, async () => {
+      passwordSetForm.elements.namedItem('code').value = '';
+      await sendPasswordCode();
+      document.getElementById('password-set-code').focus();
+    });
+  });
+
   onSubmit('profile-form', async (values) => {
     const customer = await call('POST', `${auth}/profile`, values);
     updateAccount(customer);
@@ -184,8 +248,9 @@ export function accountArea(page) {
   });
 
   function identityStep(confirming) {
-    identityChangeForm.hidden = confirming;
-    identityConfirmForm.hidden = !confirming;
+    identityConfirming = confirming;
+    identityChangeForm.hidden = confirming || !hasPassword;
+    identityConfirmForm.hidden = !confirming || !hasPassword;
   }
 
   onSubmit('identity-change-form', async (values, form) => {
@@ -249,8 +314,9 @@ export function accountArea(page) {
   });
 
   function deleteStep(confirming) {
-    deleteStart.hidden = confirming;
-    deleteForm.hidden = !confirming;
+    deleteConfirming = confirming;
+    deleteStart.hidden = confirming || !hasPassword;
+    deleteForm.hidden = !confirming || !hasPassword;
   }
 
   deleteStart.addEventListener('click', () => {

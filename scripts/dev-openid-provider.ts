@@ -4,9 +4,10 @@
  * use) with its development login and consent pages: any login name signs in with any password,
  * as `<name>@example.com`, email verified. Its state lives in memory; stop it with Ctrl-C.
  *
- *   npm run dev:openid-provider [-- --port 3300] [-- --service http://127.0.0.1:3000] [-- --id test]
+ *   npm run dev:openid-provider -- [--port 3300] [--service http://127.0.0.1:3000] [--id test] [--store default]
  *
- * Then add it to the store (the command prints the line) and open the service's page.
+ * (without the `--`, npm takes the options as its own). Then add it to the store (the command
+ * prints the line, with --store so that it works with several stores too) and open the service's page.
  */
 import { parseArgs } from 'node:util';
 import { startOpenIdProvider, type ProviderAccount } from '../test/helpers/openid-provider.js';
@@ -16,6 +17,8 @@ const { values } = parseArgs({
     port: { type: 'string', default: '3300' },
     service: { type: 'string', default: 'http://127.0.0.1:3000' },
     id: { type: 'string', default: 'test' },
+    // The slug of the store to add the provider to: the first store's is `default`.
+    store: { type: 'string', default: 'default' },
   },
 });
 const services = [values.service, values.service.replace('127.0.0.1', 'localhost')];
@@ -42,7 +45,7 @@ process.stdout.write(`An OpenID provider for development is listening at ${provi
 
 Add it to the store, then open ${values.service}/ and choose "Continue with Test provider":
 
-  npx storefront-auth store providers add --id ${values.id} --issuer ${provider.issuer} \\
+  npm run cli -- store providers add --store ${values.store} --id ${values.id} --issuer ${provider.issuer} \\
     --client-id storefront --client-secret storefront-dev-secret --name "Test provider"
 `);
 for (const signal of ['SIGINT', 'SIGTERM'] as const)

@@ -5,6 +5,7 @@ import { csrfHeaderName } from './http/csrf.js';
 import { acceptedKeys } from './keys.js';
 import { clientKey } from './http/client-address.js';
 import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from './http/common.js';
+import { addRequestLog, loggedUrl } from './http/request-log.js';
 import { accountRoutes } from './http/account/account.js';
 import { erasureRoutes } from './http/account/erasure.js';
 import { identityRoutes } from './http/account/identity.js';
@@ -57,7 +58,7 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   app.decorateRequest('store', {
     getter(this: FastifyRequest & { [gatedStore]?: StoreContext }) {
       const store = this[gatedStore];
-      if (store === undefined) throw new Error(`request.store read outside the store gate (${this.url})`);
+      if (store === undefined) throw new Error(`request.store read outside the store gate (${loggedUrl(this)})`);
       return store;
     },
     setter(this: FastifyRequest & { [gatedStore]?: StoreContext }, store: StoreContext) {
@@ -109,7 +110,7 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
     csrf: {
       keys: acceptedKeys(services.keys, 'csrf'),
       allowedOrigins: new Set(config.corsAllowedOrigins),
-      sessionCookieName: config.sessionCookieName,
+      cookies: config,
     },
     unknownPath,
   };
@@ -138,23 +139,10 @@ function addRequestHooks(app: App, services: Edge): void {
     if (app.draining) reply.header('connection', 'close');
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  addRequestLog(app, services.metrics, {
     // Probes that answered as expected would only drown the log and the metrics; a refusal or a
     // 503 from readiness is worth a line.
-    if (request.routeOptions.config.probe === true && reply.statusCode < 400) return;
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode };
-    services.metrics.requests.inc(labels);
-    services.metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
-    request.log.info(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? null,
-        url: request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 10) / 10,
-      },
-      'request',
-    );
+    skip: (request, reply) => request.routeOptions.config.probe === true && reply.statusCode < 400,
   });
 }
 

@@ -817,8 +817,18 @@ function readCookieDomain(env: Env): string | undefined {
   const value = read(env, 'COOKIE_DOMAIN')?.toLowerCase().replace(/^\./, '');
   if (value === undefined) return undefined;
   const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
-  if (value.length > 253 || !new RegExp(`^${label}(?:\\.${label})+$`).test(value)) {
-    throw new ConfigError('COOKIE_DOMAIN', 'must be a domain such as shop.example, without scheme, port or path');
+  if (value.length > 253 || !new RegExp(`^${label}(?:\\.${label})*$`).test(value)) {
+    throw new ConfigError(
+      'COOKIE_DOMAIN',
+      'must be a domain of at least two labels such as shop.example, without scheme, port or path',
+    );
+  }
+  // Browsers refuse a cookie whose Domain is a single label, so every sign-in would quietly fail.
+  if (!value.includes('.')) {
+    throw new ConfigError(
+      'COOKIE_DOMAIN',
+      `must be a domain of at least two labels such as shop.example; browsers refuse a cookie Domain of a single label like ${value} (locally: COOKIE_DOMAIN=shop.localhost, the service on auth.shop.localhost)`,
+    );
   }
   // A browser keeps a Domain cookie only for a name, never for an address.
   if (/^[\d.]+$/.test(value)) throw new ConfigError('COOKIE_DOMAIN', 'must be a domain name, not an IP address');

@@ -86,6 +86,18 @@ describe('configuration', () => {
     assert.equal(refusal({ WEBAUTHN_ORIGINS: 'not an origin' }).variable, 'WEBAUTHN_ORIGINS');
   });
 
+  test('a single-label COOKIE_DOMAIN such as localhost is refused with the rule and a *.localhost that works', () => {
+    for (const value of ['localhost', '.localhost', 'shop']) {
+      const error = refusal({ COOKIE_DOMAIN: value });
+      assert.equal(error.variable, 'COOKIE_DOMAIN', value);
+      assert.match(error.message, /at least two labels/, value);
+      assert.match(error.message, /single label/, value);
+      assert.match(error.message, /COOKIE_DOMAIN=shop\.localhost/, value);
+    }
+    assert.match(refusal({ COOKIE_DOMAIN: 'shop.example:443' }).message, /at least two labels.*without scheme, port/);
+    assert.equal(loadConfig({ COOKIE_DOMAIN: 'shop.localhost' }).cookieDomain, 'shop.localhost');
+  });
+
   test('REDIS_KEY_PREFIX defaults to storefront-auth: and takes a prefix ending in a colon', () => {
     const redis = { REDIS_URL: 'redis://cache.example:6379' };
     assert.equal(redisOf(redis).keyPrefix, 'storefront-auth:');

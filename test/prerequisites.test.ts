@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import {
   findProgram,
+  installAllowed,
   missingPrograms,
   planFor,
   programs,
@@ -115,6 +116,20 @@ describe('the programs the suites need', () => {
     assert.equal(planFor([], debianUser), undefined, 'nothing missing, nothing to do');
   });
 
+  test('TEST_INSTALL_PACKAGES=false makes root on Debian stop with the apt-get command instead of installing', () => {
+    const root: Machine = { root: true, debian: true, aptGet: true };
+    const plan = planFor([programs.openssl], root, { install: false });
+    assert.ok(plan !== undefined && 'stop' in plan);
+    assert.match(plan.stop, /^ {2}apt-get install openssl$/m);
+    assert.match(plan.stop, /TEST_INSTALL_PACKAGES=false/);
+    assert.equal(installAllowed({}), true);
+    assert.equal(installAllowed({ TEST_INSTALL_PACKAGES: 'true' }), true);
+    assert.equal(installAllowed({ TEST_INSTALL_PACKAGES: 'false' }), false);
+    const typo = installAllowed({ TEST_INSTALL_PACKAGES: 'no' });
+    assert.ok(typeof typo === 'object');
+    assert.match(typo.stop, /TEST_INSTALL_PACKAGES must be true or false/);
+  });
+
   test('test/run.ts with a PATH that lacks openssl stops within 10 s, running nothing and naming the command', async () => {
     const run = await runTests(['test/config.test.ts'], cleanEnv({ PATH: binFolder('no-openssl') }));
     assert.equal(run.code, 1, run.stderr);
@@ -125,6 +140,27 @@ describe('the programs the suites need', () => {
     assert.match(run.stderr, /openssl: test\/config\.test\.ts/);
     assert.doesNotMatch(run.stdout, /# (pass|fail)/, 'no suite ran');
   });
+
+  test(
+    'test/run.ts as root with TEST_INSTALL_PACKAGES=false never runs apt-get',
+    {
+      skip:
+        process.getuid?.() !== 0 || !fs.existsSync('/etc/debian_version')
+          ? 'apt-get runs only as root on Debian'
+          : false,
+    },
+    async () => {
+      // An apt-get on PATH that only notes it was called: without the switch, the run would call it.
+      const folder = binFolder('recording-apt-get');
+      const calls = path.join(scratch, 'apt-get-calls');
+      fs.writeFileSync(path.join(folder, 'apt-get'), `#!/bin/sh\necho "$@" >> '${calls}'\n`, { mode: 0o755 });
+      const run = await runTests(['test/config.test.ts'], cleanEnv({ PATH: folder, TEST_INSTALL_PACKAGES: 'false' }));
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /no test was run/);
+      assert.match(run.stderr, /^ {2}apt-get install openssl$/m);
+      assert.equal(fs.existsSync(calls), false, 'apt-get was run');
+    },
+  );
 });
 
 describe('the servers a run is pointed at', () => {

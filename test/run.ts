@@ -5,9 +5,10 @@
  *
  * Before anything starts it checks what the chosen files need of the machine
  * (helpers/prerequisites.ts): the programs their suites spawn (openssl, redis-server, redis-cli,
- * PgBouncer), installed here when the run may (root on Debian or Ubuntu, with apt-get), and the
- * servers the run is pointed at (DATABASE_URL, REDIS_URL or the machine's Redis). When one is
- * missing it stops within seconds, exit 1, naming what to install or start.
+ * PgBouncer), installed here when the run may (root on Debian or Ubuntu, with apt-get, unless
+ * TEST_INSTALL_PACKAGES=false), and the servers the run is pointed at (DATABASE_URL, REDIS_URL or
+ * the machine's Redis). When one is missing it stops within seconds, exit 1, naming what to
+ * install or start.
  *
  *   node --import tsx test/run.ts [test files…]   (default: every test/**\/*.test.ts)
  */

@@ -9,6 +9,7 @@ import {
   distinct,
   FieldError,
   newStoreLanguages,
+  storeCookieDomain,
   storeHost,
   storeLanguage,
   storeLanguageChange,
@@ -35,14 +36,17 @@ export const usage = `Usage: storefront-auth <command>
             [--sign-in-with-code true|false] [--sign-in-notices true|false]
             [--passkeys true|false] [--status active|paused|closed] [--force]
             [--allowed-origin O]... [--mail-from "Name <address>"] [--sms-sender LABEL]
-            [--webauthn-rp-id HOST] [--languages en,ar] [--default-language en]
+            [--webauthn-rp-id HOST] [--cookie-domain DOMAIN] [--languages en,ar]
+            [--default-language en]
                                           --allowed-origin replaces the list; an empty value
-                                          clears --allowed-origin, --mail-from, --sms-sender
-                                          and --webauthn-rp-id; --languages replaces the list
+                                          clears --allowed-origin, --mail-from, --sms-sender,
+                                          --webauthn-rp-id and --cookie-domain; --languages replaces the list
                                           and must keep the default unless --default-language
                                           names a new one (on create: the first language)
   store hosts add [--store S] <host>      let the store answer on a host (no port, no wildcard)
-  store hosts remove [--store S] <host>
+  store hosts remove [--store S] [--force] <host>
+                                          --force: even when it is the last host on the relying
+                                          party ID of the store's passkeys (they stop working)
   store providers add [--store S] --id ID (--preset google|apple|microsoft | --issuer URL)
             --client-id C (--client-secret X | --client-secret-file FILE
             | --private-key FILE --key-id K --team-id T)
@@ -67,6 +71,11 @@ export const usage = `Usage: storefront-auth <command>
   prune                                   delete what has outlived its retention now, in every store
   import <folder>                         copy the rows of an earlier version's PGlite folder
                                           (DATA_DIR/pgdata) into the first store, without customers
+  backup <file>                           save every table, read in one snapshot, into a gzip file
+                                          (also while the service runs); written under a temporary
+                                          name and renamed when complete
+  restore [--force] <file>                load a backup into an empty database (a fresh DATA_DIR),
+                                          in one transaction; --force replaces what it holds
 
   --store S names a store by slug (or id). The commands about one store (store show, set, hosts,
   delete, customer, outbox, audit) act on the only store without it; with several stores they
@@ -81,6 +90,9 @@ export interface ImportCommand {
   name: 'import';
   folder: string;
 }
+
+/** `backup <file>` and `restore <file>`: not admin commands, they read or replace the whole database. */
+export type BackupCommand = { name: 'backup'; file: string } | { name: 'restore'; file: string; force: boolean };
 
 function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
@@ -109,6 +121,7 @@ function readArguments(argv: string[]) {
       'mail-from': { type: 'string' },
       'sms-sender': { type: 'string' },
       'webauthn-rp-id': { type: 'string' },
+      'cookie-domain': { type: 'string' },
       languages: { type: 'string' },
       'default-language': { type: 'string' },
       id: { type: 'string' },
@@ -149,6 +162,7 @@ const storeSettingFlags = [
   'mail-from',
   'sms-sender',
   'webauthn-rp-id',
+  'cookie-domain',
   'languages',
   'default-language',
 ] as const satisfies readonly Flag[];
@@ -169,7 +183,7 @@ const commands: Record<string, CommandShape> = {
   'store show': { flags: ['store'], arguments: 0 },
   'store set': { flags: ['store', 'force', ...storeSettingFlags], arguments: 0 },
   'store hosts add': { flags: ['store'], arguments: 1 },
-  'store hosts remove': { flags: ['store'], arguments: 1 },
+  'store hosts remove': { flags: ['store', 'force'], arguments: 1 },
   'store providers add': {
     flags: [
       'store',
@@ -214,7 +228,7 @@ function refuseOtherFlags(key: string, flags: Flags, allowed: readonly Flag[]): 
   }
 }
 
-export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'serve' | 'help' {
+export function parseCommand(argv: string[]): AdminCommand | ImportCommand | BackupCommand | 'serve' | 'help' {
   const { values, positionals } = readArguments(argv);
   const [noun, verb, ...rest] = positionals;
   if (values.help === true || noun === 'help') return 'help';
@@ -225,6 +239,13 @@ export function parseCommand(argv: string[]): AdminCommand | ImportCommand | 'se
     if (rest[0] !== undefined) throw new UsageError(`unexpected argument "${rest[0]}"`);
     refuseOtherFlags('import', values, []);
     return { name: 'import', folder: verb };
+  }
+  if (noun === 'backup' || noun === 'restore') {
+    if (verb === undefined)
+      throw new UsageError(`${noun} needs the backup file to ${noun === 'backup' ? 'write' : 'read'}`);
+    if (rest[0] !== undefined) throw new UsageError(`unexpected argument "${rest[0]}"`);
+    refuseOtherFlags(noun, values, noun === 'restore' ? ['force'] : []);
+    return noun === 'backup' ? { name: noun, file: verb } : { name: noun, file: verb, force: values.force === true };
   }
   // `store hosts add|remove <host>` and `store providers add|remove|list` have three words; every
   // other command one or two.
@@ -273,7 +294,9 @@ function parseKnown(
     case 'store hosts remove': {
       if (argument === undefined) throw new UsageError(`${key} needs a host`);
       const host = flagValue(key, storeHost, argument);
-      return { name: key === 'store hosts add' ? 'store.hosts.add' : 'store.hosts.remove', host };
+      return key === 'store hosts add'
+        ? { name: 'store.hosts.add', host }
+        : { name: 'store.hosts.remove', host, force: values.force === true };
     }
     case 'store providers add':
       return providerAddCommand(values);
@@ -358,6 +381,10 @@ function storeSettings(values: Flags): StoreChanges {
   const rpId = values['webauthn-rp-id'];
   if (rpId !== undefined)
     changes.webauthnRpId = rpId.trim() === '' ? null : flagValue('--webauthn-rp-id', storeHost, rpId);
+  const cookieDomain = values['cookie-domain'];
+  if (cookieDomain !== undefined)
+    changes.cookieDomain =
+      cookieDomain.trim() === '' ? null : flagValue('--cookie-domain', storeCookieDomain, cookieDomain);
   const languages = values.languages;
   const defaultLanguage = values['default-language'];
   if (languages !== undefined || defaultLanguage !== undefined) {

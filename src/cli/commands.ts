@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import { defaultRetention, deliveryProblem, type Config, type RetentionSettings } from '../config.js';
 import { countCustomers, findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/tables/customers.js';
 import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions } from '../auth/tables/sessions.js';
-import { listPasskeys, removePasskey } from '../auth/tables/passkeys.js';
+import { countStorePasskeys, listPasskeys, removePasskey } from '../auth/tables/passkeys.js';
 import { parseIdentity } from '../auth/rules/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
 import { defaultPruneLimits, eraseDeletedStores, prune, PruneError } from '../janitor.js';
@@ -28,7 +28,13 @@ import {
 } from '../store/store.js';
 import { counted } from './counted.js';
 import { runProviderCommand, type ProviderCommand } from './providers.js';
-import { defaultLanguageRefusal, describeStore } from '../store/fields.js';
+import {
+  cookieDomainRefusal,
+  defaultLanguageRefusal,
+  describeStore,
+  relyingPartyInUse,
+  strandedPasskeysWarning,
+} from '../store/fields.js';
 
 /** What an operator can ask for. */
 export type AdminCommand =
@@ -47,7 +53,7 @@ export type StoreCommand = { store?: string | undefined } & (
   | { name: 'store.set'; changes: StoreChanges; force: boolean }
   /** `host` normalized (normalizeHost). */
   | { name: 'store.hosts.add'; host: string }
-  | { name: 'store.hosts.remove'; host: string }
+  | { name: 'store.hosts.remove'; host: string; force: boolean }
   /** `confirm` must be the store's slug. */
   | { name: 'store.delete'; confirm: string }
   | ProviderCommand
@@ -79,7 +85,7 @@ export interface AdminDeps {
    * The command's own configuration, taken to be the service's (the same environment, as with
    * `docker exec`): the transport check of `store set` can only be as right as that.
    */
-  config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed'>;
+  config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed' | 'webauthn'>;
   /**
    * The deployment's keys, to seal the notice `customer delete` queues and a provider's secret;
    * those commands need them.
@@ -202,20 +208,42 @@ async function createStoreNow({ db, clock, config }: AdminDeps, store: NewStore)
           };
     return { ok: true, output: { ...describeStore(result.store), ...warning } };
   }
-  if (result.reason === 'slug_taken') return { ok: false, error: `a store with the slug ${store.slug} exists already` };
-  return { ok: false, error: await hostTaken(db, result.host) };
+  switch (result.reason) {
+    case 'slug_taken':
+      return { ok: false, error: `a store with the slug ${store.slug} exists already` };
+    case 'host_taken':
+      return { ok: false, error: await hostTaken(db, result.host) };
+    case 'host_under_cookie_domain':
+      return { ok: false, error: hostUnderCookieDomain(result.host) };
+    default:
+      return {
+        ok: false,
+        error: `--cookie-domain ${cookieDomainRefusal(store.cookieDomain!, result, store.hosts ?? [])}`,
+      };
+  }
+}
+
+function hostUnderCookieDomain(host: string): string {
+  return `the host ${shownHost(host)} is under another store's cookie domain: it would receive that store's cookies`;
 }
 
 async function changeHost(
-  { db, clock, store }: StoreCommandDeps,
+  { db, clock, config, store }: StoreCommandDeps,
   command: CommandNamed<'store.hosts.add' | 'store.hosts.remove'>,
 ): Promise<AdminResult> {
-  const change = command.name === 'store.hosts.add' ? addStoreHost : removeStoreHost;
-  const result = await change(db, clock, store.id, command.host);
+  const options = { countPasskeys: countStorePasskeys, deploymentRpId: config.webauthn.rpId };
+  const result =
+    command.name === 'store.hosts.add'
+      ? await addStoreHost(db, clock, store.id, command.host, options)
+      : await removeStoreHost(db, clock, store.id, command.host, { ...options, force: command.force });
   if (result.ok) return { ok: true, output: describeStore(result.store) };
   switch (result.reason) {
     case 'host_taken':
       return { ok: false, error: await hostTaken(db, command.host) };
+    case 'host_under_cookie_domain':
+      return { ok: false, error: hostUnderCookieDomain(command.host) };
+    case 'relying_party_in_use':
+      return { ok: false, error: relyingPartyInUse(command.host, store.webauthnRpId, result.passkeys, '--force') };
     case 'no_such_host':
       return { ok: false, error: `the store ${store.slug} has no host ${shownHost(command.host)}` };
     case 'no_store':
@@ -255,9 +283,18 @@ async function setStore(
   const mode = command.changes.identityMode;
   const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
   if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
-  const options = { store: store.id, force: command.force, countCustomers };
+  const options = { store: store.id, force: command.force, countCustomers, countPasskeys: countStorePasskeys };
   const result = await updateStore(db, clock, command.changes, options);
-  if (result.ok) return { ok: true, output: describeStore(result.store) };
+  if (result.ok) {
+    const stranded = result.strandedPasskeys;
+    const warning = stranded > 0 ? { warning: strandedPasskeysWarning(stranded, store.webauthnRpId) } : {};
+    return { ok: true, output: { ...describeStore(result.store), ...warning } };
+  }
+  if (result.reason === 'cookie_domain_off_hosts' || result.reason === 'cookie_domain_shared')
+    return {
+      ok: false,
+      error: `--cookie-domain ${cookieDomainRefusal(command.changes.cookieDomain!, result, store.hosts)}`,
+    };
   if (result.reason === 'default_language_not_spoken')
     return {
       ok: false,

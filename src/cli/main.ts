@@ -14,6 +14,9 @@ import { ensureStore } from '../store/store.js';
 import { parseCommand, usage } from './arguments.js';
 import { runAdminCommand, type AdminCommand, type AdminResult } from './commands.js';
 import { ImportRefusedError, importLegacyFolder, type ImportSummary } from './import.js';
+import { BackupRefusedError, runBackup } from './backup.js';
+import { runRestore } from './restore.js';
+import { BackupFileError } from '../storage/backup-file.js';
 
 function oneLine(text: string): string {
   return text.trim().replace(/\s*\n\s*/g, ' | ');
@@ -110,6 +113,13 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
       return 0;
     }
+    if (command.name === 'backup' || command.name === 'restore') {
+      const file = path.resolve(command.file);
+      const summary =
+        command.name === 'backup' ? await runBackup(config, file) : await runRestore(config, file, command.force);
+      process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+      return 0;
+    }
     const result = await execute(config, command);
     if (!result.ok) {
       process.stderr.write(`storefront-auth: ${result.error ?? 'failed'}\n`);
@@ -131,7 +141,12 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`storefront-auth: ${error.message}; stop it first\n`);
       return 1;
     }
-    if (error instanceof LegacyFolderError || error instanceof ImportRefusedError) {
+    if (
+      error instanceof LegacyFolderError ||
+      error instanceof ImportRefusedError ||
+      error instanceof BackupRefusedError ||
+      error instanceof BackupFileError
+    ) {
       process.stderr.write(`storefront-auth: ${oneLine(error.message)}\n`);
       return 1;
     }

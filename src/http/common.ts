@@ -25,6 +25,7 @@ import {
 } from './problems.js';
 import { decodeUtf8, illFormedTextErrors, validationErrors } from './validation.js';
 import { typedDigitsKeyword } from './typed-digits.js';
+import { requestForLog } from './request-log.js';
 
 /*
  * What both listeners (the customer app and the admin app) are made of, so their wire format
@@ -102,7 +103,8 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
  */
 export function createServiceFastify(logger: FastifyBaseLogger, { trustProxy }: { trustProxy: boolean }) {
   return Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
-    loggerInstance: logger,
+    // A request logged whole shows no header and no query value (http/request-log.ts).
+    loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
     // Each app writes one line per request from an onResponse hook instead.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: bodyLimitBytes,

@@ -51,7 +51,8 @@ export interface CsrfOptions {
   /** Accepted keys, the current one first; new tokens are signed with the current one only. */
   keys: readonly Buffer[];
   allowedOrigins: ReadonlySet<string>;
-  sessionCookieName: string;
+  /** The deployment's cookies, which a store's cookie domain may change (storeCookies). */
+  cookies: StoreCookieSettings;
 }
 
 /**
@@ -86,7 +87,7 @@ function originIsTrusted(origin: string, request: FastifyRequest, allowed: Reado
 export function checkCsrf(
   options: CsrfOptions,
   request: FastifyRequest,
-  store?: Pick<StoreContext, 'id' | 'hosts' | 'allowedOrigins'>,
+  store?: Pick<StoreContext, 'id' | 'hosts' | 'allowedOrigins' | 'cookieDomain'>,
 ): void {
   if (!unsafeMethods.has(request.method)) return;
   // Only browsers can be tricked cross-site.
@@ -106,7 +107,8 @@ export function checkCsrf(
   // Any of the XSRF-TOKEN cookies the browser sent: with COOKIE_DOMAIN a stale host-only one (or
   // another site's on the parent domain) may come first, and the header echoes the service's.
   const cookies = cookieValues(request.headers.cookie, csrfCookieName);
-  const sessionId = soleCookie(request.headers.cookie, options.sessionCookieName);
+  const settings = store === undefined ? options.cookies : storeCookies(options.cookies, store);
+  const sessionId = soleCookie(request.headers.cookie, settings.sessionCookieName);
   if (
     typeof header !== 'string' ||
     !cookies.includes(header) ||
@@ -151,6 +153,28 @@ export function soleCookie(header: string | undefined, name: string): string | u
 export interface CookieSettings {
   cookieSecure: boolean;
   cookieDomain: string | undefined;
+}
+
+/** Where the session cookie goes, and its name. */
+export interface StoreCookieSettings extends CookieSettings {
+  sessionCookieName: string;
+}
+
+/**
+ * A store's cookies: for its own cookie domain when it has one, else as the deployment sets them
+ * (COOKIE_DOMAIN, or host-only). A `__Host-` cookie may not name a Domain, so with a store's
+ * domain the session cookie is `__Secure-` instead.
+ */
+export function storeCookies(
+  deployment: StoreCookieSettings,
+  store: Pick<StoreContext, 'cookieDomain'>,
+): StoreCookieSettings {
+  if (store.cookieDomain === null) return deployment;
+  return {
+    cookieSecure: deployment.cookieSecure,
+    cookieDomain: store.cookieDomain,
+    sessionCookieName: deployment.sessionCookieName.replace(/^__host-/i, '__Secure-'),
+  };
 }
 
 /** The path, domain and `Secure` flag every cookie the service sets shares (not the passkey challenge's). */

@@ -14,8 +14,15 @@ import { ProblemError } from './problems.js';
 import { limits, type LimitHit, type LimitRule } from './rate-limit.js';
 import { declareRoute, type Outcome, type Outcomes, type StoreFeature } from './declare.js';
 import { AcceptedStatus, IdentityBody } from './schemas.js';
-import { endSessionCookies, reportSignInNotice, sessionCookieOf, startSessionCookies } from './session-cookie.js';
+import {
+  endSessionCookies,
+  reportSignInNotice,
+  requestCookies,
+  sessionCookieOf,
+  startSessionCookies,
+} from './session-cookie.js';
 import { textFields, validationErrors } from './validation.js';
+import { loggedUrl } from './request-log.js';
 
 /**
  * The edge's kit: one of each thing a customer route does around its one flow call, so a handler
@@ -57,7 +64,7 @@ export interface Account {
 
 /** The account of a route declared with `session: true`; reading it elsewhere is a bug. */
 export function accountOf(request: FastifyRequest): Account {
-  if (request.account === null) throw new Error(`${request.routeOptions.url ?? request.url} is not a session route`);
+  if (request.account === null) throw new Error(`${loggedUrl(request)} is not a session route`);
   return request.account;
 }
 
@@ -94,7 +101,7 @@ export async function findAccount(
   services: Pick<Edge, 'db' | 'clock' | 'config'>,
   request: FastifyRequest,
 ): Promise<Account | null> {
-  const sessionId = sessionCookieOf(request, services.config);
+  const sessionId = sessionCookieOf(request, requestCookies(services.config, request));
   const customer =
     sessionId === undefined ? null : await findSessionCustomer(storeDbOf(services, request), services.clock, sessionId);
   return sessionId === undefined || customer === null ? null : { customer, sessionId };
@@ -213,7 +220,12 @@ export function routeKit(services: KitSource) {
     audit(request, 'login.succeeded', signedIn.customer.id, { method, ...details });
     reportSignInNotice(request.log, metrics, signedIn.signInNotice);
     if (identityKey !== undefined) forget(request, limits.failedLogins, identityKey);
-    startSessionCookies(reply, config, storeCsrfKey(keys.csrf, request.store.id), signedIn.sessionId);
+    startSessionCookies(
+      reply,
+      requestCookies(config, request),
+      storeCsrfKey(keys.csrf, request.store.id),
+      signedIn.sessionId,
+    );
     return { auth_type: 'session' as const, customer: signedIn.customer };
   }
 
@@ -226,7 +238,7 @@ export function routeKit(services: KitSource) {
     reauthenticated,
     signInSucceeded,
     signOut: (request: FastifyRequest, reply: FastifyReply) =>
-      endSessionCookies(reply, config, storeCsrfKey(keys.csrf, request.store.id)),
+      endSessionCookies(reply, requestCookies(config, request), storeCsrfKey(keys.csrf, request.store.id)),
     accept: accepting(services.background),
   };
 }

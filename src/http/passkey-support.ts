@@ -14,9 +14,10 @@ import { limits } from './rate-limit.js';
 export function relyingParty(services: Pick<Edge, 'config'>, request: FastifyRequest): RelyingParty {
   const { store } = request;
   const configured = services.config.webauthn;
-  // A store with hosts is its own relying party: its RP ID (default its first host), and its
-  // storefronts as origins, so a passkey made for one store never signs in on another.
-  const rpId = store.webauthnRpId ?? store.hosts[0] ?? configured.rpId;
+  // A store with hosts is its own relying party: its RP ID (fixed when it got its first host, so
+  // adding hosts never moves it), and its storefronts as origins, so a passkey made for one store
+  // never signs in on another.
+  const rpId = store.webauthnRpId ?? configured.rpId;
   const storeOrigins = [...store.hosts.map((host) => `https://${host}`), ...store.allowedOrigins];
   const onRpId = storeOrigins.filter((origin) => isOnRpId(new URL(origin).hostname, rpId));
   const origins = [...new Set([...configured.origins, ...onRpId])];

@@ -42,6 +42,18 @@ export const adminProblemCatalogue = {
     title: 'Host taken',
     detail: 'Another store answers on this host; remove it there first.',
   },
+  cookie_domain_shared: {
+    status: 409,
+    title: 'Cookie domain shared',
+    detail:
+      "A cookie domain would cover a host of another store, whose shoppers' browsers would then receive this store's cookies.",
+  },
+  relying_party_in_use: {
+    status: 409,
+    title: 'Relying party in use',
+    detail:
+      "The host is the last on the relying party ID of the store's passkeys, which would stop signing in; set another webauthn_rp_id first, or send ?force=true.",
+  },
   identity_mode_in_use: {
     status: 409,
     title: 'Identity mode in use',

@@ -144,6 +144,10 @@ export const Customer = Type.Object({
     }),
     verified_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   }),
+  has_password: Type.Boolean({
+    description:
+      'Whether the account has a password: not when a sign-in provider made it, or a first sign-in with a code or a provider retired the unproven one. Without one, password change, identity change and deletion refuse every current_password until POST /password/forgot and POST /password/reset set one.',
+  }),
 });
 
 /** The language of a customer's messages, as their export and the operators' views show it. */

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { checkCsrf, onCookieDomain, type CsrfOptions } from './csrf.js';
+import { checkCsrf, onCookieDomain, storeCookies, type CsrfOptions } from './csrf.js';
 import type { Edge } from './edge.js';
 import type { StoreFeature } from './declare.js';
 import { resolveAccount, type Account } from './kit.js';
@@ -145,7 +145,8 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
       const callback = request.routeOptions.config.providerCallback === true;
       if (store.status !== 'active' && !callback) throw new ProblemError('store_unavailable');
       // Cookies for COOKIE_DOMAIN set on another host would be dropped by the browser: say so instead.
-      if (!onCookieDomain(deps.services.config, request)) throw new ProblemError('misdirected_request');
+      if (!onCookieDomain(storeCookies(deps.services.config, store), request))
+        throw new ProblemError('misdirected_request');
       if (callback) await deps.services.limiter.consume(request, [[limits.anyCall, request.clientKey]], store.id);
       else await countAndCheckCsrf(deps, request, store);
       await answerMissingPath(deps, request);

@@ -3,10 +3,18 @@ import { sessionAbsoluteLifetimeSeconds } from '../auth/tables/sessions.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SignInNotice } from '../auth/rules/sign-in.js';
 import type { Metrics } from '../metrics.js';
-import { cookieScope, expireHostOnly, setCsrfCookie, soleCookie, type CookieSettings } from './csrf.js';
+import {
+  cookieScope,
+  expireHostOnly,
+  setCsrfCookie,
+  soleCookie,
+  storeCookies,
+  type StoreCookieSettings as SessionCookieSettings,
+} from './csrf.js';
 
-export interface SessionCookieSettings extends CookieSettings {
-  sessionCookieName: string;
+/** The cookies of the request's store (after the store gate): its cookie domain, else the deployment's. */
+export function requestCookies(deployment: SessionCookieSettings, request: FastifyRequest): SessionCookieSettings {
+  return storeCookies(deployment, request.store);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Database } from './database.js';
+import type { Database, Queryable } from './database.js';
 
 interface Migration {
   version: number;
@@ -448,6 +448,18 @@ export const migrations: Migration[] = [
       ALTER TABLE customers ADD COLUMN locale text;
     `,
   },
+  {
+    version: 17,
+    name: 'relying party and cookie domain per store',
+    sql: `
+      -- A store's passkeys are bound to its relying party ID, which used to follow its first host
+      -- in name order: adding a host could move it. It is kept from now on, as it stands today.
+      UPDATE stores s SET webauthn_rp_id = (SELECT min(h.host) FROM store_hosts h WHERE h.store_id = s.id)
+       WHERE s.webauthn_rp_id IS NULL AND EXISTS (SELECT 1 FROM store_hosts h WHERE h.store_id = s.id);
+      -- The parent domain a store's session and XSRF-TOKEN cookies are set for; null: host-only.
+      ALTER TABLE stores ADD COLUMN cookie_domain text;
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.
@@ -462,20 +474,28 @@ export const migrationLockKey = 727_274_001;
 export async function migrate(db: Database): Promise<number[]> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [migrationLockKey]);
-    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
-    const applied = new Set(rows.map((row) => row.version));
-    const ran: number[] = [];
-    for (const migration of migrations) {
-      if (applied.has(migration.version)) continue;
-      await tx.exec(migration.sql);
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
-        migration.version,
-        migration.name,
-      ]);
-      ran.push(migration.version);
-    }
-    return ran;
+    return applyMigrations(tx);
   });
+}
+
+/**
+ * Applies, in the caller's transaction (which holds the migration lock), every migration not yet
+ * applied up to `upTo`: a restore builds the schema its rows were saved from, then runs the rest.
+ */
+export async function applyMigrations(tx: Queryable, upTo = Infinity): Promise<number[]> {
+  await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
+  const applied = new Set(rows.map((row) => row.version));
+  const ran: number[] = [];
+  for (const migration of migrations) {
+    if (applied.has(migration.version) || migration.version > upTo) continue;
+    await tx.exec(migration.sql);
+    await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+      migration.version,
+      migration.name,
+    ]);
+    ran.push(migration.version);
+  }
+  return ran;
 }

@@ -52,7 +52,7 @@ export interface CopyReport {
 }
 
 /** Not copied: each side keeps its own record of the migrations applied to it. */
-const migrationTable = 'schema_migrations';
+export const migrationTable = 'schema_migrations';
 
 const defaultBatchSize = 2_000;
 
@@ -135,15 +135,14 @@ interface TablePlan {
   name: string;
   /** Written columns with the target's types. */
   columns: Column[];
-  /** The source's name of the table. */
-  sourceName: string;
   /** Columns written with one value each (CopyOptions.fill). */
   filled: Array<{ column: Column; value: string }>;
-  /** The source's key, read to page through it. */
-  sourceKey: Column[];
   /** The target's key, for replacing a row it already holds. */
   targetKey: string[];
 }
+
+/** One row's values as text (null for NULL), in the order of the columns they belong to. */
+export type TextRow = Array<string | null>;
 
 /**
  * The statement that writes one batch: each column arrives as a text array and is cast to its
@@ -169,39 +168,35 @@ function insertStatement(plan: TablePlan): string {
           SELECT ${casts} FROM unnest(${arrays}) AS u(${aliases})${conflict}`;
 }
 
-async function copyTable(
+/**
+ * The rows of `table`, `columns` of each as text, read in the order of `key` a page at a time: each
+ * page starts after the last key of the one before (never OFFSET), so a read stays one index range.
+ */
+export async function* readTable(
   source: Pick<Queryable, 'query'>,
-  target: Queryable,
-  plan: TablePlan,
-  { batchSize = defaultBatchSize, progress }: CopyOptions,
-): Promise<number> {
-  const read = [...plan.columns.map((column) => column.name), ...plan.sourceKey.map((column) => column.name)];
+  table: string,
+  columns: readonly string[],
+  key: readonly Column[],
+  batchSize = defaultBatchSize,
+): AsyncGenerator<TextRow[]> {
+  const read = [...columns, ...key.map((column) => column.name)];
   const selected = read.map((name, index) => `${quote(name)}::text AS r${index}`).join(', ');
-  const keyList = plan.sourceKey.map((column) => quote(column.name)).join(', ');
-  const after = plan.sourceKey.map((column, index) => `$${index + 1}::${column.type}`).join(', ');
-  const insert = insertStatement(plan);
-  let last: (string | null)[] | undefined;
-  let rows = 0;
+  const keyList = key.map((column) => quote(column.name)).join(', ');
+  const after = key.map((column, index) => `$${index + 1}::${column.type}`).join(', ');
+  let last: TextRow | undefined;
   for (;;) {
     const page = await source.query<Record<string, string | null>>(
-      `SELECT ${selected} FROM ${quote(plan.sourceName)}
+      `SELECT ${selected} FROM ${quote(table)}
         ${last === undefined ? '' : `WHERE (${keyList}) > (${after})`}
         ORDER BY ${keyList} LIMIT ${batchSize}`,
       last ?? [],
     );
-    if (page.length === 0) break;
-    await target.query(insert, [
-      ...plan.columns.map((_, index) => page.map((row) => row[`r${index}`] ?? null)),
-      ...plan.filled.map(({ value }) => page.map(() => value)),
-    ]);
-    rows += page.length;
+    if (page.length === 0) return;
+    yield page.map((row) => columns.map((_, index) => row[`r${index}`] ?? null));
     const end = page.at(-1)!;
-    last = plan.sourceKey.map((_, index) => end[`r${plan.columns.length + index}`] ?? null);
-    progress?.({ table: plan.sourceName, rows, done: false });
-    if (page.length < batchSize) break;
+    last = key.map((_, index) => end[`r${columns.length + index}`] ?? null);
+    if (page.length < batchSize) return;
   }
-  progress?.({ table: plan.sourceName, rows, done: true });
-  return rows;
 }
 
 /** Moves the sequences behind the copied columns past the largest value now in them. */
@@ -218,6 +213,58 @@ async function advanceSequences(target: Queryable, plan: TablePlan): Promise<voi
       [sequence],
     );
   }
+}
+
+/** Writes rows into one table, a batch per statement. */
+export interface TableWriter {
+  /** The columns whose values `write` takes, in this order. */
+  readonly columns: readonly Column[];
+  write(rows: readonly TextRow[]): Promise<void>;
+  /** Moves the sequences behind the written columns past the largest value now in them. */
+  finish(): Promise<void>;
+}
+
+/**
+ * A writer into `table` of `target` for rows that have `sourceColumns`: it writes the columns both
+ * have (never a generated one), and `fill`'s constants into columns the source lacks. Where the
+ * target already holds rows of a table whose key an identity sequence makes, the key is left to
+ * the sequence rather than clash with those rows.
+ */
+export async function tableWriter(
+  target: Queryable,
+  table: Table,
+  sourceColumns: readonly string[],
+  fill: Record<string, string> = {},
+): Promise<TableWriter> {
+  const [{ filled } = { filled: false }] = await target.query<{ filled: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${quote(table.name)}) AS filled`,
+  );
+  const sourceNames = new Set(sourceColumns);
+  const plan: TablePlan = {
+    name: table.name,
+    columns: table.columns.filter(
+      (column) =>
+        sourceNames.has(column.name) &&
+        !column.generated &&
+        !(filled && column.identity && table.key.includes(column.name)),
+    ),
+    filled: table.columns
+      .filter((column) => !sourceNames.has(column.name) && fill[column.name] !== undefined)
+      .map((column) => ({ column, value: fill[column.name]! })),
+    targetKey: table.key,
+  };
+  const insert = insertStatement(plan);
+  return {
+    columns: plan.columns,
+    async write(rows) {
+      if (rows.length === 0) return;
+      await target.query(insert, [
+        ...plan.columns.map((_, index) => rows.map((row) => row[index] ?? null)),
+        ...plan.filled.map(({ value }) => rows.map(() => value)),
+      ]);
+    },
+    finish: () => advanceSequences(target, plan),
+  };
 }
 
 /**
@@ -242,29 +289,23 @@ export async function copyTables(
     const targetTable = to.get(name)!;
     if (sourceTable.key.length === 0)
       throw new Error(`the table ${name} of the source has no primary key to read it by`);
-    const [{ filled } = { filled: false }] = await target.query<{ filled: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM ${quote(name)}) AS filled`,
+    const writer = await tableWriter(
+      target,
+      targetTable,
+      sourceTable.columns.map((column) => column.name),
+      options.fill,
     );
-    const sourceNames = new Set(sourceTable.columns.map((column) => column.name));
-    const columns = targetTable.columns.filter(
-      (column) =>
-        sourceNames.has(column.name) &&
-        !column.generated &&
-        !(filled && column.identity && targetTable.key.includes(column.name)),
-    );
-    const constants = targetTable.columns
-      .filter((column) => !sourceNames.has(column.name) && options.fill?.[column.name] !== undefined)
-      .map((column) => ({ column, value: options.fill![column.name]! }));
-    const plan: TablePlan = {
-      name,
-      sourceName,
-      filled: constants,
-      columns,
-      sourceKey: sourceTable.key.map((key) => sourceTable.columns.find((column) => column.name === key)!),
-      targetKey: targetTable.key,
-    };
-    copied[sourceName] = await copyTable(source, target, plan, options);
-    await advanceSequences(target, plan);
+    const sourceKey = sourceTable.key.map((key) => sourceTable.columns.find((column) => column.name === key)!);
+    const written = writer.columns.map((column) => column.name);
+    let rows = 0;
+    for await (const page of readTable(source, sourceName, written, sourceKey, options.batchSize)) {
+      await writer.write(page);
+      rows += page.length;
+      options.progress?.({ table: sourceName, rows, done: false });
+    }
+    options.progress?.({ table: sourceName, rows, done: true });
+    copied[sourceName] = rows;
+    await writer.finish();
   }
   return { copied, skipped };
 }

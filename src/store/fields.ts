@@ -1,6 +1,13 @@
 import { controlCharacter } from '../i18n/controls.js';
 import { canonicalTag, catalogue } from '../i18n/strings.js';
-import { mergeLanguages, normalizeHost, storeSlugPattern, type StoreContext, type StoreLanguages } from './store.js';
+import {
+  mergeLanguages,
+  normalizeHost,
+  storeSlugPattern,
+  type CookieDomainRefusal,
+  type StoreContext,
+  type StoreLanguages,
+} from './store.js';
 
 /**
  * A store's fields as an operator or the platform's backend writes them, checked and put in the
@@ -44,6 +51,36 @@ export function storeHost(input: string): string {
   throw new FieldError(
     `${shown(input)} is not a host name (labels of letters, digits and -, no port, no wildcard, no address), such as shop.example.com`,
   );
+}
+
+/**
+ * The parent domain a store's cookies are set for: a host name of at least two labels (a browser
+ * refuses `Domain=localhost` or `Domain=com`), a leading dot forgiven.
+ */
+export function storeCookieDomain(input: string): string {
+  const domain = storeHost(input.trim().replace(/^\./, ''));
+  if (!domain.includes('.'))
+    throw new FieldError(
+      `${shown(input)} must have at least two labels, such as shop.example: browsers refuse a cookie for a single label (for local work, shop.localhost)`,
+    );
+  return domain;
+}
+
+/** Why a store cannot have this cookie domain, in the words the command line and the admin API share. */
+export function cookieDomainRefusal(domain: string, refusal: CookieDomainRefusal, hosts: readonly string[]): string {
+  if (refusal.reason === 'cookie_domain_shared')
+    return `${shown(domain)} covers ${refusal.host}, a host of another store: that store's shoppers would receive this store's cookies`;
+  return `${shown(domain)} is neither a host of the store nor a parent of one (${hosts.join(', ') || 'it has no host'}): browsers would refuse its cookies`;
+}
+
+/** What moving a store's relying party ID does to the passkeys made for the old one. */
+export function strandedPasskeysWarning(count: number, from: string | null): string {
+  return `${count} passkey${count === 1 ? ' was' : 's were'} made for the relying party ID ${from ?? 'of the deployment'}: they no longer sign in, and their customers must add them again.`;
+}
+
+/** Why a host cannot go while the store's passkeys depend on it; `force` names how to insist. */
+export function relyingPartyInUse(host: string, rpId: string | null, passkeys: number, force: string): string {
+  return `${host} is the last host on ${rpId ?? 'the relying party ID'}, the relying party ID of the store's ${passkeys} passkey${passkeys === 1 ? '' : 's'}, which would stop signing in: set another relying party ID first, or remove the host with ${force}`;
 }
 
 const originExample = 'such as https://shop.example.com';
@@ -164,6 +201,7 @@ export function describeStore(store: StoreContext) {
     mail_from: store.mailFrom,
     sms_sender: store.smsSender,
     webauthn_rp_id: store.webauthnRpId,
+    cookie_domain: store.cookieDomain,
     languages: store.languages,
     default_language: store.defaultLanguage,
     updated_at: store.updatedAt,

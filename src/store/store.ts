@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { baseLanguage, catalogue } from '../i18n/strings.js';
 import { domainToASCII } from 'node:url';
 import type { Clock } from '../clock.js';
-import type { Config, IdentityMode } from '../config.js';
+import { isOnRpId, type Config, type IdentityMode } from '../config.js';
 import { inStore, isUuid, type Database, type Queryable, type StoreQueryable } from '../storage/database.js';
 
 export type StoreStatus = 'active' | 'paused' | 'closed';
@@ -30,8 +30,13 @@ export interface StoreContext {
   mailFrom: string | null;
   /** A label the SMS hook receives as `sender`. */
   smsSender: string | null;
-  /** The passkey relying party; null: the deployment's WEBAUTHN_RP_ID, else the first host. */
+  /**
+   * The passkey relying party, fixed when the store gets its first host (that host, unless given)
+   * and moved only by an explicit change; null: the deployment's WEBAUTHN_RP_ID.
+   */
   webauthnRpId: string | null;
+  /** The parent domain the store's session and XSRF-TOKEN cookies are set for; null: the deployment's COOKIE_DOMAIN. */
+  cookieDomain: string | null;
   /** The languages the store's page, problems and messages speak (`i18n.languages`); `en` by default. */
   languages: string[];
   /** One of `languages`: what a customer who asks for none of them gets. */
@@ -53,6 +58,7 @@ interface StoreRow {
   mail_from: string | null;
   sms_sender: string | null;
   webauthn_rp_id: string | null;
+  cookie_domain: string | null;
   version: string;
   updated_at: Date;
   deleted_at: Date | null;
@@ -80,6 +86,7 @@ function toStore(row: StoreRow): StoreContext {
     mailFrom: row.mail_from,
     smsSender: row.sms_sender,
     webauthnRpId: row.webauthn_rp_id,
+    cookieDomain: row.cookie_domain,
     ...languagesOf(row.settings),
     version: Number(row.version),
     updatedAt: new Date(row.updated_at).toISOString(),
@@ -109,7 +116,7 @@ function languagesOf(settings: Record<string, unknown>): StoreLanguages {
 
 /** The columns of a store as toStore reads them, through the alias `s`. */
 const storeColumns = `s.id, s.slug, s.name, s.status, s.identity_mode, s.settings, s.allowed_origins, s.mail_from,
-  s.sms_sender, s.webauthn_rp_id, s.version::text AS version, s.updated_at, s.deleted_at,
+  s.sms_sender, s.webauthn_rp_id, s.cookie_domain, s.version::text AS version, s.updated_at, s.deleted_at,
   ARRAY(SELECT h.host FROM store_hosts h WHERE h.store_id = s.id ORDER BY h.host) AS hosts`;
 
 /** The storefronts a store trusts besides the deployment's: https:// and each host, and its allowed origins. */
@@ -311,6 +318,7 @@ export interface StoreChanges {
   mailFrom?: string | null;
   smsSender?: string | null;
   webauthnRpId?: string | null;
+  cookieDomain?: string | null;
   /**
    * Either or both: languages alone keep the default, a default alone keeps the languages. The
    * default must end up one of the languages (see mergeLanguages).
@@ -336,10 +344,57 @@ export interface NewStore extends StoreChanges {
   hosts?: string[];
 }
 
+/** Why a store's cookie domain cannot be: it covers none of its hosts, or a host of another store. */
+export type CookieDomainRefusal =
+  { ok: false; reason: 'cookie_domain_off_hosts' } | { ok: false; reason: 'cookie_domain_shared'; host: string };
+
 export type StoreCreateResult =
   | { ok: true; store: StoreContext }
   | { ok: false; reason: 'slug_taken' }
-  | { ok: false; reason: 'host_taken'; host: string };
+  | { ok: false; reason: 'host_taken'; host: string }
+  | HostUnderCookieDomain
+  | CookieDomainRefusal;
+
+/** A host under another store's cookie domain would receive that store's session cookies. */
+export type HostUnderCookieDomain = { ok: false; reason: 'host_under_cookie_domain'; host: string };
+
+/** Whether `host` is `domain` or under it: a cookie for the domain reaches it. */
+const isUnder = isOnRpId;
+
+/**
+ * A store's cookie domain checked against the hosts: it must cover one of the store's own, and no
+ * other store's, whose shoppers' browsers would otherwise carry this store's session cookie to a
+ * host this store does not control. Run under the store-change lock, so a host added to another
+ * store meanwhile is seen (addStoreHost checks the other way round under the same lock).
+ */
+async function checkCookieDomain(
+  tx: Queryable,
+  storeId: string,
+  domain: string,
+  hosts: readonly string[],
+): Promise<CookieDomainRefusal | null> {
+  if (!hosts.some((host) => isUnder(host, domain))) return { ok: false, reason: 'cookie_domain_off_hosts' };
+  const [other] = await tx.query<{ host: string }>(
+    `SELECT host FROM store_hosts WHERE store_id <> $1 AND (host = $2 OR right(host, length($2) + 1) = '.' || $2)
+      ORDER BY host LIMIT 1`,
+    [storeId, domain],
+  );
+  return other === undefined ? null : { ok: false, reason: 'cookie_domain_shared', host: other.host };
+}
+
+/** The first of `hosts` under another store's cookie domain, which would receive that store's cookies. */
+async function hostUnderOtherCookieDomain(
+  tx: Queryable,
+  storeId: string,
+  hosts: readonly string[],
+): Promise<string | undefined> {
+  if (hosts.length === 0) return undefined;
+  const rows = await tx.query<{ cookie_domain: string }>(
+    'SELECT cookie_domain FROM stores WHERE id <> $1 AND deleted_at IS NULL AND cookie_domain IS NOT NULL',
+    [storeId],
+  );
+  return hosts.find((host) => rows.some((row) => isUnder(host, row.cookie_domain)));
+}
 
 function settingsOf(changes: StoreChanges): Record<string, unknown> {
   return {
@@ -370,20 +425,23 @@ async function insertHosts(tx: Queryable, storeId: string, hosts: readonly strin
  * Makes a store with its hosts (already normalized) in `tx`, which may hold other work of the same
  * call (an idempotency key). The unique slug and hosts decide a race (a second insert waits for
  * the first to commit or roll back); a refusal rolls back to a savepoint, so it writes nothing and
- * leaves `tx` usable. The store-change lock is taken last, for the feed's version alone, so creates
- * take turns only for their commit.
+ * leaves `tx` usable. The store-change lock is taken after the hosts, for the cookie domains' checks
+ * and the feed's version, so creates take turns only for their end.
  */
 export async function insertStore(tx: Queryable, clock: Clock, store: NewStore): Promise<StoreCreateResult> {
   const now = clock.now();
   const id = randomUUID();
   const hosts = store.hosts ?? [];
+  // The relying party is fixed here (the first host given, unless named) so that adding hosts
+  // later never moves it and strands the store's passkeys.
+  const rpId = store.webauthnRpId ?? hosts[0] ?? null;
   await tx.query('SAVEPOINT new_store');
   // Version 0 until the feed's next one is taken under the lock: a version taken earlier could
   // commit after a later one, and a reader past it would never see this store.
   const inserted = await tx.query(
     `INSERT INTO stores (id, slug, name, status, identity_mode, settings, allowed_origins, mail_from, sms_sender,
-                         webauthn_rp_id, version, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 0, $11, $11)
+                         webauthn_rp_id, cookie_domain, version, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, $12, 0, $11, $11)
      ON CONFLICT (slug) WHERE deleted_at IS NULL DO NOTHING RETURNING 1`,
     [
       id,
@@ -395,8 +453,9 @@ export async function insertStore(tx: Queryable, clock: Clock, store: NewStore):
       store.allowedOrigins ?? [],
       store.mailFrom ?? null,
       store.smsSender ?? null,
-      store.webauthnRpId ?? null,
+      rpId,
       now,
+      store.cookieDomain ?? null,
     ],
   );
   if (inserted.length === 0) {
@@ -409,9 +468,27 @@ export async function insertStore(tx: Queryable, clock: Clock, store: NewStore):
     await tx.query('ROLLBACK TO SAVEPOINT new_store');
     return { ok: false, reason: 'host_taken', host: taken };
   }
+  await lockStoreChanges(tx);
+  const refusal = await checkHostsAndCookies(tx, id, hosts, store.cookieDomain ?? null);
+  if (refusal !== null) {
+    await tx.query('ROLLBACK TO SAVEPOINT new_store');
+    return refusal;
+  }
   await tx.query('RELEASE SAVEPOINT new_store');
-  await beginStoreChange(tx, id, now);
+  await bumpStoreVersion(tx, id, now);
   return { ok: true, store: (await loadStore(tx, { id }))! };
+}
+
+/** A new store's hosts and cookie domain against the other stores' (under the store-change lock). */
+async function checkHostsAndCookies(
+  tx: Queryable,
+  storeId: string,
+  hosts: readonly string[],
+  cookieDomain: string | null,
+): Promise<HostUnderCookieDomain | CookieDomainRefusal | null> {
+  const reached = await hostUnderOtherCookieDomain(tx, storeId, hosts);
+  if (reached !== undefined) return { ok: false, reason: 'host_under_cookie_domain', host: reached };
+  return cookieDomain === null ? null : checkCookieDomain(tx, storeId, cookieDomain, hosts);
 }
 
 /** Makes a store with its hosts (already normalized); nothing is made when the slug or a host is taken. */
@@ -420,8 +497,10 @@ export async function createStore(db: Database, clock: Clock, store: NewStore): 
 }
 
 export type StoreUpdateResult =
-  | { ok: true; store: StoreContext }
+  /** `strandedPasskeys`: passkeys made for the relying party ID this change moved away from. */
+  | { ok: true; store: StoreContext; strandedPasskeys: number }
   | { ok: false; reason: 'identity_mode_in_use'; customers: number }
+  | CookieDomainRefusal
   | { ok: false; reason: 'default_language_not_spoken'; current: StoreLanguages }
   | { ok: false; reason: 'no_store' | 'several_stores' };
 
@@ -437,6 +516,8 @@ export interface StoreUpdateOptions {
    * below the domain.
    */
   countCustomers?: (tx: StoreQueryable) => Promise<number>;
+  /** Counts the store's passkeys (countStorePasskeys of src/auth/tables/passkeys.ts), handed in likewise. */
+  countPasskeys?: (tx: StoreQueryable) => Promise<number>;
 }
 
 async function targetStore(db: Queryable, store: string | undefined): Promise<OnlyStore> {
@@ -450,7 +531,7 @@ export async function updateStore(
   db: Database,
   clock: Clock,
   changes: StoreChanges,
-  { store, force = false, countCustomers }: StoreUpdateOptions = {},
+  { store, force = false, countCustomers, countPasskeys }: StoreUpdateOptions = {},
 ): Promise<StoreUpdateResult> {
   const target = await targetStore(db, store);
   if (!target.ok) return target;
@@ -478,6 +559,14 @@ export async function updateStore(
     }
     const now = clock.now();
     await beginStoreChange(tx, storeId, now);
+    // Read under the lock: the hosts and relying party the checks below compare with are current.
+    const before = (await loadStore(tx, { id: storeId }))!;
+    if (changes.cookieDomain !== undefined && changes.cookieDomain !== null) {
+      const refusal = await checkCookieDomain(tx, storeId, changes.cookieDomain, before.hosts);
+      if (refusal !== null) return refusal;
+    }
+    const rpMoved = changes.webauthnRpId !== undefined && changes.webauthnRpId !== before.webauthnRpId;
+    const strandedPasskeys = rpMoved && countPasskeys !== undefined ? await countPasskeys(inStore(tx, storeId)) : 0;
     const optional = (value: string | null | undefined) => (value === undefined ? null : [value]);
     await tx.query(
       `UPDATE stores SET name = COALESCE($2, name), status = COALESCE($3, status),
@@ -485,7 +574,8 @@ export async function updateStore(
               allowed_origins = COALESCE($6, allowed_origins),
               mail_from = CASE WHEN $7::text[] IS NULL THEN mail_from ELSE ($7::text[])[1] END,
               sms_sender = CASE WHEN $8::text[] IS NULL THEN sms_sender ELSE ($8::text[])[1] END,
-              webauthn_rp_id = CASE WHEN $9::text[] IS NULL THEN webauthn_rp_id ELSE ($9::text[])[1] END
+              webauthn_rp_id = CASE WHEN $9::text[] IS NULL THEN webauthn_rp_id ELSE ($9::text[])[1] END,
+              cookie_domain = CASE WHEN $10::text[] IS NULL THEN cookie_domain ELSE ($10::text[])[1] END
         WHERE id = $1`,
       [
         storeId,
@@ -497,21 +587,39 @@ export async function updateStore(
         optional(changes.mailFrom),
         optional(changes.smsSender),
         optional(changes.webauthnRpId),
+        optional(changes.cookieDomain),
       ],
     );
-    return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
+    return { ok: true, store: (await loadStore(tx, { id: storeId }))!, strandedPasskeys };
   });
 }
 
 export type HostChangeResult =
-  { ok: true; store: StoreContext } | { ok: false; reason: 'no_store' | 'host_taken' | 'no_such_host' };
+  | { ok: true; store: StoreContext }
+  | { ok: false; reason: 'no_store' | 'host_taken' | 'no_such_host' }
+  | HostUnderCookieDomain
+  | { ok: false; reason: 'relying_party_in_use'; passkeys: number };
 
-/** Gives a store one more host (normalized); refused when another store holds it. */
+export interface HostChangeOptions {
+  /** Counts the store's passkeys (countStorePasskeys of src/auth/tables/passkeys.ts). */
+  countPasskeys: (tx: StoreQueryable) => Promise<number>;
+  /** The deployment's relying party ID (WEBAUTHN_RP_ID), which a store without one of its own uses. */
+  deploymentRpId: string;
+  /** Remove the host even when the store's passkeys would stop working. */
+  force?: boolean;
+}
+
+/**
+ * Gives a store one more host (normalized); refused when another store holds it, or when another
+ * store's cookie domain covers it. A store without a relying party ID gets one: the host, unless
+ * its passkeys were made for the deployment's, which it then keeps.
+ */
 export async function addStoreHost(
   db: Database,
   clock: Clock,
   storeId: string,
   host: string,
+  { countPasskeys, deploymentRpId }: Omit<HostChangeOptions, 'force'>,
 ): Promise<HostChangeResult> {
   try {
     return await db.transaction(async (tx) => {
@@ -529,33 +637,56 @@ export async function addStoreHost(
       }
       await lockStoreChanges(tx);
       // Read after the lock: a deletion committed meanwhile is seen, and the host goes with the rollback.
-      if ((await loadStore(tx, { id: storeId })) === null) throw new StoreGone();
+      const store = await loadStore(tx, { id: storeId });
+      if (store === null) throw new HostRefused({ ok: false, reason: 'no_store' });
+      if ((await hostUnderOtherCookieDomain(tx, storeId, [host])) !== undefined)
+        throw new HostRefused({ ok: false, reason: 'host_under_cookie_domain', host });
+      if (store.webauthnRpId === null) {
+        const rpId = (await countPasskeys(inStore(tx, storeId))) > 0 ? deploymentRpId : host;
+        await tx.query('UPDATE stores SET webauthn_rp_id = $2 WHERE id = $1', [storeId, rpId]);
+      }
       await bumpStoreVersion(tx, storeId, clock.now());
       return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
     });
   } catch (error) {
-    if (error instanceof StoreGone) return { ok: false, reason: 'no_store' };
+    if (error instanceof HostRefused) return error.result;
     throw error;
   }
 }
 
-/** Rolls back a host added to a store that a deletion committed meanwhile. */
-class StoreGone extends Error {}
+/** Rolls back a host added when the checks after the lock refuse it. */
+class HostRefused extends Error {
+  constructor(readonly result: Extract<HostChangeResult, { ok: false }>) {
+    super(result.reason);
+  }
+}
 
+/**
+ * Takes a host from a store. When no host left is on the store's relying party ID, its passkeys
+ * could no longer sign in: refused while it has any, unless forced; without passkeys the relying
+ * party follows to the first host left (or the deployment's when none is).
+ */
 export async function removeStoreHost(
   db: Database,
   clock: Clock,
   storeId: string,
   host: string,
+  { countPasskeys, force = false }: Omit<HostChangeOptions, 'deploymentRpId'>,
 ): Promise<HostChangeResult> {
   return db.transaction(async (tx) => {
     await lockStoreChanges(tx);
-    if ((await loadStore(tx, { id: storeId })) === null) return { ok: false, reason: 'no_store' };
-    const gone = await tx.query('DELETE FROM store_hosts WHERE store_id = $1 AND host = $2 RETURNING 1', [
-      storeId,
-      host,
-    ]);
-    if (gone.length === 0) return { ok: false, reason: 'no_such_host' };
+    const store = await loadStore(tx, { id: storeId });
+    if (store === null) return { ok: false, reason: 'no_store' };
+    if (!store.hosts.includes(host)) return { ok: false, reason: 'no_such_host' };
+    const left = store.hosts.filter((kept) => kept !== host);
+    const rpId = store.webauthnRpId;
+    if (rpId !== null && !left.some((kept) => isOnRpId(kept, rpId))) {
+      const passkeys = await countPasskeys(inStore(tx, storeId));
+      if (passkeys > 0 && !force) return { ok: false, reason: 'relying_party_in_use', passkeys };
+      if (passkeys === 0)
+        await tx.query('UPDATE stores SET webauthn_rp_id = $2 WHERE id = $1', [storeId, left[0] ?? null]);
+    }
+    await tx.query('DELETE FROM store_hosts WHERE store_id = $1 AND host = $2', [storeId, host]);
     await bumpStoreVersion(tx, storeId, clock.now());
     return { ok: true, store: (await loadStore(tx, { id: storeId }))! };
   });

@@ -1,7 +1,8 @@
 // Signing in with a sign-in provider ("Continue with Google") on the sign-in page, in a real headless
 // Chromium against a real running service and a real OpenID provider (oidc-provider, with its
 // development login and consent pages): the buttons, the trip to the provider and back, the account
-// area's linked providers with Link and Unlink, and the sentences for the way back's `?error=`.
+// area's linked providers with Link and Unlink, setting a password on an account a provider made,
+// and the sentences for the way back's `?error=`.
 // Not picked up by `npm test`; run with:  node --import tsx --test test/browser/providers.browser.ts
 // Needs /usr/bin/chromium (Debian: apt-get install -y chromium). Screenshots go to
 // .test-artifacts/screenshots (or SCREENSHOT_DIR), named providers-NN-….
@@ -42,6 +43,7 @@ const accounts = {
   ada: { sub: 'ada', email: 'ada@example.com', email_verified: true, name: 'Ada Provider' },
   grace: { sub: 'grace', email: 'grace.hopper@provider.example', email_verified: true, name: 'Grace H.' },
   mallory: { sub: 'mallory', email: 'mallory@example.com', email_verified: false, name: 'Mallory' },
+  ken: { sub: 'ken', email: 'ken@example.com', email_verified: true, name: 'Ken Iverson' },
 };
 
 before(async () => {
@@ -197,6 +199,64 @@ describe('sign-in providers on the sign-in page', () => {
       await account.getByText('Signed in as Ada Provider').waitFor();
       await providersSection(page);
       assert.equal(await page.locator('#status').textContent(), '');
+    });
+  });
+
+  test('a shopper Google made an account for is asked for no current password, sets one with a code and logs in with it', async (t) => {
+    await openPage(t, async ({ page, api, shot, status }) => {
+      const mark = service.logs.length;
+      await page.locator('#login').getByRole('link', { name: 'Continue with Google' }).click();
+      await signInAtProvider(page, 'ken');
+      await status('Welcome, Ken Iverson. You are signed in with Google.', 'success');
+      const account = page.locator('#account');
+      await providersSection(page);
+
+      // No form asks for a password the account does not have; each says what it needs instead.
+      assert.equal(await account.locator('input[name="current_password"]:visible').count(), 0);
+      assert.equal(await page.locator('#password-change').isHidden(), true);
+      assert.equal(await page.locator('#identity-change-form').isHidden(), true);
+      await page
+        .locator('#identity-change')
+        .getByText('Changing your email address asks for your password, and your account has none yet.')
+        .waitFor();
+      assert.equal(await page.locator('#delete-start').isHidden(), true);
+      await page
+        .locator('#delete')
+        .getByText('Deleting your account asks for your password, and your account has none yet.')
+        .waitFor();
+      const section = page.locator('#password-set');
+      await section.getByText('Your account has no password yet').waitFor();
+      await assertAccessible(page, 'the account area of an account without a password');
+      await shot('account-without-password');
+
+      await section.getByRole('button', { name: 'Send me a code' }).click();
+      await status('We sent a code to ken@example.com; enter it below with your new password.', 'success');
+      assert.ok(api.includes(`POST ${auth}/password/forgot 202`));
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.id),
+        'password-set-code',
+        'the code field has focus',
+      );
+      const code = await waitForCode(service, 'ken@example.com', 'password_reset', { from: mark });
+      await section.getByLabel('Six-digit code').fill(code);
+      await section.getByLabel('New password', { exact: true }).fill('array language 1962');
+      await section.getByLabel('Confirm new password').fill('array language 1962');
+      await assertAccessible(page, 'the set-password form');
+      await shot('set-password-with-code');
+      await section.getByRole('button', { name: 'Set password' }).click();
+
+      // A reset ends every session, this one too: the customer logs in with the new password.
+      await status('Your password is set and every device was signed out. Log in with your new password.', 'success');
+      assert.equal(await page.locator('#login').isVisible(), true);
+      assert.equal(await page.locator('#login-identity').inputValue(), 'ken@example.com');
+      await logIn(page, 'ken@example.com', 'array language 1962');
+      await status('You are signed in.', 'success');
+      await account.getByText('Signed in as Ken Iverson (ken@example.com).').waitFor();
+      assert.equal(await page.locator('#password-change-current').isVisible(), true);
+      assert.equal(await page.locator('#identity-change-password').isVisible(), true);
+      assert.equal(await page.locator('#password-set').isHidden(), true);
+      assert.equal(await page.locator('#identity-change-needs-password').isHidden(), true);
+      await shot('password-set-logged-in');
     });
   });
 

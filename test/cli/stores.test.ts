@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { writeAuditEntry } from '../../src/audit.js';
 import { insertCustomer } from '../../src/auth/tables/customers.js';
+import { insertPasskey } from '../../src/auth/tables/passkeys.js';
 import { parseCommand, UsageError } from '../../src/cli/arguments.js';
 import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
 import { loadConfig } from '../../src/config.js';
@@ -280,6 +281,54 @@ describe('the store commands against a real database', () => {
     assert.deepEqual((await ok('store', 'hosts', 'add', '--store', 'default', 'bücher.example')).hosts, [
       'xn--bcher-kva.example',
     ]);
+  });
+
+  test("store set --cookie-domain is checked against the hosts; removing the last host on the passkeys' relying party needs --force", async () => {
+    const books = await secondStore();
+    assert.equal(books.webauthn_rp_id, 'xn--bcher-kva.example', 'fixed to the first host given');
+    await ok('store', 'hosts', 'add', '--store', 'default', 'shop.example.org');
+    const set = await ok('store', 'set', '--store', 'books', '--cookie-domain', 'example.com');
+    assert.equal(set.cookie_domain, 'example.com');
+    // example.com would now carry books' cookies to the first store's host.
+    const shared = await cli('store', 'hosts', 'add', '--store', 'default', 'www.example.com');
+    assert.equal(shared.code, 1);
+    assert.match(shared.error!, /^the host www\.example\.com is under another store's cookie domain/);
+    const offHosts = await cli('store', 'set', '--store', 'default', '--cookie-domain', 'elsewhere.example');
+    assert.equal(offHosts.code, 1);
+    assert.match(
+      offHosts.error!,
+      /^--cookie-domain "elsewhere\.example" is neither a host of the store nor a parent of one/,
+    );
+    assert.equal((await ok('store', 'set', '--store', 'books', '--cookie-domain', '')).cookie_domain, null);
+
+    const customerId = '00000000-0000-4000-8000-00000000000d';
+    const sdb = forStore(database.db, books.id);
+    const now = clock.now();
+    await insertCustomer(sdb, {
+      id: customerId,
+      name: 'A',
+      type: 'email',
+      value: 'a@example.com',
+      passwordHash: 'x',
+      now,
+    });
+    const passkey = {
+      customerId,
+      credentialId: 'credential',
+      publicKey: new Uint8Array([0]),
+      counter: 0,
+      transports: [],
+      name: 'Phone',
+    };
+    assert.ok(await insertPasskey(sdb, clock, passkey));
+    const refused = await cli('store', 'hosts', 'remove', '--store', 'books', 'bücher.example');
+    assert.equal(refused.code, 1);
+    assert.match(refused.error!, /the relying party ID of the store's 1 passkey, .* or remove the host with --force$/);
+    const forced = await ok('store', 'hosts', 'remove', '--store', 'books', '--force', 'bücher.example');
+    assert.deepEqual(forced.hosts, ['books.example.com']);
+    assert.equal(forced.webauthn_rp_id, 'xn--bcher-kva.example');
+    const moved = await ok('store', 'set', '--store', 'books', '--webauthn-rp-id', 'books.example.com');
+    assert.match(moved.warning, /^1 passkey was made for the relying party ID xn--bcher-kva\.example/);
   });
 
   test('on one store the commands work without --store as before; with two they refuse naming --store', async () => {

@@ -68,6 +68,7 @@ export const sameTypes = [
   same<client.AdminProblemCode, AdminProblemCode>(true),
   same<admin.Store, Static<typeof storeSchemas.Store>>(true),
   same<admin.CreatedStore, Static<typeof storeSchemas.CreatedStore>>(true),
+  same<admin.ChangedStore, Static<typeof storeSchemas.ChangedStore>>(true),
   same<admin.NewStore, storeSchemas.CreateStoreBody>(true),
   same<admin.Provider, Static<typeof providerAdmin.Provider>>(true),
   same<admin.NewProvider, Static<typeof providerAdmin.ProviderBody>>(true),

@@ -9,9 +9,10 @@ import { useClientService } from '../helpers/client-service.js';
 import { repoRoot } from '../helpers/service-process.js';
 
 /**
- * The client as a user gets it: `npm pack` of packages/client (which builds it), the tarball
- * installed offline into an empty project outside this repository, and used from there by plain
- * Node ESM against a running service, and by a TypeScript program that sees no other types.
+ * The client as a user gets it: packages/client built (as `npm run build:client` builds it) and
+ * packed by `npm pack`, the tarball installed offline into an empty project outside this
+ * repository, and used from there by plain Node ESM against a running service, and by a
+ * TypeScript program that sees no other types.
  */
 
 const run = promisify(execFile);
@@ -113,9 +114,11 @@ describe('the client package, packed and installed as a user installs it', { tim
   let scratch: string;
   let tarball: string;
   let project: string;
+  let installOutput: string;
 
   before(async () => {
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-client-pack-'));
+    await run(process.execPath, [tsc, '-p', path.join(clientFolder, 'tsconfig.json')]);
     await run('npm', ['pack', '--pack-destination', scratch, '--offline'], { cwd: clientFolder, env: npmEnv() });
     const packed = fs.readdirSync(scratch).filter((name) => name.endsWith('.tgz'));
     assert.equal(packed.length, 1, `npm pack made one tarball: ${packed.join(', ')}`);
@@ -127,7 +130,11 @@ describe('the client package, packed and installed as a user installs it', { tim
       JSON.stringify({ name: 'shop', version: '1.0.0', private: true, type: 'module' }),
     );
     // Offline: a package without dependencies installs from its tarball alone.
-    await run('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], { cwd: project, env: npmEnv() });
+    const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], {
+      cwd: project,
+      env: npmEnv(),
+    });
+    installOutput = installed.stdout + installed.stderr;
   });
 
   after(() => {
@@ -150,6 +157,15 @@ describe('the client package, packed and installed as a user installs it', { tim
       'package/dist/index.js',
       'package/package.json',
     ]);
+  });
+
+  test('its manifest has no scripts, and installing it prints no npm warning', () => {
+    const manifest = JSON.parse(
+      fs.readFileSync(path.join(project, 'node_modules', '@storefront-auth', 'client', 'package.json'), 'utf8'),
+    );
+    // Not prepare, install or postinstall, nor one that needs this repository or its devDependencies.
+    assert.deepEqual(manifest.scripts ?? {}, {}, 'the packed manifest has no scripts');
+    assert.doesNotMatch(installOutput, /npm warn/i);
   });
 
   test('installing it brings no other package', () => {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildAdminApp } from '../../src/http/admin/app.js';
-import type { TestApp } from './harness.js';
+import { toReply, type Reply, type TestApp } from './harness.js';
 
 /** The admin app on the test app's services, as serve() builds it beside the customer app, closed with it. */
 export async function adminAppOf(t: TestApp): Promise<FastifyInstance> {
@@ -12,4 +12,22 @@ export async function adminAppOf(t: TestApp): Promise<FastifyInstance> {
     await close();
   };
   return admin;
+}
+
+export type AdminMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/** Calls the admin app with a bearer token, a JSON body when given: the answer. */
+export function adminCaller(admin: FastifyInstance, token: string) {
+  return async (method: AdminMethod, url: string, body?: unknown): Promise<Reply> =>
+    toReply(
+      await admin.inject({
+        method,
+        url,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+      }),
+    );
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { createArgon2Hasher } from '../../src/auth/rules/password.js';
 import { testArgon2 } from './argon2.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, type LogLevel } from '../../src/config.js';
 import type { OutgoingMessage, Transport, Transports } from '../../src/delivery/message.js';
 import { openServices, type ServiceOverrides, type Services } from '../../src/services.js';
 import type { Database } from '../../src/storage/database.js';
@@ -61,6 +61,8 @@ export interface TestAppOptions {
   overrides?: ServiceOverrides;
   /** Where the service's clock starts (ms since the epoch); a fixed day in January 2026 by default. */
   clockAt?: number;
+  /** The level of the captured log (`logs`); `info`, as in production, by default. */
+  logLevel?: LogLevel;
 }
 
 export const api = '/api/v1';
@@ -140,7 +142,7 @@ export async function createHarness({ counterStore = () => openTestCounterStore(
     await truncateAll(db);
     const clock = new FakeClock(options.clockAt);
     const outbox = new RecordingTransport();
-    const { logger, lines: logs } = capturingLogger();
+    const { logger, lines: logs } = capturingLogger(options.logLevel);
     const config = loadConfig({ APP_SECRET: testSecret, DATA_DIR: '/nonexistent', ...options.env });
     const transports: Transports = { email: outbox, sms: outbox };
     const services = await openServices(config, logger, {

@@ -1,8 +1,9 @@
 import { Writable } from 'node:stream';
+import type { LogLevel } from '../../src/config.js';
 import { createLogger } from '../../src/services.js';
 
-/** The service's logger at `info`, its JSON lines kept, parsed, in `lines`. */
-export function capturingLogger() {
+/** The service's logger (at `info` unless told), its JSON lines kept, parsed, in `lines`. */
+export function capturingLogger(level: LogLevel = 'info') {
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
     write(chunk, _encoding, done) {
@@ -10,5 +11,5 @@ export function capturingLogger() {
       done();
     },
   });
-  return { logger: createLogger({ level: 'info', destination: stream }), lines };
+  return { logger: createLogger({ level, destination: stream }), lines };
 }

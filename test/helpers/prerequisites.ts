@@ -10,8 +10,9 @@ import { repoRoot } from './service-process.js';
 /**
  * What the suites need of the machine, checked by test/run.ts before it starts anything: the
  * programs some suites spawn, and the servers a run is pointed at. A missing program is installed
- * when the run may (root on Debian or Ubuntu, with apt-get, as .ci/run does); otherwise the run
- * stops at once naming the command that installs it, rather than failing suites one by one.
+ * when the run may (root on Debian or Ubuntu, with apt-get, as .ci/run does, unless
+ * TEST_INSTALL_PACKAGES=false); otherwise the run stops at once naming the command that installs
+ * it, rather than failing suites one by one.
  *
  * - `openssl`: the TLS suites make a throwaway CA with it (helpers/tls.ts).
  * - `redis-server`: a TLS-only Redis (helpers/tls-servers.ts) and the Redis Cluster nodes
@@ -154,17 +155,31 @@ export function debianPackagesOf(missing: Program[]): string[] {
 /** Install the Debian packages now, or stop and tell the user the command that installs them. */
 export type Plan = { install: string[] } | { stop: string };
 
-export function planFor(missing: Program[], machine: Machine): Plan | undefined {
+export const installSwitch = 'TEST_INSTALL_PACKAGES';
+
+/**
+ * Whether the run may install missing packages itself: yes unless TEST_INSTALL_PACKAGES=false, for
+ * a machine whose packages only its owner installs. Any other value is a message to stop with.
+ */
+export function installAllowed(env: NodeJS.ProcessEnv): boolean | { stop: string } {
+  const value = env[installSwitch];
+  if (value === undefined || value === '' || value === 'true') return true;
+  if (value === 'false') return false;
+  return { stop: `${installSwitch} must be true or false, not ${JSON.stringify(value)}.\n` };
+}
+
+export function planFor(missing: Program[], machine: Machine, { install = true } = {}): Plan | undefined {
   if (missing.length === 0) return undefined;
   const packages = debianPackagesOf(missing);
-  if (machine.root && machine.debian && machine.aptGet) return { install: packages };
+  if (install && machine.root && machine.debian && machine.aptGet) return { install: packages };
   const aptCommand = `${machine.root ? '' : 'sudo '}apt-get install ${packages.join(' ')}`;
   const names = missing.map((program) => program.path ?? program.command).join(', ');
   const how =
     machine.debian || machine.aptGet
       ? `Install them, then run the tests again:\n\n  ${aptCommand}\n`
       : `Install them with the system's package manager (PgBouncer at ${pgbouncerBinary}, nginx at ${nginxBinary}, Redis with redis-cli, OpenSSL), then run the tests again; on Debian or Ubuntu:\n\n  sudo apt-get install ${packages.join(' ')}\n`;
-  return { stop: `The test suites need programs this machine lacks: ${names}.\n${how}` };
+  const held = install ? '' : ` (${installSwitch}=false: the run installs nothing itself)`;
+  return { stop: `The test suites need programs this machine lacks: ${names}${held}.\n${how}` };
 }
 
 // An unreachable mirror or a held package lock must not hang the run: it fails, and says so.
@@ -302,9 +317,11 @@ export async function prepareMachine(files: string[], options: PrerequisiteOptio
   const env = options.env ?? process.env;
   const log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
   const pathVariable = env['PATH'] ?? '';
+  const install = installAllowed(env);
+  if (typeof install === 'object') return install.stop;
   const required = requirementsOf(files);
   let missing = missingPrograms(required.programs.keys(), pathVariable);
-  const plan = planFor(missing, options.machine ?? thisMachine(pathVariable));
+  const plan = planFor(missing, options.machine ?? thisMachine(pathVariable), { install });
   if (plan !== undefined && 'install' in plan) {
     installDebianPackages(plan.install, log);
     missing = missingPrograms(missing, pathVariable);

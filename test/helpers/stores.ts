@@ -8,6 +8,7 @@ import {
   type StoreChanges,
 } from '../../src/store/store.js';
 import { auth, registration, toReply, type CodePurpose, type Reply, type TestApp } from './harness.js';
+import { hostChanges } from './host-changes.js';
 
 /**
  * Two stores on one deployment, each reached by its own Host header: store A is the first store
@@ -69,7 +70,7 @@ export function storeSide(t: TestApp, id: string, slug: string, host: string): S
 
 /** Gives the first store the host a.shop.test and makes store B on b.shop.test beside it. */
 export async function twoStores(t: TestApp, b: Partial<NewStore> = {}): Promise<{ a: StoreSide; b: StoreSide }> {
-  const hosted = await addStoreHost(t.db, t.clock, firstStoreId, hostA);
+  const hosted = await addStoreHost(t.db, t.clock, firstStoreId, hostA, hostChanges);
   assert.ok(hosted.ok, JSON.stringify(hosted));
   const created = await createStore(t.db, t.clock, {
     slug: 'shop-b',

@@ -192,6 +192,7 @@ describe('changing the name', () => {
       id: customer.id,
       name: 'Augusta Ada King',
       identity: { type: 'email', value: customer.identity, verified_at: null },
+      has_password: true,
     });
     const session = await t.get(`${auth}/session`, withSession(customer.session));
     assert.equal(session.body.customer.name, 'Augusta Ada King');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { tokenIdOf } from '../../src/http/admin/tokens.js';
-import { adminAppOf } from '../helpers/admin.js';
+import { adminAppOf, adminCaller } from '../helpers/admin.js';
 import { toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 
 /**
@@ -26,18 +26,7 @@ interface Admin {
 async function startAdmin(harness: ReturnType<typeof useHarness>): Promise<Admin> {
   const t = await harness.start({ env: { ADMIN_TOKENS: adminToken } });
   const admin: FastifyInstance = await adminAppOf(t);
-  const call: Admin['call'] = async (method, url, body) =>
-    toReply(
-      await admin.inject({
-        method,
-        url,
-        headers: {
-          authorization: `Bearer ${adminToken}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      }),
-    );
+  const call: Admin['call'] = adminCaller(admin, adminToken);
   const expect = (status: number) => (reply: Reply) => {
     assert.equal(reply.status, status, JSON.stringify(reply.body));
     return reply.body;

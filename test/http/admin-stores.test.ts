@@ -138,7 +138,9 @@ describe('the platform admin API', () => {
         allowed_origins: ['https://www.books.example.com'],
         mail_from: 'Book Nook <shop@books.example.com>',
         sms_sender: 'BOOKNOOK',
-        webauthn_rp_id: null,
+        // Fixed at once to the first host given, so hosts added later never move it.
+        webauthn_rp_id: 'books.example.com',
+        cookie_domain: null,
         languages: ['en'],
         default_language: 'en',
         updated_at: undefined,
@@ -177,7 +179,23 @@ describe('the platform admin API', () => {
       settings: { 'auth.pass_keys': true },
     });
     assertProblem(reply, 422, 'validation_failed');
-    assert.deepEqual(Object.keys(reply.body.errors).sort(), ['colour', 'settings.auth.pass_keys']);
+    // One answer: the fields the schema refuses and those the store's field rules refuse together.
+    assert.deepEqual(Object.keys(reply.body.errors).sort(), [
+      'allowed_origins',
+      'colour',
+      'hosts',
+      'mail_from',
+      'name',
+      'settings.auth.pass_keys',
+      'slug',
+      'sms_sender',
+      'webauthn_rp_id',
+    ]);
+    // A field whose type the schema refuses is named once, in the schema's words, not checked again.
+    const mistyped = await call('POST', stores, { slug: 'No Good', name: 7, hosts: 'shop.example.com' });
+    assertProblem(mistyped, 422, 'validation_failed');
+    assert.deepEqual(Object.keys(mistyped.body.errors).sort(), ['hosts', 'name', 'slug']);
+    assert.equal(mistyped.body.errors.name.length, 1);
     // The schema passes; the store's field rules name every field they refuse.
     const second = await call('POST', stores, {
       slug: 'No Good',

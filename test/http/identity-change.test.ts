@@ -78,6 +78,7 @@ describe('changing the email address or phone number', () => {
       id: customer.id,
       name: 'Ada Lovelace',
       identity: { type: 'email', value: 'ada.new@example.org', verified_at: t.clock.now().toISOString() },
+      has_password: true,
     });
 
     assert.equal(await works(t, customer.session), true, 'the caller keeps their session');

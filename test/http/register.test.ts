@@ -27,11 +27,12 @@ describe('register', () => {
       assert.equal(reply.status, 201);
       assert.match(String(reply.headers['content-type']), /^application\/json/);
       assert.equal(reply.headers['cache-control'], 'no-store');
-      assert.deepEqual(Object.keys(reply.body).sort(), ['id', 'identity', 'name']);
+      assert.deepEqual(Object.keys(reply.body).sort(), ['has_password', 'id', 'identity', 'name']);
       assert.equal(typeof reply.body.id, 'string');
       assert.ok(reply.body.id.length > 0);
       assert.equal(reply.body.name, 'Ada Lovelace');
       assert.deepEqual(reply.body.identity, { type: 'email', value: 'ada@example.com', verified_at: null });
+      assert.equal(reply.body.has_password, true);
       assert.ok(!JSON.stringify(reply.body).includes('analytical engine'), 'the password never comes back');
     });
 

@@ -39,6 +39,7 @@ describe('verify', () => {
       id: customer.id,
       name: 'Ada Lovelace',
       identity: { type: 'email', value: 'ada@example.com', verified_at: t.clock.now().toISOString() },
+      has_password: true,
     });
     assert.equal((await verifiedAt(t, customer.identity))?.toISOString(), t.clock.now().toISOString());
   });

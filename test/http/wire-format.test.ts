@@ -240,7 +240,7 @@ describe('wire format', () => {
       assert.ok(!('data' in reply.body), 'no data envelope');
     }
     assert.deepEqual(Object.keys(platform.body).sort(), ['api_version', 'name']);
-    assert.deepEqual(Object.keys(registered.body).sort(), ['id', 'identity', 'name']);
+    assert.deepEqual(Object.keys(registered.body).sort(), ['has_password', 'id', 'identity', 'name']);
     assert.deepEqual(Object.keys(loggedIn.body).sort(), ['auth_type', 'customer']);
     assert.deepEqual(accepted.body, { status: 'accepted' });
   });

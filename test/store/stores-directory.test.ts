@@ -15,6 +15,7 @@ import {
   updateStore,
 } from '../../src/store/store.js';
 import { FakeClock } from '../helpers/clock.js';
+import { hostChanges } from '../helpers/host-changes.js';
 import { openTestDatabase, truncateAll, useMigratedDatabase } from '../helpers/database.js';
 import { until, waitingOnLocks } from '../helpers/races.js';
 
@@ -99,18 +100,18 @@ describe('the store directory', () => {
     const second = await secondStore();
     await directory.refresh();
     assert.equal(await directory.resolve('c.shop.test'), null);
-    assert.ok((await addStoreHost(database.db, clock, second.id, 'c.shop.test')).ok);
+    assert.ok((await addStoreHost(database.db, clock, second.id, 'c.shop.test', hostChanges)).ok);
     await directory.refresh();
     assert.equal((await directory.resolve('c.shop.test'))?.id, second.id);
   });
 
   test('a removed host stops resolving, and a deleted store stops resolving at once and frees its hosts', async () => {
     // With a host of its own, the first store stops answering on every host once it is the only one.
-    assert.ok((await addStoreHost(database.db, clock, 'default', 'a.shop.test')).ok);
+    assert.ok((await addStoreHost(database.db, clock, 'default', 'a.shop.test', hostChanges)).ok);
     const second = await secondStore('second', ['b.shop.test', 'c.shop.test']);
     await directory.refresh();
     assert.equal((await directory.resolve('c.shop.test'))?.id, second.id);
-    assert.ok((await removeStoreHost(database.db, clock, second.id, 'c.shop.test')).ok);
+    assert.ok((await removeStoreHost(database.db, clock, second.id, 'c.shop.test', hostChanges)).ok);
     await directory.refresh();
     assert.equal(await directory.resolve('c.shop.test'), null);
 

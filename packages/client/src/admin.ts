@@ -31,7 +31,10 @@ export interface Store {
   allowed_origins: string[];
   mail_from: string | null;
   sms_sender: string | null;
+  /** Fixed when the store got its first host; only naming another moves it. */
   webauthn_rp_id: string | null;
+  /** The parent domain of the store's cookies; null: host-only (or the deployment's COOKIE_DOMAIN). */
+  cookie_domain: string | null;
   /** Language tags the store speaks (`en`, `ar`); `["en"]` unless set. */
   languages: string[];
   /** One of `languages`. */
@@ -41,6 +44,11 @@ export interface Store {
 
 /** The store made; `warnings` says what the creation changed besides (the first store losing every host). */
 export interface CreatedStore extends Store {
+  warnings?: string[];
+}
+
+/** The store as changed; `warnings` says what the change did besides (passkeys that stop signing in). */
+export interface ChangedStore extends Store {
   warnings?: string[];
 }
 
@@ -55,6 +63,7 @@ export interface NewStore {
   mail_from?: string | null;
   sms_sender?: string | null;
   webauthn_rp_id?: string | null;
+  cookie_domain?: string | null;
   /** Default `["en"]`. */
   languages?: string[];
   /** One of `languages`; default the first of them. */
@@ -71,6 +80,7 @@ export interface StorePatch {
   mail_from?: string | null;
   sms_sender?: string | null;
   webauthn_rp_id?: string | null;
+  cookie_domain?: string | null;
   /** Replaces the list; it must hold the default unless `default_language` comes with it. */
   languages?: string[];
   /** Alone, one of the store's current languages. */
@@ -144,10 +154,12 @@ export interface AdminClient {
   allStores(options?: { pageSize?: number }): AsyncGenerator<Store>;
   /** A store by id or slug. */
   getStore(store: string): Promise<Store>;
-  changeStore(store: string, patch: StorePatch, options?: { force?: boolean }): Promise<Store>;
+  /** `warnings` says what the change did besides, such as passkeys that no longer sign in. */
+  changeStore(store: string, patch: StorePatch, options?: { force?: boolean }): Promise<ChangedStore>;
   deleteStore(store: string): Promise<DeletedStore>;
   addHost(store: string, host: string): Promise<Store>;
-  removeHost(store: string, host: string): Promise<Store>;
+  /** `force`: even when it is the last host on the relying party ID of the store's passkeys. */
+  removeHost(store: string, host: string, options?: { force?: boolean }): Promise<Store>;
   findCustomer(store: string, identity: string): Promise<StoreCustomer>;
   /** Ends every session of the customer; the number ended. */
   revokeCustomerSessions(store: string, customerId: string): Promise<number>;
@@ -200,7 +212,8 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       call('PATCH', `/stores/${part(store)}${force ? '?force=true' : ''}`, patch),
     deleteStore: (store) => call('DELETE', `/stores/${part(store)}`),
     addHost: (store, host) => call('POST', `/stores/${part(store)}/hosts`, { host }),
-    removeHost: (store, host) => call('DELETE', `/stores/${part(store)}/hosts/${part(host)}`),
+    removeHost: (store, host, { force = false } = {}) =>
+      call('DELETE', `/stores/${part(store)}/hosts/${part(host)}${force ? '?force=true' : ''}`),
     findCustomer: (store, identity) =>
       call('GET', `/stores/${part(store)}/customers?${new URLSearchParams({ identity }).toString()}`),
     revokeCustomerSessions: async (store, customerId) =>

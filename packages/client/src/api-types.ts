@@ -29,6 +29,8 @@ export type AdminProblemCode =
   | 'forbidden'
   | 'slug_taken'
   | 'host_taken'
+  | 'cookie_domain_shared'
+  | 'relying_party_in_use'
   | 'identity_mode_in_use'
   | 'phone_store'
   | 'idempotency_key_reused';
@@ -120,6 +122,8 @@ export interface Customer {
     /** An ISO 8601 date and time (UTC). */
     verified_at: string | null;
   };
+  /** Whether the account has a password: not when a sign-in provider made it, or a first sign-in with a code or a provider retired the unproven one. Without one, password change, identity change and deletion refuse every current_password until POST /password/forgot and POST /password/reset set one. */
+  has_password: boolean;
 }
 
 export interface AuthSession {
@@ -196,6 +200,8 @@ export interface AccountExport {
       /** An ISO 8601 date and time (UTC). */
       verified_at: string | null;
     };
+    /** Whether the account has a password: not when a sign-in provider made it, or a first sign-in with a code or a provider retired the unproven one. Without one, password change, identity change and deletion refuse every current_password until POST /password/forgot and POST /password/reset set one. */
+    has_password: boolean;
     /** The language of the customer's messages, recorded at registration or set with POST /profile; null: the store's default language. */
     locale: string | null;
     /** An ISO 8601 date and time (UTC). */

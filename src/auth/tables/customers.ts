@@ -21,6 +21,8 @@ export interface Customer {
   id: string;
   name: string;
   identity: { type: IdentityMode; value: string; verified_at: string | null };
+  /** False for an account made by a provider or whose password a proof of control retired. */
+  has_password: boolean;
 }
 
 export function toCustomer(row: CustomerRow): Customer {
@@ -33,6 +35,7 @@ export function toCustomer(row: CustomerRow): Customer {
       value: displayIdentity(row.identity_type, row.identity_value),
       verified_at: row.verified_at === null ? null : new Date(row.verified_at).toISOString(),
     },
+    has_password: row.password_hash !== null,
   };
 }
 

@@ -169,3 +169,11 @@ export async function deleteCustomerPasskeys(tx: StoreQueryable, customerId: str
   ]);
   return rows.length;
 }
+
+/** How many passkeys the store's customers hold: what a move of its relying party would orphan. */
+export async function countStorePasskeys(db: StoreQueryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM passkeys WHERE store_id = $1', [
+    db.storeId,
+  ]);
+  return row?.n ?? 0;
+}

@@ -7,7 +7,7 @@ import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js
 import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
 import { storeCsrfKey } from '../csrf.js';
-import { startSessionCookies } from '../session-cookie.js';
+import { requestCookies, startSessionCookies } from '../session-cookie.js';
 import { ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
 
 const passwordChangeOutcomes: Outcomes<'invalid' | 'wrong_password' | 'unauthenticated'> = {
@@ -74,7 +74,12 @@ export function accountRoutes(services: KitSource): FastifyPluginAsyncTypebox {
         throw refusal(request, passwordChangeOutcomes, result, { customerId: customer.id, count: countChange });
       countChange('success');
       audit(request, 'password.changed', customer.id);
-      startSessionCookies(reply, config, storeCsrfKey(keys.csrf, request.store.id), result.value.sessionId);
+      startSessionCookies(
+        reply,
+        requestCookies(config, request),
+        storeCsrfKey(keys.csrf, request.store.id),
+        result.value.sessionId,
+      );
       return { status: 'password_changed' as const };
     });
 

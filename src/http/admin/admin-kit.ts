@@ -36,8 +36,11 @@ export function route<T extends object>(
   parts: T,
   codes: AnyProblemCode[],
   success: Record<number, unknown>,
+  /** `attachValidation`: the handler merges the body's schema errors with its own field checks. */
+  options: { attachValidation?: boolean } = {},
 ) {
   return {
+    ...options,
     schema: {
       tags: [operationId.includes('Customer') ? 'customers' : 'stores'],
       operationId,

@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { packageVersion } from '../../version.js';
 import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from '../common.js';
-import { edgeOf, type Edge } from '../edge.js';
+import { edgeOf } from '../edge.js';
+import { addRequestLog } from '../request-log.js';
 import { unknownPathAnswer } from '../scopes.js';
 import { introspectionRoutes } from './introspect.js';
 import { providerAdminRoutes } from './providers.js';
@@ -38,7 +39,10 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
     // Answers about customers and about the service's own surface: no cache keeps them.
     reply.header('cache-control', 'no-store');
   });
-  addRequestLog(app, services);
+  // The customer app's request line, naming the listener and the token by its id, never the token.
+  addRequestLog(app, services.metrics, {
+    fields: (request) => ({ listener: 'admin', token: request.adminCaller?.tokenId ?? null }),
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(unknownPath);
 
@@ -51,28 +55,6 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
     app.swagger(),
   );
   return app;
-}
-
-/** One line per request, as the customer app writes, naming the token by its id; and the request metrics. */
-function addRequestLog(app: ReturnType<typeof createServiceFastify>, services: Pick<Edge, 'metrics'>): void {
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? null;
-    const labels = { method: request.method, route: route ?? 'unmatched', status: reply.statusCode };
-    services.metrics.requests.inc(labels);
-    services.metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
-    request.log.info(
-      {
-        listener: 'admin',
-        token: request.adminCaller?.tokenId ?? null,
-        method: request.method,
-        route,
-        url: request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 10) / 10,
-      },
-      'request',
-    );
-  });
 }
 
 /** The admin API's own OpenAPI 3.1 document, apart from the customer one: registered before the routes. */

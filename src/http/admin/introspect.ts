@@ -5,7 +5,7 @@ import { findLiveSession } from '../../auth/tables/sessions.js';
 import { forStore } from '../../storage/database.js';
 import { loadStore, normalizeHost, onlyStore, type StoreContext } from '../../store/store.js';
 import { bodyLimitBytes } from '../common.js';
-import { soleCookie } from '../csrf.js';
+import { soleCookie, storeCookies } from '../csrf.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
@@ -118,11 +118,15 @@ const introspectRoute = {
   },
 };
 
-/** The session cookie's value a request carried, as the body gives it (which validation has allowed). */
-function sessionIdOf(body: IntrospectBody, cookieName: string): string | undefined {
+/** A body that gives the session one way, as validation cannot say. */
+function checkOneSession(body: IntrospectBody): void {
   if ((body.cookie === undefined) === (body.session === undefined)) {
     throw new ProblemError('validation_failed', { errors: notExactlyOne });
   }
+}
+
+/** The session cookie's value a request carried, under the name the store's cookies have. */
+function sessionIdOf(body: IntrospectBody, cookieName: string): string | undefined {
   return body.session ?? soleCookie(body.cookie, cookieName);
 }
 
@@ -158,10 +162,12 @@ export function introspectionRoutes(
   return async (app) => {
     app.post('/sessions/introspect', introspectRoute, async (request) => {
       await limiter.consume(request, [[limits.introspections, adminCallerOf(request).tokenId]]);
-      const sessionId = sessionIdOf(request.body, config.sessionCookieName);
+      checkOneSession(request.body);
       // Not written to the audit trail: a backend asks on each of its requests, so the trail would
       // hold little else and its writes would cost more than the read. The request log names the token.
-      const { id, status } = await storeOf(request.body);
+      const store = await storeOf(request.body);
+      const { id, status } = store;
+      const sessionId = sessionIdOf(request.body, storeCookies(config, store).sessionCookieName);
       const live = sessionId === undefined ? null : await findLiveSession(forStore(db, id), clock, sessionId);
       if (live === null) return { active: false as const };
       return {

@@ -54,7 +54,14 @@ const smsSenderField = Type.String({
 const rpIdField = Type.String({
   minLength: 1,
   maxLength: 253,
-  description: "The passkeys' relying party ID: a host name the store's hosts are on (by default its first host).",
+  description:
+    "The passkeys' relying party ID: a host name the store's hosts are on. Fixed when the store gets its first host (that host, unless given) and changed only by naming another: adding or removing hosts never moves it. Passkeys made for the old one stop signing in, and the answer warns how many.",
+});
+const cookieDomainField = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  description:
+    "The parent domain the store's session and XSRF-TOKEN cookies are set for, so a storefront on a sibling host (shop.example beside auth.shop.example) shares the session: one of the store's hosts or a parent of one, at least two labels, covering no host of another store.",
 });
 const languagesText =
   "The languages the store's page, problems and messages speak, as language tags the service ships (`en`, `ar`): at least one, duplicates dropped, in the order given.";
@@ -81,12 +88,30 @@ export const Store = Type.Object({
   sms_sender: nullable(Type.String(), "The SMS hook's `sender`; null: none."),
   webauthn_rp_id: nullable(
     Type.String(),
-    "The passkeys' relying party ID; null: the deployment's WEBAUTHN_RP_ID, else the store's first host.",
+    "The passkeys' relying party ID, fixed when the store got its first host; null: the deployment's WEBAUTHN_RP_ID.",
+  ),
+  cookie_domain: nullable(
+    Type.String(),
+    "The parent domain of the store's cookies; null: the deployment's COOKIE_DOMAIN, else host-only cookies.",
   ),
   languages: Type.Array(Type.String(), { description: `${languagesText} A store given none speaks \`["en"]\`.` }),
   default_language: Type.String({ description: defaultLanguageText }),
   updated_at: time,
 });
+
+export const ChangedStore = Type.Composite(
+  [
+    Store,
+    Type.Object({
+      warnings: Type.Optional(
+        Type.Array(Type.String(), {
+          description: 'What the change does besides: passkeys made for a relying party ID it moved away from.',
+        }),
+      ),
+    }),
+  ],
+  { description: 'The store as changed, as GET answers it.' },
+);
 
 export const CreatedStore = Type.Composite(
   [
@@ -115,6 +140,7 @@ export const CreateStoreBody = Type.Object(
     mail_from: Type.Optional(nullable(mailFromField, mailFromField.description!)),
     sms_sender: Type.Optional(nullable(smsSenderField, smsSenderField.description!)),
     webauthn_rp_id: Type.Optional(nullable(rpIdField, rpIdField.description!)),
+    cookie_domain: Type.Optional(nullable(cookieDomainField, `${cookieDomainField.description} Default: none.`)),
     languages: Type.Optional(languagesField('Default: `["en"]`.')),
     default_language: Type.Optional(defaultLanguageField('Default: the first of `languages`.')),
   },
@@ -133,7 +159,10 @@ export const StorePatch = Type.Object(
     ),
     mail_from: Type.Optional(nullable(mailFromField, `${mailFromField.description} null: the deployment's.`)),
     sms_sender: Type.Optional(nullable(smsSenderField, `${smsSenderField.description} null: none.`)),
-    webauthn_rp_id: Type.Optional(nullable(rpIdField, `${rpIdField.description} null: the default.`)),
+    webauthn_rp_id: Type.Optional(nullable(rpIdField, `${rpIdField.description} null: the deployment's.`)),
+    cookie_domain: Type.Optional(
+      nullable(cookieDomainField, `${cookieDomainField.description} null: host-only cookies (or COOKIE_DOMAIN's).`),
+    ),
     languages: Type.Optional(
       languagesField(
         'Replaces the list, which must hold the default language unless `default_language` is given with it.',
@@ -146,7 +175,7 @@ export const StorePatch = Type.Object(
   {
     additionalProperties: false,
     description:
-      'A JSON merge patch (RFC 7396) of the store: the fields sent change, those left out keep their value, and null clears `allowed_origins`, `mail_from`, `sms_sender` and `webauthn_rp_id`. `slug` and `id` do not change; hosts change through `/stores/{id}/hosts`. Any other field is refused, so a typo never passes for a change.',
+      'A JSON merge patch (RFC 7396) of the store: the fields sent change, those left out keep their value, and null clears `allowed_origins`, `mail_from`, `sms_sender`, `webauthn_rp_id` and `cookie_domain`. `slug` and `id` do not change; hosts change through `/stores/{id}/hosts`. Any other field is refused, so a typo never passes for a change.',
   },
 );
 export type StorePatch = Static<typeof StorePatch>;

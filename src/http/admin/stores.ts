@@ -1,16 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import { countCustomers, findCustomerById, findCustomerByIdentity, toCustomer } from '../../auth/tables/customers.js';
+import { countStorePasskeys } from '../../auth/tables/passkeys.js';
 import { countLiveCustomerSessions, revokeCustomerSessions } from '../../auth/tables/sessions.js';
 import { parseIdentity } from '../../auth/rules/identity.js';
 import { deliveryProblem, type IdentityMode } from '../../config.js';
 import { forStore } from '../../storage/database.js';
 import {
+  cookieDomainRefusal,
   defaultLanguageRefusal,
   describeStore,
   distinct,
   FieldError,
   newStoreLanguages,
+  relyingPartyInUse,
+  storeCookieDomain,
   storeHost,
   storeLanguage,
   storeLanguageChange,
@@ -20,6 +25,7 @@ import {
   storeOrigin,
   storeSlug,
   storeSmsSender,
+  strandedPasskeysWarning,
 } from '../../store/fields.js';
 import { requestHash, runOnce } from '../../store/idempotency.js';
 import {
@@ -32,14 +38,17 @@ import {
   removeStoreHost,
   storeSlugPattern,
   updateStore,
+  type CookieDomainRefusal,
   type NewStore,
   type StoreChanges,
   type StoreContext,
   type StoreCreateResult,
 } from '../../store/store.js';
 import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
+import { ProblemError, type FieldMessage } from '../problems.js';
+import { validationErrors } from '../validation.js';
 import {
+  ChangedStore,
   CreatedStore,
   CreateStoreBody,
   DeletedStore,
@@ -84,6 +93,16 @@ const CustomerQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+const HostRemovalQuery = Type.Object(
+  {
+    force: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false')], {
+        description: "Remove the host even when it is the last on the relying party ID of the store's passkeys.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 const PatchQuery = Type.Object(
   {
     force: Type.Optional(
@@ -106,12 +125,28 @@ const IdempotencyHeaders = Type.Object({
   ),
 });
 
-/** Each field's refusals, all in one answer, as the customer API names every failing field. */
+/**
+ * Each field's refusals, all in one answer, as the customer API names every failing field: those
+ * of the body's schema (the route attaches them instead of answering) and of the field rules.
+ */
 class FieldErrors {
-  readonly errors: Record<string, string[]> = {};
+  readonly errors: Record<string, FieldMessage[]> = {};
 
+  /** Starts from the body's schema errors; any other failed check (the path, the query) is answered at once. */
+  static of(request: FastifyRequest): FieldErrors {
+    const fields = new FieldErrors();
+    const failed = request.validationError;
+    if (failed === undefined) return fields;
+    const schemaErrors = 'validation' in failed ? validationErrors(failed.validation) : {};
+    // A body that is not an object at all has no fields to check further.
+    if (failed.validationContext !== 'body' || 'body' in schemaErrors) throw failed;
+    Object.assign(fields.errors, schemaErrors);
+    return fields;
+  }
+
+  /** A field its schema refused is not checked again: its value is not of the type the rule takes. */
   check<T>(field: string, value: T | undefined, rule: (value: T) => unknown): void {
-    if (value === undefined) return;
+    if (value === undefined || field in this.errors) return;
     try {
       rule(value);
     } catch (error) {
@@ -161,6 +196,7 @@ function storeChangesOf(body: StorePatch, fields: FieldErrors): StoreChanges {
   set('mailFrom', optional('mail_from', body.mail_from, storeMailFrom));
   set('smsSender', optional('sms_sender', body.sms_sender, storeSmsSender));
   set('webauthnRpId', optional('webauthn_rp_id', body.webauthn_rp_id, storeHost));
+  set('cookieDomain', optional('cookie_domain', body.cookie_domain, storeCookieDomain));
   if (body.languages !== undefined || body.default_language !== undefined) {
     const languages = body.languages && fields.value('languages', body.languages, storeLanguages);
     const defaultLanguage =
@@ -174,8 +210,7 @@ function storeChangesOf(body: StorePatch, fields: FieldErrors): StoreChanges {
   return changes;
 }
 
-function newStoreOf(body: CreateStoreBody, config: Deps['config']): NewStore {
-  const fields = new FieldErrors();
+function newStoreOf(body: CreateStoreBody, fields: FieldErrors, config: Deps['config']): NewStore {
   fields.check('slug', body.slug, storeSlug);
   const hosts = fields.value('hosts', body.hosts ?? [], (hosts) => distinct(hosts, storeHost)) ?? [];
   const changes = storeChangesOf(body, fields);
@@ -217,11 +252,35 @@ function pageSize(limit: string | undefined): number {
   return size;
 }
 
-function refusedCreate(result: Exclude<StoreCreateResult, { ok: true }>): ProblemError {
-  return result.reason === 'slug_taken'
-    ? new ProblemError('slug_taken')
-    : new ProblemError('host_taken', {}, {}, `Another store answers on ${result.host}; remove it there first.`);
+function refusedCreate(result: Exclude<StoreCreateResult, { ok: true }>, store: NewStore): ProblemError {
+  if (result.reason === 'slug_taken') return new ProblemError('slug_taken');
+  if (result.reason === 'host_taken')
+    return new ProblemError('host_taken', {}, {}, `Another store answers on ${result.host}; remove it there first.`);
+  if (result.reason === 'host_under_cookie_domain') return hostUnderCookieDomain(result.host);
+  return refusedCookieDomain(result, store.cookieDomain!, store.hosts ?? []);
 }
+
+function hostUnderCookieDomain(host: string): ProblemError {
+  return new ProblemError(
+    'cookie_domain_shared',
+    {},
+    {},
+    `${host} is under another store's cookie domain: it would receive that store's cookies.`,
+  );
+}
+
+/**
+ * A cookie domain refused against the hosts: one covering another store's host is a conflict with
+ * that store; one covering none of the store's own is a wrong value.
+ */
+function refusedCookieDomain(refusal: CookieDomainRefusal, domain: string, hosts: readonly string[]): ProblemError {
+  const message = cookieDomainRefusal(domain, refusal, hosts);
+  return refusal.reason === 'cookie_domain_shared'
+    ? new ProblemError('cookie_domain_shared', {}, {}, message)
+    : new ProblemError('validation_failed', { errors: { cookie_domain: [message] } });
+}
+
+const passkeyCounts = { countPasskeys: countStorePasskeys };
 
 /**
  * The platform's calls about stores, hosts and customers, on the admin listener only: made for a
@@ -244,11 +303,12 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         'Create a store',
         "Makes a store, and answers it as `GET /stores/{id}` does. With an `Idempotency-Key`, a retry of the same call within 24 hours answers the first answer again and makes nothing: send one whenever the call may be retried. The only store of a deployment answers on every host while it has none; once a second store exists it answers only on its own hosts, and the answer warns when that changed. Recorded in the new store's audit trail (`store.created`) with the token's id.",
         { headers: IdempotencyHeaders, body: CreateStoreBody },
-        [...withBody, 'slug_taken', 'host_taken', 'idempotency_key_reused'],
+        [...withBody, 'slug_taken', 'host_taken', 'cookie_domain_shared', 'idempotency_key_reused'],
         { 201: CreatedStore },
+        { attachValidation: true },
       ),
       async (request, reply) => {
-        const store = newStoreOf(request.body, config);
+        const store = newStoreOf(request.body, FieldErrors.of(request), config);
         const before = await onlyStore(db);
         const unhosted = before.ok && before.store.hosts.length === 0 ? before.store.slug : undefined;
         const answer = (made: StoreContext) => ({
@@ -266,12 +326,12 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         const result =
           key === undefined
             ? await createStore(db, clock, store).then((made) => {
-                if (!made.ok) throw refusedCreate(made);
+                if (!made.ok) throw refusedCreate(made, store);
                 return { ...answer(made.store), replayed: false };
               })
             : await runOnce(db, clock, key, requestHash('POST /stores', request.body), async (tx) => {
                 const made = await insertStore(tx, clock, store);
-                if (!made.ok) throw refusedCreate(made);
+                if (!made.ok) throw refusedCreate(made, store);
                 return answer(made.store);
               });
         if ('mismatch' in result) throw new ProblemError('idempotency_key_reused');
@@ -323,20 +383,24 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         'Change a store',
         "A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the store's fields and settings; answers the store as changed. An empty patch changes nothing. Recorded in the store's audit trail (`store.changed`, naming the fields) with the token's id.",
         { params: StoreParams, querystring: PatchQuery, body: StorePatch },
-        [...withBody, ...storeProblems, 'identity_mode_in_use'],
-        { 200: Store },
+        [...withBody, ...storeProblems, 'identity_mode_in_use', 'cookie_domain_shared'],
+        { 200: ChangedStore },
+        { attachValidation: true },
       ),
       async (request) => {
-        const fields = new FieldErrors();
+        const fields = FieldErrors.of(request);
         const changes = storeChangesOf(request.body, fields);
         checkTransport(fields, config, changes.identityMode);
         fields.throwIfAny();
         const store = await storeNamed(request.params.id);
         if (Object.keys(changes).length === 0) return describeStore(store);
         const force = request.query.force === 'true';
-        const result = await updateStore(db, clock, changes, { store: store.id, force, countCustomers });
+        const options = { store: store.id, force, countCustomers, ...passkeyCounts };
+        const result = await updateStore(db, clock, changes, options);
         if (!result.ok) {
           if (result.reason === 'identity_mode_in_use') throw new ProblemError('identity_mode_in_use');
+          if (result.reason === 'cookie_domain_off_hosts' || result.reason === 'cookie_domain_shared')
+            throw refusedCookieDomain(result, changes.cookieDomain!, store.hosts);
           if (result.reason === 'default_language_not_spoken') {
             fields.note('default_language', defaultLanguageRefusal(result.current, changes.languages!));
             fields.throwIfAny();
@@ -345,7 +409,11 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         }
         audit(request, store.id, 'store.changed', { fields: Object.keys(request.body).sort().join(',') });
         await changed();
-        return describeStore(result.store);
+        const { strandedPasskeys } = result;
+        return {
+          ...describeStore(result.store),
+          ...(strandedPasskeys > 0 && { warnings: [strandedPasskeysWarning(strandedPasskeys, store.webauthnRpId)] }),
+        };
       },
     );
 
@@ -377,15 +445,17 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         'Add a host to a store',
         "The store answers on the host too, from every instance's next feed read (a second). Point the host's DNS at the deployment before or after. A host the store has already is no change. Recorded as `store.changed` with `host_added`.",
         { params: StoreParams, body: HostBody },
-        [...withBody, ...storeProblems, 'host_taken'],
+        [...withBody, ...storeProblems, 'host_taken', 'cookie_domain_shared'],
         { 201: Store },
       ),
       async (request, reply) => {
         const host = hostOf(request.body.host);
         const store = await storeNamed(request.params.id);
-        const result = await addStoreHost(db, clock, store.id, host);
+        const options = { ...passkeyCounts, deploymentRpId: config.webauthn.rpId };
+        const result = await addStoreHost(db, clock, store.id, host, options);
         if (!result.ok) {
           if (result.reason === 'host_taken') throw new ProblemError('host_taken');
+          if (result.reason === 'host_under_cookie_domain') throw hostUnderCookieDomain(host);
           throw new ProblemError('store_not_found', {}, {}, storeNotFound);
         }
         audit(request, store.id, 'store.changed', { host_added: host });
@@ -399,18 +469,26 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
       route(
         'removeStoreHost',
         'Remove a host from a store',
-        'The store stops answering on the host, and another store may take it. Recorded as `store.changed` with `host_removed`.',
-        { params: HostParams },
-        [...storeProblems, 'not_found', 'validation_failed'],
+        "The store stops answering on the host, and another store may take it. The store's passkeys are bound to its relying party ID: removing the last host on it is `409 relying_party_in_use` while the store has passkeys (`?force=true` removes it anyway, and they stop signing in); without passkeys the relying party ID moves to the first host left. Recorded as `store.changed` with `host_removed`.",
+        { params: HostParams, querystring: HostRemovalQuery },
+        [...storeProblems, 'not_found', 'validation_failed', 'relying_party_in_use'],
         { 200: Store },
       ),
       async (request) => {
         const host = hostOf(request.params.host);
         const store = await storeNamed(request.params.id);
-        const result = await removeStoreHost(db, clock, store.id, host);
+        const options = { ...passkeyCounts, force: request.query.force === 'true' };
+        const result = await removeStoreHost(db, clock, store.id, host, options);
         if (!result.ok) {
           if (result.reason === 'no_such_host')
             throw new ProblemError('not_found', {}, {}, 'The store has no such host.');
+          if (result.reason === 'relying_party_in_use')
+            throw new ProblemError(
+              'relying_party_in_use',
+              {},
+              {},
+              relyingPartyInUse(host, store.webauthnRpId, result.passkeys, '?force=true'),
+            );
           throw new ProblemError('store_not_found', {}, {}, storeNotFound);
         }
         audit(request, store.id, 'store.changed', { host_removed: host });

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AdminListenerConfig } from '../../config.js';
 import { ProblemError } from '../problems.js';
+import { loggedUrl } from '../request-log.js';
 
 /** ADMIN_TOKENS may call every admin route; INTROSPECTION_TOKENS only those that let them in. */
 export type AdminRole = 'admin' | 'introspection';
@@ -97,6 +98,6 @@ export function adminGuard(tokens: AdminTokens) {
 
 /** The caller of an admin route, which the guard has set; reading it elsewhere is a bug. */
 export function adminCallerOf(request: FastifyRequest): AdminCaller {
-  if (request.adminCaller === null) throw new Error(`${request.url} was not guarded by adminGuard`);
+  if (request.adminCaller === null) throw new Error(`${loggedUrl(request)} was not guarded by adminGuard`);
   return request.adminCaller;
 }

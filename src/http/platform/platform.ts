@@ -4,7 +4,7 @@ import { setCsrfCookie, storeCsrfKey } from '../csrf.js';
 import { hostOf } from '../scopes.js';
 import { ProblemError } from '../problems.js';
 import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
-import { sessionCookieOf } from '../session-cookie.js';
+import { requestCookies, sessionCookieOf } from '../session-cookie.js';
 
 export const apiVersion = 'v1';
 
@@ -100,8 +100,9 @@ export function csrfCookieRoute(services: Pick<Edge, 'config' | 'keys'>, url: st
         },
       },
       async (request, reply) => {
-        const sessionId = sessionCookieOf(request, services.config);
-        setCsrfCookie(reply, storeCsrfKey(services.keys.csrf, request.store.id), sessionId, services.config);
+        const cookies = requestCookies(services.config, request);
+        const sessionId = sessionCookieOf(request, cookies);
+        setCsrfCookie(reply, storeCsrfKey(services.keys.csrf, request.store.id), sessionId, cookies);
         return reply.code(204).send(null);
       },
     );
