@@ -71,38 +71,6 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   acceptJsonOnly(app);
   const unknownPath = unknownPathAnswer(app);
 
-  await app.register(cookie);
-  const corsOptions = {
-    credentials: true,
-    methods: ['GET', 'POST'],
-    allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
-    exposedHeaders: [
-      'x-request-id',
-      'retry-after',
-      'ratelimit-limit',
-      'ratelimit-remaining',
-      'ratelimit-reset',
-      'x-xsrf-token',
-    ],
-    maxAge: 600,
-    // A plain OPTIONS (no Origin or requested method) is answered 204 rather than with a text error.
-    strictPreflight: false,
-  } satisfies FastifyCorsOptions;
-  // The origins are the deployment's and those of the store the request's host names (its hosts
-  // over https, and its allowed origins): a storefront of one store is not trusted by another.
-  await app.register(cors, {
-    delegator: (request, callback) => {
-      const deployment = { ...corsOptions, origin: config.corsAllowedOrigins };
-      // Without an Origin there is nothing to allow, and a probe must not wait on the stores.
-      if (request.headers.origin === undefined) return callback(null, deployment);
-      services.store.resolve(hostOf(request)).then(
-        (store) => callback(null, { ...deployment, origin: [...config.corsAllowedOrigins, ...storeOrigins(store)] }),
-        // The stores cannot be read: the deployment's origins still hold; the store gate answers the rest.
-        () => callback(null, deployment),
-      );
-    },
-  });
-
   addRequestHooks(app, services);
   app.setErrorHandler(handleError);
   const scopes: ScopeDeps = {
@@ -119,6 +87,44 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   return app;
 }
 
+const corsOptions = {
+  credentials: true,
+  methods: ['GET', 'POST'],
+  allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
+  exposedHeaders: [
+    'x-request-id',
+    'retry-after',
+    'ratelimit-limit',
+    'ratelimit-remaining',
+    'ratelimit-reset',
+    'x-xsrf-token',
+  ],
+  maxAge: 600,
+  // A plain OPTIONS (no Origin or requested method) is answered 204 rather than with a text error.
+  strictPreflight: false,
+} satisfies FastifyCorsOptions;
+
+/**
+ * CORS for the calls browsers make. The origins are the deployment's and those of the store the
+ * request's host names (its hosts over https, and its allowed origins): a storefront of one store
+ * is not trusted by another. Registered around the browser-facing scopes only: a probe pays nothing.
+ */
+async function browserCors(app: App, services: Edge): Promise<void> {
+  const { config } = services;
+  const deployment = { ...corsOptions, origin: config.corsAllowedOrigins };
+  await app.register(cors, {
+    delegator: (request, callback) => {
+      // Without an Origin there is nothing to allow, and nothing to wait on the stores for.
+      if (request.headers.origin === undefined) return callback(null, deployment);
+      services.store.resolve(hostOf(request)).then(
+        (store) => callback(null, { ...deployment, origin: [...config.corsAllowedOrigins, ...storeOrigins(store)] }),
+        // The stores cannot be read: the deployment's origins still hold; the store gate answers the rest.
+        () => callback(null, deployment),
+      );
+    },
+  });
+}
+
 /** Fastify with the service's options (http/common.ts), trusting a proxy when TRUST_PROXY says so. */
 function createFastify(services: Edge) {
   return createServiceFastify(services.logger, { trustProxy: services.config.trustProxy });
@@ -129,11 +135,11 @@ type App = ReturnType<typeof createFastify>;
 /** The client key, the common headers, the draining signal and the request log, for every request. */
 function addRequestHooks(app: App, services: Edge): void {
   // The scopes' own hooks (http/scopes.ts) run after this one.
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async function clientKeyOf(request) {
     request.clientKey = clientKey(request.ip);
   });
 
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', async function commonHeaders(request, reply) {
     setCommonHeaders(request, reply);
     // Draining: a keep-alive client reconnects (through the balancer, to another instance).
     if (app.draining) reply.header('connection', 'close');
@@ -150,6 +156,19 @@ function addRequestHooks(app: App, services: Edge): void {
 async function registerRoutes(app: App, services: Edge, scopes: ScopeDeps): Promise<void> {
   const { config } = services;
   await registerOpenApi(app, config, packageVersion);
+  // A load balancer is no browser: the probes run none of the browser scopes' hooks, neither
+  // cookies nor CORS (test/http/request-budget.test.ts holds each kind of call to its hooks).
+  await app.register(probeScope(scopes, probeRoutes(services)), { prefix: '/api/v1' });
+  await app.register(async (browser) => {
+    await browser.register(cookie);
+    await browserCors(browser, services);
+    await browserRoutes(browser, services, scopes);
+  });
+}
+
+/** What browsers call: the platform's pages and documents, and the customer's calls. */
+async function browserRoutes(app: App, services: Edge, scopes: ScopeDeps): Promise<void> {
+  const { config } = services;
   await app.register(
     publicScope(scopes, async (scope) => {
       await scope.register(platformRoutes(services), { prefix: '/api/v1' });
@@ -157,7 +176,6 @@ async function registerRoutes(app: App, services: Edge, scopes: ScopeDeps): Prom
       if (config.signInPage) await scope.register(signInPage(services));
     }),
   );
-  await app.register(probeScope(scopes, probeRoutes(services)), { prefix: '/api/v1' });
   // The customer's calls, in the order the OpenAPI document lists them.
   const customerRoutes = [
     registrationRoutes,

@@ -148,7 +148,19 @@ export class RateLimiter {
 export function counterKey(key: Buffer, rule: LimitRule, subject: string, storeId?: string): string {
   const scoped = storeId === undefined ? subject : `${storeId}\u0000${subject}`;
   const mac = createHmac('sha256', key).update(scoped).digest().subarray(0, 16).toString('base64url');
-  return keyName('rl', rule.name, mac);
+  // keyName(rl, name, mac): base64url holds nothing keyName escapes, so only the rule's part is named.
+  return `${rulePrefix(rule)}:${mac}`;
+}
+
+/** `keyName('rl', rule.name)`, made once per rule rather than on every request. */
+const rulePrefixes = new Map<string, string>();
+function rulePrefix(rule: LimitRule): string {
+  let prefix = rulePrefixes.get(rule.name);
+  if (prefix === undefined) {
+    prefix = keyName('rl', rule.name);
+    rulePrefixes.set(rule.name, prefix);
+  }
+  return prefix;
 }
 
 function limitedError(rule: LimitRule, resetAtMs: number, nowMs: number): ProblemError {

@@ -46,7 +46,7 @@ export function addRequestLog(
   metrics: Pick<Metrics, 'requests' | 'requestDuration'>,
   { skip, fields }: RequestLogOptions = {},
 ): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', async function requestLog(request, reply) {
     if (skip?.(request, reply) === true) return;
     const route = request.routeOptions.url ?? null;
     const labels = { method: request.method, route: route ?? 'unmatched', status: reply.statusCode };

@@ -12,11 +12,11 @@ import { requestHost, type StoreContext } from '../store/store.js';
 /*
  * Every route lives in one of three scopes, and each scope owns the hooks its routes run (Fastify
  * encapsulation: a scope's hooks reach its own routes and the unknown paths under its prefix,
- * nothing else). The application's own hooks (CORS, which answers preflights before any scope's
- * hook, the client key, common headers, the request log) run first, for everything.
+ * nothing else). The application's own hooks (the client key, common headers, the request log)
+ * run first, for everything; CORS, which answers preflights before any scope's hook, wraps the
+ * public and customer scopes (app.ts).
  *
- * - probes: counted by the instance's own in-memory limiter only; no CSRF check, and no CORS (their
- *   route config turns it off).
+ * - probes: counted by the instance's own in-memory limiter only; no CSRF check, and no CORS.
  * - public: platform metadata, the API documents, the sign-in page and every unknown path outside
  *   the customer's prefix: the any-call limit, then the CSRF check, then the unknown path's answer.
  * - customer: the store gate, then the any-call limit, then the CSRF check, then the unknown path's
@@ -99,7 +99,7 @@ export function probeScope(deps: ScopeDeps, routes: Routes): Routes {
   return async (app) => {
     // A load balancer asks every few seconds: its own in-process count is enough, and keeps a
     // probe's answer independent of the shared counters' pace.
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async function probeLimit(request) {
       await deps.services.probeLimiter.consume(request, [[limits.anyCall, request.clientKey]]);
     });
     await app.register(routes);
@@ -109,7 +109,7 @@ export function probeScope(deps: ScopeDeps, routes: Routes): Routes {
 /** What is neither a probe nor a customer call; answers the unknown paths outside the customer's prefix. */
 export function publicScope(deps: ScopeDeps, routes: Routes): Routes {
   return async (app) => {
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async function publicGate(request) {
       // Counted in the host's store, as its customer calls are: the any-call limit is one per
       // address and store. Platform calls never wait on the stores, so a failed read counts it
       // outside every store instead.
@@ -131,7 +131,7 @@ export function publicScope(deps: ScopeDeps, routes: Routes): Routes {
  */
 export function customerScope(deps: ScopeDeps, routes: Routes, options: { answersUnknownPaths: boolean }): Routes {
   return async (app) => {
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async function storeGate(request) {
       // The store gate comes before everything else: a shut shop answers nothing but 503, not
       // even a refusal that would tell the limit or the CSRF check was reached.
       const store = await deps.services.store.resolve(hostOf(request));
@@ -153,11 +153,11 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
     });
     // After the body is read and before it is validated: without a session the answer is 401,
     // whatever was sent.
-    app.addHook('preValidation', async (request) => {
+    app.addHook('preValidation', async function accountOf(request) {
       if (request.routeOptions.config.session === true) request.account = await resolveAccount(deps.services, request);
     });
     // Answers about a customer, successful or not, are never stored by a browser or a proxy.
-    app.addHook('onSend', async (_request, reply) => {
+    app.addHook('onSend', async function noStore(_request, reply) {
       reply.header('cache-control', 'no-store');
     });
     if (options.answersUnknownPaths) app.setNotFoundHandler(deps.unknownPath);

@@ -1,10 +1,12 @@
-import type { Queryable } from '../storage/database.js';
+import { isUuid, type Queryable } from '../storage/database.js';
 import {
   deploymentStores,
+  firstStoreId,
   latestStoreVersion,
   loadStore,
   storeChangesAfter,
   type DeploymentStores,
+  type OnlyStore,
   type StoreContext,
 } from './store.js';
 
@@ -59,6 +61,8 @@ export class StoreDirectory {
   private readonly stores: Recent<string, StoreContext>;
   /** Host name → store id. */
   private readonly hosts: Recent<string, string>;
+  /** Slug → store id, for the platform's calls that name a store by its slug. */
+  private readonly slugs: Recent<string, string>;
   /**
    * Hosts that named no store when last read, so a stray host costs one read; kept apart and
    * smaller, so a spray of made-up hosts cannot push the stores' own hosts out of the cache.
@@ -77,6 +81,7 @@ export class StoreDirectory {
   ) {
     this.stores = new Recent(limit);
     this.hosts = new Recent(limit);
+    this.slugs = new Recent(limit);
     this.unknownHosts = new Recent(Math.max(1, Math.floor(limit / 10)));
   }
 
@@ -113,13 +118,39 @@ export class StoreDirectory {
     return store;
   }
 
+  /**
+   * A live store named by an operator or a backend: its id (a UUID, or the first store's), else its
+   * slug, as findStoreNamed reads it; from the cache when it is there.
+   */
+  async named(name: string): Promise<StoreContext | null> {
+    if (isUuid(name) || name === firstStoreId) {
+      const byId = await this.byId(name);
+      if (byId !== null) return byId;
+    }
+    const known = this.slugs.get(name);
+    if (known !== undefined) return this.byId(known);
+    const generation = this.generation;
+    const store = await loadStore(this.db, { slug: name });
+    if (store !== null && generation === this.generation) {
+      this.slugs.set(name, store.id);
+      this.stores.set(store.id, store);
+    }
+    return store;
+  }
+
+  /** The deployment's only store, or why there is none to name, as onlyStore says it: from the cache. */
+  async only(): Promise<OnlyStore> {
+    const deployment = await this.deploymentStores();
+    if (deployment.live > 1) return { ok: false, reason: 'several_stores' };
+    const store = deployment.live === 1 ? await this.byId(deployment.anyId!) : null;
+    return store === null ? { ok: false, reason: 'no_store' } : { ok: true, store };
+  }
+
   /** The deployment's only store (a single-store deployment, the tests); throws when there is not exactly one. */
   async get(): Promise<StoreContext> {
-    const deployment = await this.deploymentStores();
-    if (deployment.live !== 1) throw new Error(`the deployment has ${deployment.live} stores, not one`);
-    const store = await this.byId(deployment.anyId!);
-    if (store === null) throw new Error('the store row is missing; run migrations and start the service once');
-    return store;
+    const only = await this.only();
+    if (!only.ok) throw new Error(`the deployment has not exactly one store (${only.reason})`);
+    return only.store;
   }
 
   /** Forgets everything cached: the next request reads afresh. */
@@ -127,6 +158,7 @@ export class StoreDirectory {
     this.generation += 1;
     this.stores.clear();
     this.hosts.clear();
+    this.slugs.clear();
     this.unknownHosts.clear();
     this.deployment = undefined;
     this.deploymentRead = undefined;
@@ -152,6 +184,7 @@ export class StoreDirectory {
         this.stores.delete(change.id);
         // Hosts it had (whichever are cached) and hosts it has now (a host cached as naming none).
         this.hosts.deleteWhere((id) => id === change.id);
+        this.slugs.deleteWhere((id) => id === change.id);
         for (const host of change.store?.hosts ?? []) this.unknownHosts.delete(host);
         this.cursor = change.version;
       }

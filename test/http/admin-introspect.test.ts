@@ -15,6 +15,7 @@ import { serviceBackend } from '../helpers/service-backend.js';
 import { startService } from '../helpers/service-process.js';
 import { assertRedoclyClean } from '../helpers/openapi-lint.js';
 import { SpentCounters } from '../helpers/counters.js';
+import { recording, type Recorded } from '../helpers/recording-db.js';
 
 const adminToken = 'admin-token-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
 const introspectionToken = 'introspection-token-BBBBBBBBBBBBBBBBBBBBBBBBBBBB';
@@ -397,6 +398,34 @@ describe('the admin listener', () => {
       assert.equal(refused.headers['ratelimit-limit'], String(limits.introspections.limit));
       assert.ok(Number(refused.headers['retry-after']) > 0);
       assert.equal((await introspect({ session: 'x' }, { token: nextIntrospectionToken })).status, 200);
+    });
+  });
+
+  describe('what an introspection reads', () => {
+    const log: Recorded[] = [];
+
+    /** Statements of the answers: the store cache's change feed polls on its own clock. */
+    const answerStatements = () => log.map((entry) => entry.sql.trim()).filter((sql) => !/\bs\.version > /.test(sql));
+
+    test('once the store is cached, one statement a call, however the body names the store', async () => {
+      const { t, introspect } = await startWithAdmin(harness, tokens, { db: recording(harness.db, log) });
+      const customer = await signedIn(t);
+      const bodies = [
+        { session: customer.session },
+        { session: customer.session, store: firstStoreId },
+        { session: customer.session, store: 'default' },
+        { session: customer.session, host: 'shop.example' },
+      ];
+      for (const body of bodies) assert.equal((await introspect(body)).body.active, true, 'warms the cache');
+      for (const body of bodies) {
+        log.length = 0;
+        assert.equal((await introspect(body)).body.active, true);
+        assert.deepEqual(
+          answerStatements().map((sql) => sql.split(/\s+/).slice(0, 2).join(' ')),
+          ['SELECT c.id,'],
+          `${JSON.stringify(Object.keys(body))}: ${answerStatements().join('\n')}`,
+        );
+      }
     });
   });
 

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import type { CounterStore } from '../../src/storage/counters.js';
+import { counterKey, limits } from '../../src/http/rate-limit.js';
+import { keyName, type CounterStore } from '../../src/storage/counters.js';
 import { RedisCounterStore } from '../../src/storage/redis.js';
 import { updateStore } from '../../src/store/store.js';
 import { assertProblem } from '../helpers/assertions.js';
@@ -147,4 +149,23 @@ describe('rate-limit counter names', () => {
       assertNoIdentity(handed, prefix, ids.forbidden, 'handed to the store');
     });
   }
+});
+
+describe('a counter name', () => {
+  const key = Buffer.alloc(32, 7);
+  const macOf = (scoped: string) =>
+    createHmac('sha256', key).update(scoped).digest().subarray(0, 16).toString('base64url');
+
+  test('is keyName of rl, the rule and the MAC of the store and subject, however often it is made', () => {
+    for (let round = 0; round < 2; round += 1) {
+      assert.equal(
+        counterKey(key, limits.anyCall, '203.0.113.7', 'default'),
+        keyName('rl', 'any', macOf('default\u0000203.0.113.7')),
+      );
+      assert.equal(counterKey(key, limits.adminCalls, 'token'), keyName('rl', 'admin', macOf('token')));
+    }
+    // A rule's name is escaped as keyName escapes it, so no name can give a counter a hash tag.
+    const braced = { name: 'a{b}%', limit: 1, windowSeconds: 1 };
+    assert.equal(counterKey(key, braced, 'x'), keyName('rl', 'a{b}%', macOf('x')));
+  });
 });

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { toCustomer } from '../../auth/tables/customers.js';
 import { findLiveSession } from '../../auth/tables/sessions.js';
 import { forStore } from '../../storage/database.js';
-import { loadStore, normalizeHost, onlyStore, type StoreContext } from '../../store/store.js';
+import { normalizeHost, type StoreContext } from '../../store/store.js';
 import { bodyLimitBytes } from '../common.js';
 import { soleCookie, storeCookies } from '../csrf.js';
 import type { Edge } from '../edge.js';
@@ -142,7 +142,7 @@ export function introspectionRoutes(
       throw new ProblemError('validation_failed', { errors: bothStoreAndHost });
     }
     if (body.store !== undefined) {
-      const store = (await services.store.byId(body.store)) ?? (await loadStore(db, { slug: body.store }));
+      const store = await services.store.named(body.store);
       if (store === null) throw new ProblemError('store_not_found');
       return store;
     }
@@ -151,7 +151,7 @@ export function introspectionRoutes(
       if (store === null) throw new ProblemError('store_not_found');
       return store;
     }
-    const only = await onlyStore(db);
+    const only = await services.store.only();
     if (!only.ok) {
       if (only.reason === 'several_stores') throw new ProblemError('validation_failed', { errors: storeNeeded });
       throw new ProblemError('store_not_found');

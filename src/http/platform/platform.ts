@@ -10,8 +10,8 @@ export const apiVersion = 'v1';
 
 /** The public endpoints: never behind the store gate, so a shut shop can still be checked. */
 const tags = ['platform'];
-/** Health probes: kept out of the customer calls' counters and CORS (http/scopes.ts) and the request log (app.ts). */
-const probe = { probe: true, cors: false } as const;
+/** Health probes: kept out of the customer calls' counters, CORS (app.ts registers it around the other scopes) and the request log. */
+const probe = { probe: true } as const;
 
 export function platformRoutes(services: Pick<Edge, 'config' | 'readiness'>): FastifyPluginAsyncTypebox {
   return async (app) => {
