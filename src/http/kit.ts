@@ -101,7 +101,7 @@ export async function findAccount(
   services: Pick<Edge, 'db' | 'clock' | 'config'>,
   request: FastifyRequest,
 ): Promise<Account | null> {
-  const sessionId = sessionCookieOf(request, requestCookies(services.config, request));
+  const sessionId = sessionCookieOf(request, services.config);
   const customer =
     sessionId === undefined ? null : await findSessionCustomer(storeDbOf(services, request), services.clock, sessionId);
   return sessionId === undefined || customer === null ? null : { customer, sessionId };

@@ -9,11 +9,11 @@ import {
   setCsrfCookie,
   soleCookie,
   storeCookies,
-  type StoreCookieSettings as SessionCookieSettings,
+  type StoreCookieSettings,
 } from './csrf.js';
 
 /** The cookies of the request's store (after the store gate): its cookie domain, else the deployment's. */
-export function requestCookies(deployment: SessionCookieSettings, request: FastifyRequest): SessionCookieSettings {
+export function requestCookies(deployment: StoreCookieSettings, request: FastifyRequest): StoreCookieSettings {
   return storeCookies(deployment, request.store);
 }
 
@@ -23,7 +23,7 @@ export function requestCookies(deployment: SessionCookieSettings, request: Fasti
  */
 export function startSessionCookies(
   reply: FastifyReply,
-  settings: SessionCookieSettings,
+  settings: StoreCookieSettings,
   csrfKey: Buffer,
   sessionId: string,
 ): void {
@@ -34,20 +34,23 @@ export function startSessionCookies(
 }
 
 /** Ends the browser's session: the cookie expired, and a fresh XSRF-TOKEN bound to no session. */
-export function endSessionCookies(reply: FastifyReply, settings: SessionCookieSettings, csrfKey: Buffer): void {
+export function endSessionCookies(reply: FastifyReply, settings: StoreCookieSettings, csrfKey: Buffer): void {
   const options = sessionCookieOptions(settings);
   reply.clearCookie(settings.sessionCookieName, options);
   expireHostOnly(reply, settings.sessionCookieName, settings, options);
   setCsrfCookie(reply, csrfKey, undefined, settings);
 }
 
-/** The request's session cookie; none when the browser sent the name twice (see soleCookie). */
-export function sessionCookieOf(request: FastifyRequest, settings: Pick<SessionCookieSettings, 'sessionCookieName'>) {
-  return soleCookie(request.headers.cookie, settings.sessionCookieName);
+/**
+ * The request's session cookie, under the name its store's cookies have (after the store gate);
+ * none when the browser sent the name twice (see soleCookie).
+ */
+export function sessionCookieOf(request: FastifyRequest, deployment: StoreCookieSettings) {
+  return soleCookie(request.headers.cookie, requestCookies(deployment, request).sessionCookieName);
 }
 
 /** What setting and clearing the session cookie share: a browser clears only a cookie of the same path and domain. */
-function sessionCookieOptions(settings: SessionCookieSettings) {
+function sessionCookieOptions(settings: StoreCookieSettings) {
   return { httpOnly: true, sameSite: 'lax', ...cookieScope(settings) } as const;
 }
 

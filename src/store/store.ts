@@ -559,8 +559,9 @@ export async function updateStore(
     }
     const now = clock.now();
     await beginStoreChange(tx, storeId, now);
-    // Read under the lock: the hosts and relying party the checks below compare with are current.
-    const before = (await loadStore(tx, { id: storeId }))!;
+    // Read under the lock, and only for the changes checked against it: the hosts and relying party are current.
+    const checked = changes.cookieDomain !== undefined || changes.webauthnRpId !== undefined;
+    const before = checked ? (await loadStore(tx, { id: storeId }))! : target.store;
     if (changes.cookieDomain !== undefined && changes.cookieDomain !== null) {
       const refusal = await checkCookieDomain(tx, storeId, changes.cookieDomain, before.hosts);
       if (refusal !== null) return refusal;

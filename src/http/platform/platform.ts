@@ -100,8 +100,8 @@ export function csrfCookieRoute(services: Pick<Edge, 'config' | 'keys'>, url: st
         },
       },
       async (request, reply) => {
+        const sessionId = sessionCookieOf(request, services.config);
         const cookies = requestCookies(services.config, request);
-        const sessionId = sessionCookieOf(request, cookies);
         setCsrfCookie(reply, storeCsrfKey(services.keys.csrf, request.store.id), sessionId, cookies);
         return reply.code(204).send(null);
       },

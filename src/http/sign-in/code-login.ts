@@ -4,7 +4,7 @@ import { declareRoute, signInRefused, type Outcomes } from '../declare.js';
 import { identityOf, messageRequestRoute, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
 import { AuthSession, VerifyBody } from '../schemas.js';
-import { requestCookies, sessionCookieOf } from '../session-cookie.js';
+import { sessionCookieOf } from '../session-cookie.js';
 
 const codeLoginOutcomes: Outcomes<'refused'> = { refused: signInRefused('code', 'invalid_identity_challenge') };
 
@@ -45,7 +45,7 @@ export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox 
 
     app.post('/code/login', loginWithCodeRoute, async (request, reply) => {
       await limit(request, [[limits.codeAttempts, request.clientKey]], () => countLogin('throttled'));
-      const previous = sessionCookieOf(request, requestCookies(services.config, request));
+      const previous = sessionCookieOf(request, services.config);
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
       const attempt = { store: request.store, client, previousSessionId: previous };
       const result = await loginWithCode(depsOf(request), attempt, identityOf(request), request.body.code);

@@ -9,7 +9,7 @@ import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
 import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
 import { limits } from '../rate-limit.js';
 import { AuthSession } from '../schemas.js';
-import { requestCookies, sessionCookieOf } from '../session-cookie.js';
+import { sessionCookieOf } from '../session-cookie.js';
 
 export const passkeyLoginRefusedDetail: Phrase = { key: 'problem.details.passkey_login_refused' };
 
@@ -65,7 +65,7 @@ export function passkeyLoginRoutes(services: KitSource): FastifyPluginAsyncTypeb
         {
           store: request.store,
           client: { userAgent: request.headers['user-agent'], address: request.ip },
-          previousSessionId: sessionCookieOf(request, requestCookies(services.config, request)),
+          previousSessionId: sessionCookieOf(request, services.config),
         },
         {
           handle: passkeyHandle(request, cookieKeys),

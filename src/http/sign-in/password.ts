@@ -8,7 +8,7 @@ import { accountOf, identityOf, routeKit, storeDbOf, type KitSource } from '../k
 import { ProblemError } from '../problems.js';
 import { limits, type LimitHit } from '../rate-limit.js';
 import { AuthSession, LoginBody, SignedOutStatus } from '../schemas.js';
-import { requestCookies, sessionCookieOf } from '../session-cookie.js';
+import { sessionCookieOf } from '../session-cookie.js';
 
 export const loginRefusedDetail: Phrase = { key: 'problem.details.login_refused' };
 
@@ -62,7 +62,7 @@ export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTyp
         [limits.failedLogins, identity.key],
       ];
       await limit(request, hits, () => countLogin('throttled'));
-      const previous = sessionCookieOf(request, requestCookies(services.config, request));
+      const previous = sessionCookieOf(request, services.config);
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
       const attempt = { store: request.store, client, previousSessionId: previous };
       const result = await login(depsOf(request), attempt, identity, request.body.password);

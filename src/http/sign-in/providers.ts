@@ -22,7 +22,7 @@ import {
   Redirect,
 } from '../provider-schemas.js';
 import { limits } from '../rate-limit.js';
-import { requestCookies, sessionCookieOf } from '../session-cookie.js';
+import { sessionCookieOf } from '../session-cookie.js';
 
 /**
  * Signing in with a store's OpenID Connect providers: the list for the buttons, the start (a
@@ -168,7 +168,7 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       request: FastifyRequest,
       token: string | undefined,
     ): Promise<ProviderErrorCode | { customerId: string }> {
-      const sessionId = sessionCookieOf(request, requestCookies(config, request));
+      const sessionId = sessionCookieOf(request, config);
       const session =
         sessionId === undefined ? null : await findLiveSession(storeDbOf(services, request), clock, sessionId);
       if (session === null) return 'unauthenticated';
@@ -240,7 +240,7 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
         {
           store,
           client: { userAgent: request.headers['user-agent'], address: request.ip },
-          previousSessionId: sessionCookieOf(request, requestCookies(config, request)),
+          previousSessionId: sessionCookieOf(request, config),
         },
         finished.identity,
         requestedLanguage(request.headers['accept-language'], store.languages),
