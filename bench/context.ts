@@ -25,6 +25,8 @@ export interface Row {
   /** The per-round values, for the details. */
   rounds: string;
   notes: string[];
+  /** The service's main-thread CPU per answer (ms, median of the rounds), where the figure reads it. */
+  mainMs?: number;
 }
 
 // Expected in a benchmark that registers more customers than the default hourly send budget.
@@ -237,6 +239,11 @@ export async function withService<T>(
 
 export function cpuText(cpu: ServiceCpu): string {
   return `service main thread ${format(cpu.mainShare * 100)}% busy (${format(cpu.mainMsPerAnswer, cpu.mainMsPerAnswer < 0.1 ? 3 : 2)} ms per answer), process ${format(cpu.totalCores, 2)} cores`;
+}
+
+/** The median main-thread CPU per answer of a figure's rounds, in ms. */
+export function medianMainMs(cpus: ServiceCpu[]): number {
+  return median(cpus.map((cpu) => cpu.mainMsPerAnswer));
 }
 
 export function cpuSummary(cpus: ServiceCpu[]): string {

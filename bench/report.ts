@@ -271,6 +271,61 @@ function existingChanges(file: string): string {
   return body === '' ? changesPlaceholder : body;
 }
 
+const historyHeading = '## History';
+const historyKeep = 12;
+/** The request kinds the history follows: what every request pays, then a session, then a login. */
+const historyFigures = [
+  ['1a', 'probe'],
+  ['8b', 'session check'],
+  ['12a', 'introspection'],
+  ['9c', 'login'],
+] as const;
+
+/** One table row per mode of this run: per request kind, answers a second, its ratio, its main-thread CPU. */
+function historyRows(results: ModeResult[], date: string): string[] {
+  return results.map((result) => {
+    const cells = historyFigures.map(([id]) => {
+      const row = result.rows.find((candidate) => candidate.id === id);
+      if (row === undefined) return '—';
+      const ratio = row.ratio === undefined ? '' : ` · ${format(row.ratio, 2)}`;
+      const cpu = row.mainMs === undefined ? '' : ` · ${format(row.mainMs, row.mainMs < 1 ? 3 : 2)} ms`;
+      return `${format(row.value, row.value < 1000 ? 1 : 0)}/s${ratio}${cpu}`;
+    });
+    return `| ${date} | ${result.mode} | ${cells.join(' | ')} |`;
+  });
+}
+
+/** The history's rows of the existing file, newest first, so a run is read beside the ones before. */
+function existingHistory(file: string): string[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const start = text.indexOf(historyHeading);
+  if (start < 0) return [];
+  const rest = text.slice(start + historyHeading.length);
+  const next = rest.search(/\n## /);
+  return (next < 0 ? rest : rest.slice(0, next)).split('\n').filter((line) => /^\| \d{4}-/.test(line));
+}
+
+function historySection(results: ModeResult[], file: string): string {
+  const rows = [
+    ...historyRows(results, new Date().toISOString().slice(0, 16).replace('T', ' ')),
+    ...existingHistory(file),
+  ];
+  return [
+    historyHeading,
+    '',
+    `Each full run adds its rows at the top (the last ${historyKeep} are kept): per request kind, answers a second · the ratio its goal compares · the service's main-thread CPU per answer. A probe or a session check that costs more main-thread time than in the run before has grown; compare rows of the same mode, on the same host.`,
+    '',
+    `| Run | Mode | ${historyFigures.map(([id, name]) => `${name} (${id})`).join(' | ')} |`,
+    `|---|---|${historyFigures.map(() => '---|').join('')}`,
+    ...rows.slice(0, historyKeep),
+  ].join('\n');
+}
+
 const modeHeadings: Record<ModeResult['mode'], string> = {
   embedded: 'Embedded default',
   production: 'Production mode',
@@ -314,6 +369,7 @@ export function writeBenchmarksFile(
     '',
   ];
   if (results.length > 1) sections.push('## Goals at a glance', '', summaryTable(results), '');
+  sections.push(historySection(results, file), '');
   for (const result of results) {
     sections.push(
       `## ${modeHeadings[result.mode]}`,
