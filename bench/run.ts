@@ -19,6 +19,7 @@ import {
 } from './figures-http.js';
 import { figureBetterAuth } from './figures-peers.js';
 import { figureGrowth, growthSeconds, growthSizes } from './figures-growth.js';
+import { figureImport } from './figures-import.js';
 import { figureManyStores } from './figures-stores.js';
 import { figureSizing } from './figures-sizing.js';
 import { loadAverageText, measureHost } from './host.js';
@@ -53,7 +54,7 @@ const minimumRounds = values.only === undefined && values.profile === undefined 
 if (!(rounds >= minimumRounds) || !(seconds > 0))
   throw new Error(`--rounds must be at least ${minimumRounds} and --seconds positive`);
 
-const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
@@ -67,13 +68,14 @@ const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[
   '10': figureSizing,
   '11': figureGrowth,
   '13': figureManyStores,
+  '14': figureImport,
 };
 const selected = new Set<string>(
   values.profile !== undefined ? [values.profile] : (values.only?.split(',') ?? figureOrder),
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5 and 8-13; 6 and 7 are measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8-14; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
@@ -123,6 +125,9 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   // twice each; per round both run logins and session checks and settle (the larger two more
   // session loads), then store B's three flood spans; the store changes take about 20 s.
   '13': (r, s) => 150 + r * (2 * (2 * s + 1 + 17) + 2 * s) + r * 3 * (5 * s + 3) + 20 + memorySeconds(0),
+  // The hashes (once per machine) and the file, the import itself (a few minutes), the first
+  // sign-ins that re-hash, then the login rounds.
+  '14': (r, s) => 30 + 240 + 30 + r * 2 * (s + 1) + 10 + memorySeconds(0),
 };
 
 /**

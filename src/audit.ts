@@ -24,6 +24,8 @@ export const auditEvents = [
   'store.created',
   'store.changed',
   'customer.looked_up',
+  'customers.imported',
+  'customers.exported',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { deleteOldAuditEvents, deleteStoreAudit } from './audit.js';
+import { deleteStoreImports } from './auth/tables/customer-imports.js';
 import { deleteFinishedChallenges } from './auth/tables/codes.js';
 import { deleteOldKnownDevices, knownDeviceDays } from './auth/tables/known-devices.js';
 import { deleteExpiredPasskeyChallenges, deleteStorePasskeyChallenges } from './auth/tables/passkey-challenges.js';
@@ -137,6 +138,7 @@ export async function prune(
 const steps: Array<[string, (db: Queryable, storeId: string, limit: number) => Promise<number>]> = [
   ['outbox', deleteStoreMessages],
   ['audit_events', deleteStoreAudit],
+  ['customer_imports', deleteStoreImports],
   ['passkey_challenges', deleteStorePasskeyChallenges],
   ['provider_states', deleteStoreProviderStates],
   ['store_providers', deleteStoreProviders],

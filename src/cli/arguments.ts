@@ -22,6 +22,7 @@ import {
 } from '../store/fields.js';
 import { storeStatuses, type NewStore, type StoreChanges, type StoreStatus } from '../store/store.js';
 import type { AdminCommand, StoreCommand } from './commands.js';
+import type { CustomersCommand } from './customer-transfer.js';
 
 export const usage = `Usage: storefront-auth <command>
 
@@ -64,6 +65,12 @@ export const usage = `Usage: storefront-auth <command>
   customer revoke-sessions <identity>     sign a customer out everywhere (audited)
   customer passkeys <identity>            a customer's passkeys, newest first
   customer remove-passkey <identity> <id> remove one of a customer's passkeys (audited)
+  customers import [--store S] [--dry-run] <file>
+                                          import customers from an NDJSON file (the admin API's
+                                          import format); exits 1 naming <file>.refused when a
+                                          line was refused; --dry-run checks and writes nothing
+  customers export [--store S] [<file>]   every customer of the store as NDJSON, to the file or
+                                          standard output
   outbox list [--status pending|sent|failed|dropped]
   outbox retry <id>                       send a failed message again
   audit [--customer <identity>] [--event <event>] [--limit N]
@@ -78,8 +85,8 @@ export const usage = `Usage: storefront-auth <command>
                                           in one transaction; --force replaces what it holds
 
   --store S names a store by slug (or id). The commands about one store (store show, set, hosts,
-  delete, customer, outbox, audit) act on the only store without it; with several stores they
-  need it.
+  delete, customer, customers, outbox, audit) act on the only store without it; with several
+  stores they need it.
 
 Configuration comes from the environment (see the README).`;
 
@@ -138,6 +145,7 @@ function readArguments(argv: string[]) {
       // No defaults: a flag that was not given stays out of `values`, so it can be told apart.
       force: { type: 'boolean' },
       yes: { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
       customer: { type: 'string' },
       event: { type: 'string' },
       limit: { type: 'string' },
@@ -210,6 +218,8 @@ const commands: Record<string, CommandShape> = {
   'customer revoke-sessions': { flags: ['store'], arguments: 1 },
   'customer passkeys': { flags: ['store'], arguments: 1 },
   'customer remove-passkey': { flags: ['store'], arguments: 2 },
+  'customers import': { flags: ['store', 'dry-run'], arguments: 1 },
+  'customers export': { flags: ['store'], arguments: 1 },
   'outbox list': { flags: ['store', 'status'], arguments: 0 },
   'outbox retry': { flags: ['store'], arguments: 1 },
   audit: { flags: ['store', 'customer', 'event', 'limit'], arguments: 0 },
@@ -228,7 +238,9 @@ function refuseOtherFlags(key: string, flags: Flags, allowed: readonly Flag[]): 
   }
 }
 
-export function parseCommand(argv: string[]): AdminCommand | ImportCommand | BackupCommand | 'serve' | 'help' {
+export function parseCommand(
+  argv: string[],
+): AdminCommand | ImportCommand | BackupCommand | CustomersCommand | 'serve' | 'help' {
   const { values, positionals } = readArguments(argv);
   const [noun, verb, ...rest] = positionals;
   if (values.help === true || noun === 'help') return 'help';
@@ -263,6 +275,7 @@ export function parseCommand(argv: string[]): AdminCommand | ImportCommand | Bac
   refuseOtherFlags(key, values, shape.flags);
   const [argument, second] = args;
   const store = storeFlag(values.store);
+  if (key === 'customers import' || key === 'customers export') return customersCommand(key, values, argument, store);
   const command = parseKnown(key, values, argument, second);
   if (command === 'serve' || store === undefined) return command;
   // refuseOtherFlags let --store through to the commands about one store only.
@@ -331,6 +344,18 @@ function parseKnown(
     default:
       throw new UsageError(`unknown command "${key}"`);
   }
+}
+
+function customersCommand(
+  key: 'customers import' | 'customers export',
+  values: Flags,
+  file: string | undefined,
+  store: string | undefined,
+): CustomersCommand {
+  const named = store === undefined ? {} : { store };
+  if (key === 'customers export') return { name: 'customers.export', ...named, ...(file === undefined ? {} : { file }) };
+  if (file === undefined) throw new UsageError('customers import needs the NDJSON file to read');
+  return { name: 'customers.import', ...named, file, dryRun: values['dry-run'] === true };
 }
 
 function storeFlag(value: string | undefined): string | undefined {

@@ -16,6 +16,7 @@ import { runAdminCommand, type AdminCommand, type AdminResult } from './commands
 import { ImportRefusedError, importLegacyFolder, type ImportSummary } from './import.js';
 import { BackupRefusedError, runBackup } from './backup.js';
 import { runRestore } from './restore.js';
+import { runCustomersCommand } from './customer-transfer.js';
 import { BackupFileError } from '../storage/backup-file.js';
 
 function oneLine(text: string): string {
@@ -112,6 +113,12 @@ async function main(argv: string[]): Promise<number> {
       const summary = await runImport(config, path.resolve(command.folder));
       process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
       return 0;
+    }
+    if (command.name === 'customers.import' || command.name === 'customers.export') {
+      const named = { ...command, ...('file' in command && command.file !== undefined ? { file: path.resolve(command.file) } : {}) };
+      const outcome = await withStore(config, (db) => runCustomersCommand(db, systemClock, config, named));
+      if (outcome.output !== undefined) process.stdout.write(`${JSON.stringify(outcome.output, null, 2)}\n`);
+      return outcome.code;
     }
     if (command.name === 'backup' || command.name === 'restore') {
       const file = path.resolve(command.file);

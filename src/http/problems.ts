@@ -60,6 +60,11 @@ export const adminProblemCatalogue = {
     detail:
       'The store has customers registered by its current identity mode, who could no longer sign in; send ?force=true to switch anyway.',
   },
+  import_running: {
+    status: 409,
+    title: 'Import running',
+    detail: "An import of this store's customers is running; wait for its report to say done or failed.",
+  },
   phone_store: {
     status: 409,
     title: 'Phone store',

@@ -460,6 +460,36 @@ export const migrations: Migration[] = [
       ALTER TABLE stores ADD COLUMN cookie_domain text;
     `,
   },
+  {
+    version: 18,
+    name: 'customer imports',
+    sql: `
+      -- Customers brought from another system keep their id there (the export writes it back).
+      ALTER TABLE customers ADD COLUMN external_id text;
+      -- An import's report while it runs and after: its counts and the first refusals (line,
+      -- field and reason; never a value from the file). updated_at moves with every batch, so a
+      -- report that stopped moving is an import its process did not live to finish.
+      CREATE TABLE customer_imports (
+        store_id text NOT NULL REFERENCES stores (id),
+        id uuid PRIMARY KEY,
+        status text NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+        dry_run boolean NOT NULL,
+        lines integer NOT NULL DEFAULT 0,
+        created integer NOT NULL DEFAULT 0,
+        updated integer NOT NULL DEFAULT 0,
+        unchanged integer NOT NULL DEFAULT 0,
+        refused integer NOT NULL DEFAULT 0,
+        refusals jsonb NOT NULL DEFAULT '[]',
+        error text,
+        started_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        finished_at timestamptz
+      );
+      CREATE INDEX customer_imports_store ON customer_imports (store_id, started_at);
+      -- One import of a store at a time: two would lock the same customers in different orders.
+      CREATE UNIQUE INDEX customer_imports_running ON customer_imports (store_id) WHERE status = 'running';
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

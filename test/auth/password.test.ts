@@ -203,9 +203,9 @@ describe('createArgon2Hasher', () => {
     const given: string[] = [];
     const pool = {
       hash: sharedHashPool().hash.bind(sharedHashPool()),
-      verify: (hash: string, password: string) => {
+      check: (hash: string, password: string) => {
         given.push(hash);
-        return sharedHashPool().verify(hash, password);
+        return sharedHashPool().check(hash, password);
       },
     };
     const hasher = createArgon2Hasher(testArgon2, { pool });
@@ -277,9 +277,9 @@ describe('createArgon2Hasher lanes', () => {
         lanes.push(`hash:${lane}`);
         return shared.hash(password, options, lane);
       },
-      verify: (hash: string, password: string, lane?: string) => {
+      check: (hash: string, password: string, lane?: string) => {
         lanes.push(`verify:${lane}`);
-        return shared.verify(hash, password, lane);
+        return shared.check(hash, password, lane);
       },
     };
     const hasher = createArgon2Hasher(testArgon2, { pool });

@@ -73,7 +73,8 @@ export function toReply(response: LightMyRequestResponse): Reply {
   return {
     status: response.statusCode,
     headers: response.headers,
-    body: type.includes('json') && response.body !== '' ? response.json() : response.body,
+    // JSON and problem+json are parsed; NDJSON (an export) stays text.
+    body: /(^|[/+])json\b/.test(type) && response.body !== '' ? response.json() : response.body,
     cookies: response.cookies,
     raw: response,
   };

@@ -297,7 +297,7 @@ describe('account enumeration', () => {
       let taken = () => {};
       return {
         hash: async (...args: Parameters<typeof pool.hash>) => (taken(), await held, pool.hash(...args)),
-        verify: async (...args: Parameters<typeof pool.verify>) => (taken(), await held, pool.verify(...args)),
+        check: async (...args: Parameters<typeof pool.check>) => (taken(), await held, pool.check(...args)),
         /** Holds the threads; resolves once a job is waiting on them. */
         hold(): { busy: Promise<void>; release(): void } {
           held = new Promise((resolve) => (release = resolve));

@@ -17,7 +17,7 @@
  * interfere, and every sample uses a fresh identity, so per-identity limits never do either.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -565,6 +565,23 @@ for (const mode of ['email', 'phone'] as const) {
   });
 }
 
+/**
+ * `count` customers imported through `customers import`, each with the same hash of the fixtures
+ * (made by its original software) whose form starts with `prefix`; their identities.
+ */
+async function importAccounts(store: TimingStore, prefix: string, count: number): Promise<string[]> {
+  const vectors = JSON.parse(readFileSync(new URL('../fixtures/legacy-hashes.json', import.meta.url), 'utf8')) as {
+    hash: string;
+  }[];
+  const hash = vectors.find((vector) => vector.hash.startsWith(prefix))!.hash;
+  const identities = Array.from({ length: count }, (_, i) => `imported-${prefix.replace(/\W/g, '')}-${i}@example.com`);
+  const file = path.join(store.dataDir, `import-${prefix.replace(/\W/g, '')}.ndjson`);
+  writeFileSync(file, identities.map((email) => JSON.stringify({ email, verified: true, password_hash: hash })).join('\n'));
+  const imported = await runCommand(['customers', 'import', file], cliEnv(store.dataDir));
+  assert.equal(imported.code, 0, imported.stderr);
+  return identities;
+}
+
 /** The pairs run in the default configuration only (email store, verification not required). */
 function defaultConfigurationPairs(store: TimingStore): void {
   const customers = store.customers;
@@ -582,6 +599,26 @@ function defaultConfigurationPairs(store: TimingStore): void {
     };
     await assertIndistinguishable(context, unknown, wrong, samplesPerSlowCase, contractShiftBound);
   });
+
+  // Accounts imported with another system's hash (cheaper than argon2id, then dearer): a wrong
+  // password is checked against that hash until a right one re-hashes it. phpass goes first: the
+  // floors follow a store's recent legacy checks, and bcrypt's then take their place.
+  for (const [k, prefix] of ['$P$', '$2y$'].entries()) {
+    test(`login: an unknown identity and a wrong password for an account imported with a ${prefix} hash take the same time`, async (context) => {
+      const identities = await importAccounts(store, prefix, samplesPerSlowCase + warmUpsPerCase);
+      const unknown: Case = {
+        label: 'unknown identity',
+        status: 401,
+        request: (i) => post(store.base, '/login', { identity: store.unknown(100_000 * (k + 1) + i), password }),
+      };
+      const wrong: Case = {
+        label: `wrong password, ${prefix} hash`,
+        status: 401,
+        request: (i) => post(store.base, '/login', { identity: identities[i]!, password: 'analytical engine 1844' }),
+      };
+      await assertIndistinguishable(context, unknown, wrong, samplesPerSlowCase, contractShiftBound);
+    });
+  }
 
   test('resend verification: an existing unverified and an unknown identity take the same time', async (context) => {
     const existing: Case = {

@@ -32,6 +32,7 @@ export type AdminProblemCode =
   | 'cookie_domain_shared'
   | 'relying_party_in_use'
   | 'identity_mode_in_use'
+  | 'import_running'
   | 'phone_store'
   | 'idempotency_key_reused';
 

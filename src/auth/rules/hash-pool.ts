@@ -3,12 +3,20 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Options } from '@node-rs/argon2';
 
-type HashJob = { op: 'hash'; password: string; options: Options } | { op: 'verify'; hash: string; password: string };
-type HashReply = { ok: true; value: string | boolean } | { ok: false; message: string };
+type HashJob =
+  | { op: 'hash'; password: string; options: Options }
+  | { op: 'verify'; hash: string; password: string };
+type HashReply = { ok: true; value: string | Checked } | { ok: false; message: string };
+
+/** A verification's answer, and how long the thread took to find it. */
+export interface Checked {
+  matches: boolean;
+  ms: number;
+}
 
 interface Pending {
   job: HashJob;
-  resolve(value: string | boolean): void;
+  resolve(value: string | Checked): void;
   reject(error: Error): void;
 }
 
@@ -36,22 +44,31 @@ const fs = require('node:fs');
 const os = require('node:os');
 const { parentPort, workerData } = require('node:worker_threads');
 const { hashSync, verifySync } = require(workerData.argon2);
+const { verifyLegacyHash } = require(workerData.legacy);
 try {
   fs.writeFileSync('/proc/thread-self/comm', '${hashThreadName}');
 } catch {}
 try {
   os.setPriority(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()), workerData.nice);
 } catch {}
+function check(job) {
+  const started = performance.now();
+  const matches = job.hash.startsWith('$argon2') ? verifySync(job.hash, job.password) : verifyLegacyHash(job.hash, job.password);
+  return { matches, ms: performance.now() - started };
+}
 parentPort.on('message', (job) => {
   try {
-    const value = job.op === 'hash' ? hashSync(job.password, job.options) : verifySync(job.hash, job.password);
+    const value = job.op === 'hash' ? hashSync(job.password, job.options) : check(job);
     parentPort.postMessage({ ok: true, value });
   } catch (error) {
     parentPort.postMessage({ ok: false, message: error instanceof Error ? error.message : String(error) });
   }
 });
 `;
-const argon2Module = createRequire(import.meta.url).resolve('@node-rs/argon2');
+const resolve = createRequire(import.meta.url).resolve;
+const argon2Module = resolve('@node-rs/argon2');
+/** Other systems' hashes (legacy-hashes.cjs): plain CommonJS, so the thread loads it as it is. */
+const legacyModule = resolve('./legacy-hashes.cjs');
 
 export interface HashPoolOptions {
   /** The threads' scheduling priority on Linux. */
@@ -104,7 +121,7 @@ class HashThread {
   private start(): Worker {
     // No inherited flags: the thread needs no loader, and its program is CommonJS whatever the
     // process was started with (--input-type=module would otherwise apply to it).
-    const workerData = { argon2: argon2Module, nice: this.nice };
+    const workerData = { argon2: argon2Module, legacy: legacyModule, nice: this.nice };
     const worker = new Worker(workerSource, { eval: true, workerData, execArgv: [] });
     worker.on('message', (reply: HashReply) => {
       const done = this.settle();
@@ -158,7 +175,12 @@ export class HashPool {
   }
 
   verify(hash: string, password: string, lane = ''): Promise<boolean> {
-    return this.submit({ op: 'verify', hash, password }, lane) as Promise<boolean>;
+    return this.check(hash, password, lane).then((checked) => checked.matches);
+  }
+
+  /** Verifies an argon2 hash or another system's (legacy-hashes.cjs), timing the thread's work. */
+  check(hash: string, password: string, lane = ''): Promise<Checked> {
+    return this.submit({ op: 'verify', hash, password }, lane) as Promise<Checked>;
   }
 
   /** Stops the threads; work not finished, in every lane, is rejected. */
@@ -171,7 +193,7 @@ export class HashPool {
     await Promise.all(this.threads.map((thread) => thread.close()));
   }
 
-  private submit(job: HashJob, lane: string): Promise<string | boolean> {
+  private submit(job: HashJob, lane: string): Promise<string | Checked> {
     if (this.closed) return Promise.reject(new Error('hashing pool closed'));
     return new Promise((resolve, reject) => {
       const pending = { job, resolve, reject };

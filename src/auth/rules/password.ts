@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Algorithm } from '@node-rs/argon2';
 import { dictionary } from '@zxcvbn-ts/language-common';
 import type { Phrase } from '../../i18n/strings.js';
 import { fieldPhrase } from './field-phrase.js';
 import { defaultHashThreads, sharedHashPool, type HashPool } from './hash-pool.js';
+import { CheckFloors } from './check-floors.js';
 
 export const minPasswordLength = 8;
 export const maxPasswordLength = 255;
@@ -93,6 +95,15 @@ function hashInput(password: string): string {
 }
 
 /**
+ * What a stored hash is checked against: argon2 hashes (this service's own) take the normalized
+ * password, other systems' hashes the password as typed, as their system hashed it.
+ */
+function checkInput(passwordHash: string, password: string): string {
+  const normalized = hashInput(password);
+  return passwordHash.startsWith('$argon2') ? normalized : password;
+}
+
+/**
  * A hash that no password matches, made without hashing: the current parameters, a random salt and
  * a random digest of a real hash's sizes. Verifying against it costs one full argon2id computation,
  * as an account's hash does. It is made without any work that can be refused, so a hasher that was
@@ -115,8 +126,8 @@ export function createArgon2Hasher(
   {
     concurrency = defaultHashThreads(),
     maxWaiting = 256,
-    pool = sharedHashPool() as Pick<HashPool, 'hash' | 'verify'>,
-  }: { concurrency?: number; maxWaiting?: number; pool?: Pick<HashPool, 'hash' | 'verify'> } = {},
+    pool = sharedHashPool() as Pick<HashPool, 'hash' | 'check'>,
+  }: { concurrency?: number; maxWaiting?: number; pool?: Pick<HashPool, 'hash' | 'check'> } = {},
 ): PasswordHasher {
   // Per lane, as many running as there are threads and maxWaiting more queued in the pool behind
   // them: the default lane alone is bounded exactly as the hasher was before it had lanes.
@@ -124,9 +135,20 @@ export function createArgon2Hasher(
   const options = { algorithm: Algorithm.Argon2id, ...parameters };
   const phcParameters = `m=${parameters.memoryCost},t=${parameters.timeCost},p=${parameters.parallelism}`;
   const dummyHash = dummyPasswordHash(parameters);
+  const needsRehash = (passwordHash: string) => !passwordHash.startsWith(`$argon2id$v=19$${phcParameters}$`);
+  const floors = new CheckFloors();
   const inLane = (lane: string): PasswordHasher => {
-    const verifyPassword = (passwordHash: string, password: string) =>
-      gate.run(lane, () => pool.verify(passwordHash, hashInput(password), lane).catch(() => false));
+    const verifyPassword = async (passwordHash: string, password: string) => {
+      const legacy = needsRehash(passwordHash);
+      const floorMs = floors.floorMs(lane, legacy);
+      const checked = await gate.run(lane, () =>
+        pool.check(passwordHash, checkInput(passwordHash, password), lane).catch(() => ({ matches: false, ms: 0 })),
+      );
+      floors.record(lane, legacy, checked.ms);
+      // The answer waits out the floor, the thread does not: the store's other checks go on.
+      if (floorMs > checked.ms) await delay(floorMs - checked.ms);
+      return checked.matches;
+    };
     return {
       hash: (password) => gate.run(lane, () => pool.hash(hashInput(password), options, lane)),
       // A retired password costs what a wrong one costs, so neither tells the other apart.
@@ -137,7 +159,7 @@ export function createArgon2Hasher(
       async verifyDummy(password) {
         await verifyPassword(dummyHash, password);
       },
-      needsRehash: (passwordHash) => !passwordHash.startsWith(`$argon2id$v=19$${phcParameters}$`),
+      needsRehash,
       lane: inLane,
     };
   };

@@ -66,3 +66,20 @@ export async function deleteProviderLinks(tx: StoreQueryable, customerId: string
 export async function deleteCustomerProviderLinks(tx: StoreQueryable, customerId: string): Promise<void> {
   await tx.query('DELETE FROM provider_links WHERE store_id = $1 AND customer_id = $2', [tx.storeId, customerId]);
 }
+
+/** A link as an export writes it: the provider's issuer and subject, and the email it gave. */
+export interface ExportedProviderLink {
+  customer_id: string;
+  issuer: string;
+  subject: string;
+  email: string | null;
+}
+
+/** The links of these customers (a page of an export), in the order they were made. */
+export async function linksOfCustomers(db: StoreQueryable, customerIds: readonly string[]): Promise<ExportedProviderLink[]> {
+  return db.query<ExportedProviderLink>(
+    `SELECT customer_id::text AS customer_id, issuer, subject, email FROM provider_links
+      WHERE store_id = $1 AND customer_id = ANY($2::uuid[]) ORDER BY linked_at, issuer, subject`,
+    [db.storeId, customerIds],
+  );
+}

@@ -6,6 +6,7 @@ import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } f
 import { edgeOf } from '../edge.js';
 import { addRequestLog } from '../request-log.js';
 import { unknownPathAnswer } from '../scopes.js';
+import { customerTransferRoutes } from './customer-transfer.js';
 import { introspectionRoutes } from './introspect.js';
 import { providerAdminRoutes } from './providers.js';
 import { storeRoutes } from './stores.js';
@@ -49,6 +50,7 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   await registerAdminOpenApi(app);
   await app.register(introspectionRoutes(services), { prefix: adminPrefix });
   await app.register(storeRoutes(services), { prefix: adminPrefix });
+  await app.register(customerTransferRoutes(services), { prefix: adminPrefix });
   await app.register(providerAdminRoutes(services), { prefix: adminPrefix });
   // Any token may read the document: the backends that introspect are who it is written for.
   app.get(`${adminPrefix}/openapi.json`, { config: { introspectionTokens: true }, schema: { hide: true } }, async () =>

@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { exportCustomers } from '../../auth/flows/customer-export.js';
+import { reportedImport } from '../../auth/flows/customer-import.js';
+import { findImport, recordImport, startImport } from '../../auth/tables/customer-imports.js';
+import { forStore } from '../../storage/database.js';
+import type { Edge } from '../edge.js';
+import { authDeps } from '../kit.js';
+import { ProblemError } from '../problems.js';
+import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems } from './admin-kit.js';
+
+/**
+ * A store's customers in and out, whole: an import of another system's customers (their password
+ * hashes included) and the export of this store's, in one NDJSON format. The import is uploaded
+ * first, to a file of its own, so its memory does not grow with it, and then runs behind the
+ * `202`; its report says how far it got.
+ */
+
+/** The most an import file may hold: two million customers of a few hundred bytes each, with room. */
+export const maxImportBytes = 1024 ** 3;
+export const ndjson = 'application/x-ndjson';
+
+const ImportQuery = Type.Object({
+  dry_run: Type.Optional(
+    Type.Boolean({ default: false, description: 'Check and count every line, and write no customer.' }),
+  ),
+});
+const ImportStarted = Type.Object({
+  import_id: Type.String({ format: 'uuid', description: 'Read its report at `GET …/imports/{import_id}`.' }),
+});
+const Refusal = Type.Object({
+  line: Type.Integer({ description: "The line's number in the file, from 1." }),
+  field: Type.String({ description: 'The field refused (`line` for a line that is no JSON object).' }),
+  reason: Type.String(),
+});
+export const ImportReport = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  status: Type.Union([Type.Literal('running'), Type.Literal('done'), Type.Literal('failed')], {
+    description: '`failed` also for an import whose process stopped before the end: run it again to finish it.',
+  }),
+  dry_run: Type.Boolean(),
+  lines: Type.Integer({ description: 'Lines read so far (blank lines are skipped).' }),
+  created: Type.Integer(),
+  updated: Type.Integer(),
+  unchanged: Type.Integer(),
+  refused: Type.Integer(),
+  refusals: Type.Array(Refusal, { description: 'The first 100 refused lines’ reasons, in line order.' }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed import stopped.' }),
+  started_at: Type.String({ format: 'date-time' }),
+  finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+const ImportParams = Type.Object({
+  id: StoreParams.properties.id,
+  import_id: Type.String({ maxLength: 100 }),
+});
+
+type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'logger'>;
+
+const importDescription = [
+  'One customer a line (`Content-Type: application/x-ndjson`), in the format the export writes:',
+  '`{"email" | "phone", "name", "verified", "password_hash", "external_id", "created_at", "locale", "providers": [{"issuer", "subject", "email"}]}`;',
+  'only the identity is required. The file is uploaded whole, then imported behind the `202`;',
+  'its report is at the `Location` the answer names.',
+  'An identity that has an account takes the fields its line gives, so running an import again changes nothing more;',
+  'a password the customer set or that a sign-in re-hashed here is never replaced. Password hashes of',
+  'bcrypt, phpass, WordPress 6.8, Magento 2, Django, PBKDF2, scrypt and argon2 are kept as given and',
+  're-hashed at the first good sign-in. Recorded as `customers.imported` with the token’s id. One import of a store at a time.',
+].join(' ');
+
+export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebox {
+  const { db, clock, limiter, logger } = services;
+  const { storeNamed, audit } = adminStoreKit(services);
+
+  return async (app) => {
+    countAdminCalls(app, limiter);
+    // The upload is read as it arrives, into a file: never whole into memory.
+    app.addContentTypeParser(ndjson, (_request, payload, done) => done(null, payload));
+
+    app.post(
+      '/stores/:id/customers/import',
+      route(
+        'importStoreCustomers',
+        "Import a store's customers",
+        importDescription,
+        { params: StoreParams, querystring: ImportQuery },
+        [...storeProblems, 'import_running', 'payload_too_large', 'unsupported_media_type'],
+        { 202: ImportStarted },
+      ),
+      async (request, reply) => {
+        const store = await storeNamed(request.params.id);
+        if (!(request.body instanceof Readable)) {
+          throw new ProblemError('unsupported_media_type', {}, {}, `An import is sent as ${ndjson}.`);
+        }
+        const deps = authDeps(services, store);
+        const importId = randomUUID();
+        const dryRun = request.query.dry_run === true;
+        if (!(await startImport(deps.db, clock, importId, dryRun))) throw new ProblemError('import_running');
+        const file = path.join(os.tmpdir(), `storefront-auth-import-${importId}.ndjson`);
+        try {
+          await spool(request.body, file);
+        } catch (error) {
+          fs.rmSync(file, { force: true });
+          const counts = { lines: 0, created: 0, updated: 0, unchanged: 0, refused: 0, refusals: [] };
+          await recordImport(deps.db, clock, importId, counts, { status: 'failed', error: 'the upload did not complete' });
+          throw error;
+        }
+        audit(request, store.id, 'customers.imported', { import_id: importId, dry_run: String(dryRun) });
+        const lines = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+        void reportedImport(deps, store, importId, lines, { dryRun })
+          .catch((error: unknown) => logger.error({ err: error, store: store.slug, importId }, 'customer import failed'))
+          .finally(() => fs.rmSync(file, { force: true }));
+        reply.code(202).header('location', `/admin/v1/stores/${store.id}/imports/${importId}`);
+        return { import_id: importId };
+      },
+    );
+
+    app.get(
+      '/stores/:id/imports/:import_id',
+      route(
+        'getStoreImport',
+        "Read a customer import's report",
+        'Its counts so far (written after every batch of 500 lines) and, once it ended, whether it finished.',
+        { params: ImportParams },
+        [...storeProblems, 'not_found'],
+        { 200: ImportReport },
+      ),
+      async (request) => {
+        const store = await storeNamed(request.params.id);
+        const report = await findImport(forStore(db, store.id), clock, request.params.import_id);
+        if (report === null) throw new ProblemError('not_found', {}, {}, 'The store has no import with this id.');
+        return report;
+      },
+    );
+
+    app.get(
+      '/stores/:id/customers/export',
+      route(
+        'exportStoreCustomers',
+        "Export a store's customers",
+        'Every customer of the store, one a line (`application/x-ndjson`), in the format an import reads: identity, name, `verified`, the password hash (this service’s argon2id in PHC form, or a hash an import brought that no sign-in has replaced yet), `external_id`, `created_at`, `locale` and provider links. Another deployment imports it whole and its customers sign in there with the same passwords. Streamed a page at a time. Recorded as `customers.exported` with the token’s id.',
+        { params: StoreParams },
+        storeProblems,
+        { 200: Type.String({ description: 'NDJSON: one customer a line.' }) },
+      ),
+      async (request, reply) => {
+        const store = await storeNamed(request.params.id);
+        audit(request, store.id, 'customers.exported', {});
+        reply.type(ndjson);
+        return reply.send(Readable.from(exportCustomers(forStore(db, store.id))));
+      },
+    );
+  };
+}
+
+/** Writes the upload to `file`, refusing it (413) past maxImportBytes. */
+async function spool(body: Readable, file: string): Promise<void> {
+  let bytes = 0;
+  const limit = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.length;
+      if (bytes > maxImportBytes) callback(new ProblemError('payload_too_large', {}, {}, `An import holds at most ${maxImportBytes} bytes.`));
+      else callback(null, chunk);
+    },
+  });
+  await pipeline(body, limit, fs.createWriteStream(file, { mode: 0o600 }));
+}
