@@ -56,9 +56,9 @@ async function importFile(hashes: string[]): Promise<string> {
   const out = fs.createWriteStream(file);
   for (let n = 0; n < importedCustomers; n += 1) {
     const line = `${JSON.stringify({ email: identity(n), name: `Imported ${n}`, verified: true, password_hash: hashes[n % hashes.length] })}\n`;
-    if (!out.write(line)) await new Promise((resolve) => out.once('drain', resolve));
+    if (!out.write(line)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
   }
-  await new Promise((resolve) => out.end(resolve));
+  await new Promise<void>((resolve) => out.end(() => resolve()));
   return file;
 }
 
@@ -86,9 +86,16 @@ async function runImport(context: BenchContext, service: Server, file: string): 
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     peakMb = Math.max(peakMb, service.memory().mb);
-    const report = (await (await fetch(`${service.adminUrl}${location}`, { headers })).json()) as Record<string, unknown>;
-    progress(context, `fig 14 import: ${format(Number(report['lines']))} lines, ${report['status']}; ${format(peakMb)} MB at most`);
-    if (report['status'] !== 'running') return { seconds: (performance.now() - started) / 1000, report, idleMb, peakMb };
+    const report = (await (await fetch(`${service.adminUrl}${location}`, { headers })).json()) as Record<
+      string,
+      unknown
+    >;
+    progress(
+      context,
+      `fig 14 import: ${format(Number(report['lines']))} lines, ${report['status']}; ${format(peakMb)} MB at most`,
+    );
+    if (report['status'] !== 'running')
+      return { seconds: (performance.now() - started) / 1000, report, idleMb, peakMb };
   }
 }
 
@@ -120,7 +127,10 @@ export async function figureImport(context: BenchContext): Promise<Row[]> {
       async (service) => {
         await ensureCustomers(context, service, rehashedCustomers);
         const imported = await runImport(context, service, file);
-        progress(context, `fig 14 import: done in ${format(imported.seconds, 1)} s, ${format(imported.peakMb - imported.idleMb)} MB over idle`);
+        progress(
+          context,
+          `fig 14 import: done in ${format(imported.seconds, 1)} s, ${format(imported.peakMb - imported.idleMb)} MB over idle`,
+        );
         await rehash(service, context.password);
         let next = 0;
         const rehashedLoad = (seconds: number) =>
@@ -141,12 +151,16 @@ export async function figureImport(context: BenchContext): Promise<Row[]> {
               context,
               '14',
               service,
-              () => (which === 'rehashed' ? rehashedLoad(context.seconds) : loginLoad(context, service.url, context.seconds)),
+              () =>
+                which === 'rehashed' ? rehashedLoad(context.seconds) : loginLoad(context, service.url, context.seconds),
               (done) => done.responses,
             );
             (which === 'rehashed' ? ours : native).push(result);
             if (which === 'rehashed') cpus.push(cpu);
-            progress(context, `fig 14 ${which} logins round ${round}/${context.rounds}: ${format(result.okPerSecond, 1)}/s (${statusText(result)})`);
+            progress(
+              context,
+              `fig 14 ${which} logins round ${round}/${context.rounds}: ${format(result.okPerSecond, 1)}/s (${statusText(result)})`,
+            );
           }
         }
         return importRows(imported, ours, native, cpus);

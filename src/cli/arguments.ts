@@ -353,7 +353,8 @@ function customersCommand(
   store: string | undefined,
 ): CustomersCommand {
   const named = store === undefined ? {} : { store };
-  if (key === 'customers export') return { name: 'customers.export', ...named, ...(file === undefined ? {} : { file }) };
+  if (key === 'customers export')
+    return { name: 'customers.export', ...named, ...(file === undefined ? {} : { file }) };
   if (file === undefined) throw new UsageError('customers import needs the NDJSON file to read');
   return { name: 'customers.import', ...named, file, dryRun: values['dry-run'] === true };
 }

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import readline from 'node:readline';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { exportCustomers } from '../auth/flows/customer-export.js';
 import { reportedImport } from '../auth/flows/customer-import.js';
-import type { ImportRefusal } from '../auth/rules/import-line.js';
+import { importLines, ImportInputError, type ImportRefusal } from '../auth/rules/import-line.js';
 import { startImport, type ImportCounts } from '../auth/tables/customer-imports.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -66,7 +65,7 @@ export async function runCustomersCommand(
       callback(null, chunk);
     },
   });
-  const lines = readline.createInterface({ input: fs.createReadStream(command.file).pipe(counting), crlfDelay: Infinity });
+  const lines = importLines(fs.createReadStream(command.file).pipe(counting));
   const progress = progressLine(stream, size, () => bytesRead);
   const deps = {
     db: sdb,
@@ -74,15 +73,24 @@ export async function runCustomersCommand(
     hasher: configuredHasher(config),
     allowedCallingCodes: config.smsAllowedCallingCodes,
   };
-  const counts = await reportedImport(deps, store, importId, lines, {
-    dryRun: command.dryRun,
-    progress: progress.update,
-    refused: (refused: ImportRefusal[]) => {
-      for (const { line, field, reason } of refused) refusals.write(`line ${line}: ${field}: ${reason}\n`);
-    },
-  });
+  let counts: ImportCounts;
+  try {
+    counts = await reportedImport(deps, store, importId, lines, {
+      dryRun: command.dryRun,
+      progress: progress.update,
+      refused: (refused: ImportRefusal[]) => {
+        for (const { line, field, reason } of refused) refusals.write(`line ${line}: ${field}: ${reason}\n`);
+      },
+    });
+  } catch (error) {
+    refusals.destroy();
+    fs.rmSync(refusalsFile, { force: true });
+    if (!(error instanceof ImportInputError)) throw error;
+    stream.write(`\nstorefront-auth: ${command.file}: ${error.message}\n`);
+    return { code: 1 };
+  }
   progress.end(counts);
-  await new Promise((resolve) => refusals.end(resolve));
+  await new Promise<void>((resolve) => refusals.end(() => resolve()));
   const summary = { import_id: importId, dry_run: command.dryRun, ...withoutRefusals(counts) };
   if (counts.refused === 0) {
     fs.rmSync(refusalsFile, { force: true });
@@ -118,12 +126,16 @@ function progressLine(stream: NodeJS.WriteStream, size: number, read: () => numb
       if (!live) return void stream.write(`storefront-auth: import: ${text}\n`);
       const width = 24;
       const filled = Math.round(share * width);
-      stream.write(`\r\x1b[Kstorefront-auth: [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${Math.round(share * 100)}% ${text}`);
+      stream.write(
+        `\r\x1b[Kstorefront-auth: [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${Math.round(share * 100)}% ${text}`,
+      );
     },
     end(counts: ImportCounts) {
       const seconds = Math.round((performance.now() - startedMs) / 1000);
       const totals = `${counts.created} created, ${counts.updated} updated, ${counts.unchanged} unchanged, ${counts.refused} refused`;
-      stream.write(`${live ? '\r\x1b[K' : ''}storefront-auth: import: ${counted(counts.lines, 'line')} in ${formatDuration(seconds)}: ${totals}\n`);
+      stream.write(
+        `${live ? '\r\x1b[K' : ''}storefront-auth: import: ${counted(counts.lines, 'line')} in ${formatDuration(seconds)}: ${totals}\n`,
+      );
     },
   };
 }

@@ -115,7 +115,10 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command.name === 'customers.import' || command.name === 'customers.export') {
-      const named = { ...command, ...('file' in command && command.file !== undefined ? { file: path.resolve(command.file) } : {}) };
+      const named = {
+        ...command,
+        ...('file' in command && command.file !== undefined ? { file: path.resolve(command.file) } : {}),
+      };
       const outcome = await withStore(config, (db) => runCustomersCommand(db, systemClock, config, named));
       if (outcome.output !== undefined) process.stdout.write(`${JSON.stringify(outcome.output, null, 2)}\n`);
       return outcome.code;

@@ -111,8 +111,14 @@ describe('the customer import', () => {
       "SELECT name, locale FROM customers WHERE identity_value = 'ada@example.com'",
     );
     assert.deepEqual({ ...ada }, { name: 'Ada', locale: 'en' });
-    assert.equal(await count(t, "sessions s JOIN customers c ON c.id = s.customer_id WHERE c.identity_value = 'bob@example.com'"), 0);
-    assert.equal(await count(t, "sessions s JOIN customers c ON c.id = s.customer_id WHERE c.identity_value = 'ada@example.com'"), 1);
+    assert.equal(
+      await count(t, "sessions s JOIN customers c ON c.id = s.customer_id WHERE c.identity_value = 'bob@example.com'"),
+      0,
+    );
+    assert.equal(
+      await count(t, "sessions s JOIN customers c ON c.id = s.customer_id WHERE c.identity_value = 'ada@example.com'"),
+      1,
+    );
     assert.ok((await signIn(domain, 'bob@example.com', bcrypt.password)).ok);
   });
 
@@ -146,6 +152,18 @@ describe('the customer import', () => {
     assert.equal(back.unchanged, 1);
   });
 
+  test('a vouched line with a hash takes a claimed account from its claimant: their password no longer signs in, the line’s does', async () => {
+    const t = await harness.start();
+    const domain = domainOf(t);
+    const claimant = registration();
+    const registered = await register(domain.deps, await domain.store(), claimant);
+    assert.ok(registered.ok);
+    const result = await run(domain, [json({ email: claimant.email, verified: true, password_hash: phpass.hash })]);
+    assert.equal(result.updated, 1);
+    assert.equal((await signIn(domain, claimant.email, claimant.password)).ok, false);
+    assert.ok((await signIn(domain, claimant.email, phpass.password)).ok);
+  });
+
   test('refusals name the line and the field, never the value, and refused lines write nothing', async () => {
     const t = await harness.start();
     const domain = domainOf(t);
@@ -157,7 +175,11 @@ describe('the customer import', () => {
       json({ email: 'hash@example.com', password_hash: '5f4dcc3b5aa765d61d8327deb882cf99' }),
       json({ email: 'extra@example.com', invite: 'yes' }),
       json({ email: 'link@example.com', providers: [{ issuer, subject: 'u-1' }] }),
-      json({ email: 'other@example.com', verified: true, providers: [{ issuer: 'https://elsewhere.example', subject: 'u-2' }] }),
+      json({
+        email: 'other@example.com',
+        verified: true,
+        providers: [{ issuer: 'https://elsewhere.example', subject: 'u-2' }],
+      }),
       json({ email: 'when@example.com', created_at: '2999-01-01T00:00:00Z' }),
       json({ email: 'lang@example.com', locale: 'xx' }),
     ]);
@@ -224,11 +246,18 @@ describe('the customer import', () => {
     const domain = domainOf(t);
     await addTestProvider(t, { issuer }, { id: 'acme-id', preset: undefined, name: 'Acme' });
     const result = await run(domain, [
-      json({ email: 'ada@example.com', verified: true, providers: [{ issuer, subject: 'u-1', email: 'ada@example.com' }] }),
+      json({
+        email: 'ada@example.com',
+        verified: true,
+        providers: [{ issuer, subject: 'u-1', email: 'ada@example.com' }],
+      }),
       json({ email: 'bob@example.com', verified: true, providers: [{ issuer, subject: 'u-1' }] }),
     ]);
     assert.equal(result.created, 1, JSON.stringify(result));
-    assert.deepEqual(result.refusals.map(({ line, field }) => `${line} ${field}`), ['2 providers[0]']);
+    assert.deepEqual(
+      result.refusals.map(({ line, field }) => `${line} ${field}`),
+      ['2 providers[0]'],
+    );
     assert.equal(await count(t, 'provider_links'), 1);
     assert.equal(await count(t, 'customers'), 1, 'the refused line made no account');
   });
@@ -237,7 +266,14 @@ describe('the customer import', () => {
     const t = await harness.start();
     const domain = domainOf(t);
     await run(domain, [
-      json({ email: 'ada@example.com', name: 'Ada', verified: true, password_hash: bcrypt.hash, external_id: 'wc-1', locale: 'en' }),
+      json({
+        email: 'ada@example.com',
+        name: 'Ada',
+        verified: true,
+        password_hash: bcrypt.hash,
+        external_id: 'wc-1',
+        locale: 'en',
+      }),
       json({ email: 'grace@example.com', name: 'Grace', created_at: '2019-04-01T10:00:00.000Z' }),
     ]);
     const exported: string[] = [];
@@ -256,7 +292,10 @@ describe('the customer import', () => {
     assert.equal(byIdentity.get('grace@example.com').created_at, '2019-04-01T10:00:00.000Z');
     // Into an empty store: the same accounts, and the same password signs in.
     await t.db.query('DELETE FROM customers');
-    const result = await run(domain, exported.map((line) => line.trimEnd()));
+    const result = await run(
+      domain,
+      exported.map((line) => line.trimEnd()),
+    );
     assert.equal(result.created, 2);
     assert.ok((await signIn(domain, 'ada@example.com', bcrypt.password)).ok);
   });

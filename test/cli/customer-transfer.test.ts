@@ -59,7 +59,10 @@ describe('customers import and export from the command line', { timeout: 120_000
       { lines: 2, created: 2, refused: 0, dry_run: false },
     );
     // Not a terminal: a summary line on standard error, no bar.
-    assert.match(first.stderr, /storefront-auth: import: 2 lines in \d+s: 2 created, 0 updated, 0 unchanged, 0 refused\n/);
+    assert.match(
+      first.stderr,
+      /storefront-auth: import: 2 lines in \d+s: 2 created, 0 updated, 0 unchanged, 0 refused\n/,
+    );
     assert.doesNotMatch(first.stderr, /\x1b\[/);
     assert.equal(fs.existsSync(`${input}.refused`), false);
 
@@ -68,7 +71,11 @@ describe('customers import and export from the command line', { timeout: 120_000
   });
 
   test('a refused line: exit 1, naming the file where every refusal is written by line and field', slow, async () => {
-    const input = file('broken.ndjson', [{ email: 'ok@example.com' }, 'not json', { email: 'x@example.com', password_hash: 'plain' }]);
+    const input = file('broken.ndjson', [
+      { email: 'ok@example.com' },
+      'not json',
+      { email: 'x@example.com', password_hash: 'plain' },
+    ]);
     const result = await run('customers', 'import', input);
     assert.equal(result.code, 1);
     assert.match(result.stderr, new RegExp(`2 lines refused: see ${input.replaceAll('.', '\\.')}\\.refused\n`));
@@ -83,8 +90,16 @@ describe('customers import and export from the command line', { timeout: 120_000
     const output = path.join(folder, 'export.ndjson');
     const result = await run('customers', 'export', output);
     assert.equal(result.code, 0, result.stderr);
-    const lines = fs.readFileSync(output, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line));
-    assert.deepEqual(lines.map((line) => line.email).sort(), ['ada@example.com', 'grace@example.com', 'ok@example.com']);
+    const lines = fs
+      .readFileSync(output, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(lines.map((line) => line.email).sort(), [
+      'ada@example.com',
+      'grace@example.com',
+      'ok@example.com',
+    ]);
     assert.equal(lines.find((line) => line.email === 'ada@example.com').password_hash, vectors[0]!.hash);
   });
 

@@ -64,7 +64,12 @@ describe('customer import over the admin API', () => {
   test('every legacy format signs in with its original password, is re-hashed at once, and a wrong one is refused alike', async () => {
     const { t, admin } = await startAdmin(harness);
     const lines = vectors.map((vector, i) =>
-      JSON.stringify({ email: `c${i}@example.com`, verified: true, password_hash: vector.hash, external_id: `old-${i}` }),
+      JSON.stringify({
+        email: `c${i}@example.com`,
+        verified: true,
+        password_hash: vector.hash,
+        external_id: `old-${i}`,
+      }),
     );
     const report = await imported(t, admin, lines);
     assert.equal(report.body.status, 'done');
@@ -77,7 +82,10 @@ describe('customer import over the admin API', () => {
       assert.equal(wrong.code, 'unauthenticated');
       const right = await loginFrom(t, `198.51.100.${i + 1}`, identity, vector.password);
       assert.equal(right.status, 200, vector.source);
-      const [row] = await t.db.query<{ password_hash: string }>('SELECT password_hash FROM customers WHERE identity_value = $1', [identity]);
+      const [row] = await t.db.query<{ password_hash: string }>(
+        'SELECT password_hash FROM customers WHERE identity_value = $1',
+        [identity],
+      );
       assert.equal(t.services.hasher.needsRehash(row!.password_hash), false, `${vector.source}: re-hashed`);
       const again = await loginFrom(t, `198.51.100.${i + 1}`, identity, vector.password);
       assert.equal(again.status, 200, `${vector.source}: the re-hashed password`);
@@ -86,7 +94,11 @@ describe('customer import over the admin API', () => {
 
   test('the report counts, refuses by line and field, and a dry run writes no customer', async () => {
     const { t, admin, call } = await startAdmin(harness);
-    const lines = [JSON.stringify({ email: 'ada@example.com' }), '{"email": 42}', JSON.stringify({ email: 'bob@example.com', password_hash: 'md5:abc' })];
+    const lines = [
+      JSON.stringify({ email: 'ada@example.com' }),
+      '{"email": 42}',
+      JSON.stringify({ email: 'bob@example.com', password_hash: 'md5:abc' }),
+    ];
     const dry = await imported(t, admin, lines, '?dry_run=true');
     assert.deepEqual(
       { ...dry.body, id: undefined, started_at: undefined, finished_at: undefined },
@@ -151,12 +163,20 @@ describe('customer import over the admin API', () => {
 
   test('the export streams NDJSON in the import’s format and is audited with the token', async () => {
     const { t, admin, call } = await startAdmin(harness);
-    await imported(t, admin, [JSON.stringify({ email: 'ada@example.com', name: 'Ada', verified: true, password_hash: vectors[0]!.hash })]);
+    await imported(t, admin, [
+      JSON.stringify({ email: 'ada@example.com', name: 'Ada', verified: true, password_hash: vectors[0]!.hash }),
+    ]);
     const reply = await call('GET', '/admin/v1/stores/default/customers/export');
     assert.equal(reply.status, 200);
     assert.match(String(reply.headers['content-type']), /^application\/x-ndjson/);
-    const lines = reply.raw.body.trimEnd().split('\n').map((line) => JSON.parse(line));
-    assert.deepEqual(lines.map((line) => [line.email, line.password_hash]), [['ada@example.com', vectors[0]!.hash]]);
+    const lines = reply.raw.body
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      lines.map((line) => [line.email, line.password_hash]),
+      [['ada@example.com', vectors[0]!.hash]],
+    );
     const audit = await auditRows(t, 'customers.exported');
     assert.equal(audit[0]!.details.token, tokenIdOf(adminToken));
   });

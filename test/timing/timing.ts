@@ -576,7 +576,10 @@ async function importAccounts(store: TimingStore, prefix: string, count: number)
   const hash = vectors.find((vector) => vector.hash.startsWith(prefix))!.hash;
   const identities = Array.from({ length: count }, (_, i) => `imported-${prefix.replace(/\W/g, '')}-${i}@example.com`);
   const file = path.join(store.dataDir, `import-${prefix.replace(/\W/g, '')}.ndjson`);
-  writeFileSync(file, identities.map((email) => JSON.stringify({ email, verified: true, password_hash: hash })).join('\n'));
+  writeFileSync(
+    file,
+    identities.map((email) => JSON.stringify({ email, verified: true, password_hash: hash })).join('\n'),
+  );
   const imported = await runCommand(['customers', 'import', file], cliEnv(store.dataDir));
   assert.equal(imported.code, 0, imported.stderr);
   return identities;

@@ -16,7 +16,10 @@ export async function* exportCustomers(db: StoreQueryable): AsyncGenerator<strin
     const page = await pageOfCustomers(db, after, exportPageSize);
     if (page.length === 0) return;
     const links = new Map<string, ExportedProviderLink[]>();
-    for (const link of await linksOfCustomers(db, page.map((row) => row.id))) {
+    for (const link of await linksOfCustomers(
+      db,
+      page.map((row) => row.id),
+    )) {
       links.set(link.customer_id, [...(links.get(link.customer_id) ?? []), link]);
     }
     for (const row of page) yield `${JSON.stringify(exportLine(row, links.get(row.id) ?? []))}\n`;
@@ -35,6 +38,12 @@ function exportLine(row: ImportedCustomerRow, links: ExportedProviderLink[]): Re
     ...(row.locale === null ? {} : { locale: row.locale }),
     ...(links.length === 0
       ? {}
-      : { providers: links.map(({ issuer, subject, email }) => ({ issuer, subject, ...(email === null ? {} : { email }) })) }),
+      : {
+          providers: links.map(({ issuer, subject, email }) => ({
+            issuer,
+            subject,
+            ...(email === null ? {} : { email }),
+          })),
+        }),
   };
 }

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { StoreQueryable } from '../../storage/database.js';
 import type { StoreContext } from '../../store/store.js';
 import type { AuthDeps } from '../deps.js';
-import { parseImportLine, type ImportRecord, type ImportRefusal } from '../rules/import-line.js';
+import {
+  ImportInputError,
+  parseImportLine,
+  type ImportedProvider,
+  type ImportRecord,
+  type ImportRefusal,
+} from '../rules/import-line.js';
 import { credentialsChanged, proveControl } from '../rules/ownership.js';
 import { keptRefusals, recordImport, type ImportCounts } from '../tables/customer-imports.js';
 import { listProviders } from '../../providers/configured.js';
@@ -19,7 +25,7 @@ import { findLinkedCustomer, insertProviderLink } from '../tables/provider-links
 import { deleteCustomerSessions } from '../tables/sessions.js';
 
 /**
- * Customers brought from another system (CONTRACT: import), a line at a time from a stream that
+ * Customers brought from another system, a line at a time from a stream that
  * is never held whole: lines are checked, then written a batch at a time, each batch one
  * transaction, so memory stays flat and a crash loses at most the batch it was writing.
  *
@@ -30,7 +36,7 @@ import { deleteCustomerSessions } from '../tables/sessions.js';
  *   still in another system's format is replaced, and a replaced one ends the account's sessions;
  * - make an unproven account own anything lasting: provider links come only with a proven
  *   identity, and `verified: true` on an account that was a claim is a first proof of control
- *   (what the claimant set up ends, as at any other proof);
+ *   (what the claimant set up ends, their password included, as at any other proof);
  * - mark a proven account unproven (`verified: false` is then ignored).
  */
 
@@ -134,31 +140,42 @@ async function applyBatch(
 ): Promise<Outcome[]> {
   const now = deps.clock.now();
   const existing = new Map(
-    (await lockCustomersByIdentity(tx, store.identityMode, records.map((record) => record.identity.value))).map(
-      (row) => [row.identity_value, row],
-    ),
+    (
+      await lockCustomersByIdentity(
+        tx,
+        store.identityMode,
+        records.map((record) => record.identity.value),
+      )
+    ).map((row) => [row.identity_value, row]),
   );
   const outcomes: Outcome[] = [];
   const created: { record: ImportRecord; customer: NewImportedCustomer; at: number }[] = [];
+  // Provider accounts an earlier line of this batch links: not in the table until the batch writes them.
+  const claimed = new Set<string>();
   for (const record of records) {
     const unknownIssuer = record.providers.findIndex((provider) => !providerIds.has(provider.issuer));
     if (unknownIssuer >= 0) {
-      outcomes.push([fieldRefusal(record, `providers[${unknownIssuer}].issuer`, 'no provider of this store has this issuer')]);
+      outcomes.push([
+        fieldRefusal(record, `providers[${unknownIssuer}].issuer`, 'no provider of this store has this issuer'),
+      ]);
       continue;
     }
     const row = existing.get(record.identity.value);
     // Checked before anything of the line is written: a refused line changes nothing.
-    const taken = await linksTaken(tx, record, row?.id ?? null);
+    const taken = await linksTaken(tx, record, row?.id ?? null, claimed);
     if (taken.length > 0) {
       outcomes.push(taken);
       continue;
     }
+    for (const provider of record.providers) claimed.add(linkKey(provider));
     if (row !== undefined) {
       outcomes.push(await updateCustomer(deps, tx, providerIds, row, record));
       continue;
     }
     if (record.providers.length > 0 && record.verified !== true) {
-      outcomes.push([fieldRefusal(record, 'providers', 'a provider is linked only to a proven identity (verified: true)')]);
+      outcomes.push([
+        fieldRefusal(record, 'providers', 'a provider is linked only to a proven identity (verified: true)'),
+      ]);
       continue;
     }
     const customer: NewImportedCustomer = {
@@ -182,7 +199,10 @@ async function applyBatch(
   );
   for (const { record, customer, at } of created) {
     if (inserted.has(customer.value)) await linkProviders(deps, tx, providerIds, customer.id, record);
-    else outcomes[at] = [fieldRefusal(record, record.identity.type, 'registered while the import ran; run the import again')];
+    else
+      outcomes[at] = [
+        fieldRefusal(record, record.identity.type, 'registered while the import ran; run the import again'),
+      ];
   }
   return outcomes;
 }
@@ -204,8 +224,8 @@ async function updateCustomer(
   let customer: CustomerRow = row;
   if (record.verified === true && row.verified_at === null) {
     // The platform vouches for the identity: a first proof of control, which ends what the claimant
-    // set up; a line without a hash also retires the claimant's password.
-    customer = await proveControl(tx, deps.clock, row, { retiresPassword: record.passwordHash === undefined });
+    // set up, their password included (the line's hash, if any, is set below in its place).
+    customer = await proveControl(tx, deps.clock, row, { retiresPassword: true });
     changed = true;
   }
   if (record.providers.length > 0 && customer.verified_at === null)
@@ -221,7 +241,8 @@ async function updateCustomer(
   const fields = {
     name: record.name !== undefined && record.name !== row.name ? record.name : undefined,
     locale: record.locale !== undefined && record.locale !== row.locale ? record.locale : undefined,
-    externalId: record.externalId !== undefined && record.externalId !== row.external_id ? record.externalId : undefined,
+    externalId:
+      record.externalId !== undefined && record.externalId !== row.external_id ? record.externalId : undefined,
   };
   if (Object.values(fields).some((value) => value !== undefined)) {
     await updateImportedFields(tx, row.id, fields, now);
@@ -231,11 +252,20 @@ async function updateCustomer(
   return changed ? 'updated' : 'unchanged';
 }
 
+const linkKey = (provider: ImportedProvider) => `${provider.issuer} ${provider.subject}`;
+
 /** The line's provider accounts that are linked to another customer of the store already. */
-async function linksTaken(tx: StoreQueryable, record: ImportRecord, customerId: string | null): Promise<ImportRefusal[]> {
+async function linksTaken(
+  tx: StoreQueryable,
+  record: ImportRecord,
+  customerId: string | null,
+  claimed: ReadonlySet<string>,
+): Promise<ImportRefusal[]> {
   const refusals: ImportRefusal[] = [];
   for (const [i, provider] of record.providers.entries()) {
-    const owner = await findLinkedCustomer(tx, provider.issuer, provider.subject);
+    const owner = claimed.has(linkKey(provider))
+      ? 'another line'
+      : await findLinkedCustomer(tx, provider.issuer, provider.subject);
     if (owner !== null && owner !== customerId)
       refusals.push(fieldRefusal(record, `providers[${i}]`, "linked to another of the store's customers"));
   }
@@ -288,8 +318,11 @@ export async function reportedImport(
     await recordImport(deps.db, deps.clock, importId, counts, { status: 'done' });
     return counts;
   } catch (error) {
-    // Never the error's own text: it may quote SQL or a file's content. The service's log has it.
-    const reason = `stopped after ${last.lines} lines by an internal error (the service's log has it); run it again to finish`;
+    // Never an internal error's own text: it may quote SQL or a file's content. The service's log has it.
+    const reason =
+      error instanceof ImportInputError
+        ? error.message
+        : `stopped after ${last.lines} lines by an internal error (the service's log has it); run it again to finish`;
     await recordImport(deps.db, deps.clock, importId, last, { status: 'failed', error: reason }).catch(() => {});
     throw error;
   }

@@ -4,10 +4,11 @@
  * an account of this service or from an unknown identity (the dummy check).
  *
  * Other systems' hashes cost what they cost: phpass or SHA-256 far less than argon2id, bcrypt at
- * cost 10 three to four times more. So every check in a store that has met legacy hashes is held
- * to a duration drawn from its recent legacy checks, and a legacy check also to one drawn from the
- * argon2 checks: an argon2 check (a known account or an unknown identity) waits as long as a slower
- * legacy one, and a quicker legacy check as long as an argon2 one. Drawing a recent duration,
+ * cost 10 three to four times more. So an argon2 check (a known account or an unknown identity)
+ * in a store that has met legacy hashes is held to a duration drawn from its recent legacy checks,
+ * and a legacy check to one drawn from the recent argon2 checks: each waits as long as the other
+ * kind when that is slower. A legacy check is not held to its own kind's durations, which would
+ * push it past the others by what it already spent. Drawing a recent duration,
  * rather than holding to an average or the most seen, gives the padded check the spread of the one
  * it copies, so their distributions match, not only their middles.
  *
@@ -50,8 +51,7 @@ export class CheckFloors {
 
   /** The least time a check of this kind in this lane (store) takes before it answers. */
   floorMs(lane: string, legacy: boolean): number {
-    const ofLane = this.laneFloorMs(lane);
-    return legacy ? Math.max(this.own.draw(), ofLane) : ofLane;
+    return legacy ? this.own.draw() : this.laneFloorMs(lane);
   }
 
   private laneFloorMs(lane: string): number {

@@ -5,10 +5,10 @@ import type { Options } from '@node-rs/argon2';
 
 type HashJob =
   | { op: 'hash'; password: string; options: Options }
-  | { op: 'verify'; hash: string; password: string };
+  | { op: 'verify'; hash: string; password: string; floorMs: number };
 type HashReply = { ok: true; value: string | Checked } | { ok: false; message: string };
 
-/** A verification's answer, and how long the thread took to find it. */
+/** A verification's answer, and how long the thread took to find it (before any floor). */
 export interface Checked {
   matches: boolean;
   ms: number;
@@ -45,6 +45,7 @@ const os = require('node:os');
 const { parentPort, workerData } = require('node:worker_threads');
 const { hashSync, verifySync } = require(workerData.argon2);
 const { verifyLegacyHash } = require(workerData.legacy);
+const pause = new Int32Array(new SharedArrayBuffer(4));
 try {
   fs.writeFileSync('/proc/thread-self/comm', '${hashThreadName}');
 } catch {}
@@ -54,7 +55,10 @@ try {
 function check(job) {
   const started = performance.now();
   const matches = job.hash.startsWith('$argon2') ? verifySync(job.hash, job.password) : verifyLegacyHash(job.hash, job.password);
-  return { matches, ms: performance.now() - started };
+  const ms = performance.now() - started;
+  // Held here, not by a timer on the event loop: a timer fires a millisecond or more late.
+  if (job.floorMs > ms) Atomics.wait(pause, 0, 0, job.floorMs - ms);
+  return { matches, ms };
 }
 parentPort.on('message', (job) => {
   try {
@@ -178,9 +182,12 @@ export class HashPool {
     return this.check(hash, password, lane).then((checked) => checked.matches);
   }
 
-  /** Verifies an argon2 hash or another system's (legacy-hashes.cjs), timing the thread's work. */
-  check(hash: string, password: string, lane = ''): Promise<Checked> {
-    return this.submit({ op: 'verify', hash, password }, lane) as Promise<Checked>;
+  /**
+   * Verifies an argon2 hash or another system's (legacy-hashes.cjs), timing the thread's work, and
+   * holds the thread until `floorMs` have passed since the check began.
+   */
+  check(hash: string, password: string, lane = '', floorMs = 0): Promise<Checked> {
+    return this.submit({ op: 'verify', hash, password, floorMs }, lane) as Promise<Checked>;
   }
 
   /** Stops the threads; work not finished, in every lane, is rejected. */

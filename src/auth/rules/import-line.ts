@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import type { IdentityMode } from '../../config.js';
 import { controlCharacter } from '../../i18n/controls.js';
 import type { StoreContext } from '../../store/store.js';
@@ -125,7 +126,8 @@ function importedIdentity(
   refuse: (field: string, reason: string) => void,
 ): string | undefined {
   const other = mode === 'email' ? 'phone' : 'email';
-  if (fields[other] !== undefined) refuse(other, `the store's customers sign in with ${mode === 'email' ? 'an email' : 'a phone number'}`);
+  if (fields[other] !== undefined)
+    refuse(other, `the store's customers sign in with ${mode === 'email' ? 'an email' : 'a phone number'}`);
   const raw = fields[mode];
   if (raw === undefined || raw === null) return void refuse(mode, 'required');
   if (typeof raw !== 'string') return void refuse(mode, 'not a string');
@@ -138,8 +140,8 @@ function importedIdentity(
 
 function importedProviders(raw: unknown, refuse: (field: string, reason: string) => void): ImportedProvider[] {
   if (raw === undefined || raw === null) return [];
-  if (!Array.isArray(raw)) return void refuse('providers', 'not an array'), [];
-  if (raw.length > maxProvidersPerLine) return void refuse('providers', `more than ${maxProvidersPerLine}`), [];
+  if (!Array.isArray(raw)) return (void refuse('providers', 'not an array'), []);
+  if (raw.length > maxProvidersPerLine) return (void refuse('providers', `more than ${maxProvidersPerLine}`), []);
   const providers: ImportedProvider[] = [];
   raw.forEach((entry: unknown, i) => {
     const field = `providers[${i}]`;
@@ -155,4 +157,33 @@ function importedProviders(raw: unknown, refuse: (field: string, reason: string)
     providers.push({ issuer, subject, email: normalized });
   });
   return providers;
+}
+
+/** The longest line an import reads: a customer is a few hundred bytes; a megabyte is a file with no line breaks. */
+export const maxImportLineBytes = 64 * 1024;
+
+/** An import's file that cannot be read as lines; its message is for the operator. */
+export class ImportInputError extends Error {}
+
+/**
+ * The lines of an upload, read as they are asked for: nothing is read ahead, so memory holds one
+ * chunk and one line whatever the file's size, and nothing is lost while the reader is busy.
+ */
+export async function* importLines(chunks: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  let rest = '';
+  let line = 0;
+  for await (const chunk of chunks) {
+    rest += typeof chunk === 'string' ? chunk : decoder.write(chunk);
+    const parts = rest.split('\n');
+    rest = parts.pop() ?? '';
+    for (const part of parts) {
+      line += 1;
+      yield part.endsWith('\r') ? part.slice(0, -1) : part;
+    }
+    if (rest.length > maxImportLineBytes)
+      throw new ImportInputError(`line ${line + 1} is longer than ${maxImportLineBytes} bytes: is this NDJSON?`);
+  }
+  rest += decoder.end();
+  if (rest !== '') yield rest.endsWith('\r') ? rest.slice(0, -1) : rest;
 }

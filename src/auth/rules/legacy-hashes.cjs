@@ -211,7 +211,10 @@ function magentoRecreate(check, password) {
   let recreated = password;
   for (const step of check.steps) {
     if (step.kind === 'md5' || step.kind === 'sha256') {
-      recreated = crypto.createHash(step.kind).update(check.salt + recreated).digest('hex');
+      recreated = crypto
+        .createHash(step.kind)
+        .update(check.salt + recreated)
+        .digest('hex');
       continue;
     }
     // Magento's getArgonHash: the salt cut or repeated to libsodium's 16 bytes.

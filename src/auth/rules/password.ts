@@ -141,12 +141,16 @@ export function createArgon2Hasher(
     const verifyPassword = async (passwordHash: string, password: string) => {
       const legacy = needsRehash(passwordHash);
       const floorMs = floors.floorMs(lane, legacy);
+      // A quicker legacy check holds its thread as long as an argon2 check would, precisely; an
+      // argon2 check held to a slower legacy one's time waits on a timer, so the thread it would
+      // otherwise hold (every store's) goes on hashing.
       const checked = await gate.run(lane, () =>
-        pool.check(passwordHash, checkInput(passwordHash, password), lane).catch(() => ({ matches: false, ms: 0 })),
+        pool
+          .check(passwordHash, checkInput(passwordHash, password), lane, legacy ? floorMs : 0)
+          .catch(() => ({ matches: false, ms: 0 })),
       );
       floors.record(lane, legacy, checked.ms);
-      // The answer waits out the floor, the thread does not: the store's other checks go on.
-      if (floorMs > checked.ms) await delay(floorMs - checked.ms);
+      if (!legacy && floorMs > checked.ms) await delay(floorMs - checked.ms);
       return checked.matches;
     };
     return {

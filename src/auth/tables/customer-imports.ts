@@ -36,7 +36,8 @@ export const keptRefusals = 100;
  * an import is idempotent, running it again finishes it.
  */
 const stalledAfterMs = 2 * 60_000;
-const interrupted = 'interrupted before it finished (the service stopped); run it again: lines already imported are unchanged';
+const interrupted =
+  'interrupted before it finished (the service stopped); run it again: lines already imported are unchanged';
 
 /**
  * Opens an import's report; false while another import of the store runs (the partial unique index
@@ -126,5 +127,10 @@ export async function findImport(db: StoreQueryable, clock: Clock, id: string): 
 
 /** Removes up to `limit` reports of a deleted store. */
 export async function deleteStoreImports(db: Queryable, storeId: string, limit: number): Promise<number> {
-  return deleteInBatch(db, { table: 'customer_imports', key: ['store_id', 'id'], where: 'store_id = $1' }, [storeId], limit);
+  return deleteInBatch(
+    db,
+    { table: 'customer_imports', key: ['store_id', 'id'], where: 'store_id = $1' },
+    [storeId],
+    limit,
+  );
 }

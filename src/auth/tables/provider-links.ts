@@ -76,7 +76,10 @@ export interface ExportedProviderLink {
 }
 
 /** The links of these customers (a page of an export), in the order they were made. */
-export async function linksOfCustomers(db: StoreQueryable, customerIds: readonly string[]): Promise<ExportedProviderLink[]> {
+export async function linksOfCustomers(
+  db: StoreQueryable,
+  customerIds: readonly string[],
+): Promise<ExportedProviderLink[]> {
   return db.query<ExportedProviderLink>(
     `SELECT customer_id::text AS customer_id, issuer, subject, email FROM provider_links
       WHERE store_id = $1 AND customer_id = ANY($2::uuid[]) ORDER BY linked_at, issuer, subject`,

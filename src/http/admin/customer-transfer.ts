@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { exportCustomers } from '../../auth/flows/customer-export.js';
 import { reportedImport } from '../../auth/flows/customer-import.js';
+import { importLines } from '../../auth/rules/import-line.js';
 import { findImport, recordImport, startImport } from '../../auth/tables/customer-imports.js';
 import { forStore } from '../../storage/database.js';
 import type { Edge } from '../edge.js';
@@ -29,7 +29,9 @@ export const ndjson = 'application/x-ndjson';
 
 const ImportQuery = Type.Object({
   dry_run: Type.Optional(
-    Type.Boolean({ default: false, description: 'Check and count every line, and write no customer.' }),
+    Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      description: '`true`: check and count every line as a real import would, and write no customer.',
+    }),
   ),
 });
 const ImportStarted = Type.Object({
@@ -61,7 +63,10 @@ const ImportParams = Type.Object({
   import_id: Type.String({ maxLength: 100 }),
 });
 
-type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'logger'>;
+type Deps = Pick<
+  Edge,
+  'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'logger'
+>;
 
 const importDescription = [
   'One customer a line (`Content-Type: application/x-ndjson`), in the format the export writes:',
@@ -100,7 +105,7 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
         }
         const deps = authDeps(services, store);
         const importId = randomUUID();
-        const dryRun = request.query.dry_run === true;
+        const dryRun = request.query.dry_run === 'true';
         if (!(await startImport(deps.db, clock, importId, dryRun))) throw new ProblemError('import_running');
         const file = path.join(os.tmpdir(), `storefront-auth-import-${importId}.ndjson`);
         try {
@@ -108,13 +113,17 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
         } catch (error) {
           fs.rmSync(file, { force: true });
           const counts = { lines: 0, created: 0, updated: 0, unchanged: 0, refused: 0, refusals: [] };
-          await recordImport(deps.db, clock, importId, counts, { status: 'failed', error: 'the upload did not complete' });
+          await recordImport(deps.db, clock, importId, counts, {
+            status: 'failed',
+            error: 'the upload did not complete',
+          });
           throw error;
         }
         audit(request, store.id, 'customers.imported', { import_id: importId, dry_run: String(dryRun) });
-        const lines = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
-        void reportedImport(deps, store, importId, lines, { dryRun })
-          .catch((error: unknown) => logger.error({ err: error, store: store.slug, importId }, 'customer import failed'))
+        void reportedImport(deps, store, importId, importLines(fs.createReadStream(file)), { dryRun })
+          .catch((error: unknown) =>
+            logger.error({ err: error, store: store.slug, importId }, 'customer import failed'),
+          )
           .finally(() => fs.rmSync(file, { force: true }));
         reply.code(202).header('location', `/admin/v1/stores/${store.id}/imports/${importId}`);
         return { import_id: importId };
@@ -165,7 +174,8 @@ async function spool(body: Readable, file: string): Promise<void> {
   const limit = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       bytes += chunk.length;
-      if (bytes > maxImportBytes) callback(new ProblemError('payload_too_large', {}, {}, `An import holds at most ${maxImportBytes} bytes.`));
+      if (bytes > maxImportBytes)
+        callback(new ProblemError('payload_too_large', {}, {}, `An import holds at most ${maxImportBytes} bytes.`));
       else callback(null, chunk);
     },
   });
