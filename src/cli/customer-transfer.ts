@@ -50,6 +50,10 @@ export async function runCustomersCommand(
     await pipeline(exportCustomers(sdb), output);
     return { code: 0 };
   }
+  if (!fs.existsSync(command.file)) {
+    stream.write(`storefront-auth: ${command.file}: no such file\n`);
+    return { code: 1 };
+  }
   const size = fs.statSync(command.file).size;
   const importId = randomUUID();
   if (!(await startImport(sdb, clock, importId, command.dryRun))) {

@@ -86,6 +86,13 @@ describe('customers import and export from the command line', { timeout: 120_000
     assert.equal(JSON.parse(result.stdout).refusals_file, `${input}.refused`);
   });
 
+  test('a file that is not there: exit 1 naming it', slow, async () => {
+    const missing = path.join(folder, 'missing.ndjson');
+    const result = await run('customers', 'import', missing);
+    assert.equal(result.code, 1);
+    assert.equal(result.stderr, `storefront-auth: ${missing}: no such file\n`);
+  });
+
   test('exports every customer to a file in the import’s format', slow, async () => {
     const output = path.join(folder, 'export.ndjson');
     const result = await run('customers', 'export', output);
