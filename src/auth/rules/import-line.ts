@@ -160,7 +160,7 @@ function importedProviders(raw: unknown, refuse: (field: string, reason: string)
 }
 
 /** The longest line an import reads: a customer is a few hundred bytes; a megabyte is a file with no line breaks. */
-export const maxImportLineBytes = 64 * 1024;
+const maxImportLineBytes = 64 * 1024;
 
 /** An import's file that cannot be read as lines; its message is for the operator. */
 export class ImportInputError extends Error {}

@@ -24,8 +24,8 @@ import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems } fro
  */
 
 /** The most an import file may hold: two million customers of a few hundred bytes each, with room. */
-export const maxImportBytes = 1024 ** 3;
-export const ndjson = 'application/x-ndjson';
+const maxImportBytes = 1024 ** 3;
+const ndjson = 'application/x-ndjson';
 
 const ImportQuery = Type.Object({
   dry_run: Type.Optional(
@@ -42,7 +42,7 @@ const Refusal = Type.Object({
   field: Type.String({ description: 'The field refused (`line` for a line that is no JSON object).' }),
   reason: Type.String(),
 });
-export const ImportReport = Type.Object({
+const ImportReport = Type.Object({
   id: Type.String({ format: 'uuid' }),
   status: Type.Union([Type.Literal('running'), Type.Literal('done'), Type.Literal('failed')], {
     description: '`failed` also for an import whose process stopped before the end: run it again to finish it.',
