@@ -8,8 +8,9 @@
  *   or writes through it: config.ts (the environment, parsed with storage's address and sslmode
  *   readers) and the audit trail;
  * - delivery (a message carries what it says, it never asks the domain), then the store context,
- *   then a store's sign-in providers (their table and the OpenID relying party), then the domain
- *   (auth), which reads the store's settings, matches a provider's identity and queues messages;
+ *   then a store's sign-in providers (their table and the OpenID relying party), then the hooks
+ *   to a store's own systems (signed as Standard Webhooks), then the domain (auth), which reads
+ *   the store's settings, matches a provider's identity and queues messages;
  * - the janitor (it deletes through each table's owner), the composition root (services.ts, which
  *   knows nothing of HTTP), the edge (http, web), app.ts, serve.ts, and the command line on top.
  * A part may import its own layer and those below. Two parts of one layer may not import each
@@ -46,6 +47,7 @@ export const layers: readonly (readonly string[])[] = [
   ['delivery'],
   ['store'],
   ['providers'],
+  ['hooks'],
   ['auth'],
   ['janitor.ts'],
   ['services.ts'],

@@ -26,6 +26,7 @@ export const auditEvents = [
   'customer.looked_up',
   'customers.imported',
   'customers.exported',
+  'customer.invited',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 

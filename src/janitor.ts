@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { deleteOldAuditEvents, deleteStoreAudit } from './audit.js';
 import { deleteStoreImports } from './auth/tables/customer-imports.js';
 import { deleteFinishedChallenges } from './auth/tables/codes.js';
+import { deleteStorePasswordHooks } from './hooks/password-hooks.js';
 import { deleteOldKnownDevices, knownDeviceDays } from './auth/tables/known-devices.js';
 import { deleteExpiredPasskeyChallenges, deleteStorePasskeyChallenges } from './auth/tables/passkey-challenges.js';
 import { deleteStoreCustomers } from './auth/tables/customers.js';
@@ -142,6 +143,7 @@ const steps: Array<[string, (db: Queryable, storeId: string, limit: number) => P
   ['passkey_challenges', deleteStorePasskeyChallenges],
   ['provider_states', deleteStoreProviderStates],
   ['store_providers', deleteStoreProviders],
+  ['store_password_hooks', deleteStorePasswordHooks],
   ['customers', deleteStoreCustomers],
 ];
 

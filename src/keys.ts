@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 
-export type KeyPurpose = 'codes' | 'csrf' | 'outbox' | 'counters' | 'providers' | 'providerCookies';
+export type KeyPurpose = 'codes' | 'csrf' | 'outbox' | 'counters' | 'providers' | 'providerCookies' | 'hooks';
 
 /** Separate keys for separate uses, all derived from one deployment secret. */
 export type KeySet = Record<KeyPurpose, Buffer>;
@@ -24,6 +24,7 @@ function deriveKeySet(secret: string): KeySet {
     counters: derive('counters'),
     providers: derive('providers'),
     providerCookies: derive('providerCookies'),
+    hooks: derive('hooks'),
   };
 }
 

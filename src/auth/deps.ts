@@ -5,6 +5,7 @@ import type { IdentityMode } from '../config.js';
 import type { Channel } from '../delivery/message.js';
 import type { Keys } from '../keys.js';
 import type { StoreDatabase } from '../storage/database.js';
+import type { OldPasswordQuestion } from '../hooks/ask-password-hook.js';
 import type { PasswordHasher } from './rules/password.js';
 
 /**
@@ -22,7 +23,15 @@ export interface AuthDeps {
   allowedCallingCodes: readonly string[];
   /** Called after a transaction that wrote outbox messages has committed. */
   messagesQueued: () => void;
+  /**
+   * The store's old system, which can tell whether a password is right for an account its import
+   * brought without a hash (the password migration hook); null when the store has none.
+   */
+  passwordHook: (db: StoreDatabase) => Promise<OldPasswordCheck | null>;
 }
+
+/** True only when the old system said the password is right; false for any other answer or none. */
+export type OldPasswordCheck = (question: OldPasswordQuestion) => Promise<boolean>;
 
 /**
  * What a flow that queues codes or messages needs: the database, the clock, the keys that MAC the

@@ -1,3 +1,4 @@
+import type { Keys } from '../keys.js';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { Transform } from 'node:stream';
@@ -36,6 +37,7 @@ export async function runCustomersCommand(
   db: Database,
   clock: Clock,
   config: Config,
+  keys: Keys,
   command: CustomersCommand,
   stream: NodeJS.WriteStream = process.stderr,
 ): Promise<TransferOutcome> {
@@ -75,7 +77,10 @@ export async function runCustomersCommand(
     db: sdb,
     clock,
     hasher: configuredHasher(config),
+    keys,
     allowedCallingCodes: config.smsAllowedCallingCodes,
+    // Invitations wait in the outbox until a running service's dispatcher next looks.
+    messagesQueued: () => {},
   };
   let counts: ImportCounts;
   try {
@@ -136,7 +141,7 @@ function progressLine(stream: NodeJS.WriteStream, size: number, read: () => numb
     },
     end(counts: ImportCounts) {
       const seconds = Math.round((performance.now() - startedMs) / 1000);
-      const totals = `${counts.created} created, ${counts.updated} updated, ${counts.unchanged} unchanged, ${counts.refused} refused`;
+      const totals = `${counts.created} created, ${counts.updated} updated, ${counts.unchanged} unchanged, ${counts.refused} refused${counts.invited > 0 ? `, ${counts.invited} invited` : ''}`;
       stream.write(
         `${live ? '\r\x1b[K' : ''}storefront-auth: import: ${counted(counts.lines, 'line')} in ${formatDuration(seconds)}: ${totals}\n`,
       );

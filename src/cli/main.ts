@@ -119,7 +119,9 @@ async function main(argv: string[]): Promise<number> {
         ...command,
         ...('file' in command && command.file !== undefined ? { file: path.resolve(command.file) } : {}),
       };
-      const outcome = await withStore(config, (db) => runCustomersCommand(db, systemClock, config, named));
+      const outcome = await withStore(config, (db, secret) =>
+        runCustomersCommand(db, systemClock, config, deriveKeys(secret, config.appSecretPrevious), named),
+      );
       if (outcome.output !== undefined) process.stdout.write(`${JSON.stringify(outcome.output, null, 2)}\n`);
       return outcome.code;
     }

@@ -2,6 +2,7 @@ export type Channel = 'email' | 'sms';
 export type MessagePurpose =
   | 'verification'
   | 'password_reset'
+  | 'invitation'
   | 'password_changed'
   | 'account_deleted'
   | 'sign_in'

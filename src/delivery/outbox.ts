@@ -51,7 +51,11 @@ export async function enqueueMessage(tx: StoreQueryable, deps: OutboxDeps, messa
     ...(code === undefined
       ? {}
       : {
-          code: { value: code.value, lifetimeMinutes: Math.round((code.expiresAt.getTime() - now.getTime()) / 60_000) },
+          code: {
+            value: code.value,
+            lifetimeMinutes: Math.round((code.expiresAt.getTime() - now.getTime()) / 60_000),
+            expiresAt: code.expiresAt,
+          },
         }),
   });
   const [row] = await tx.query<{ id: string }>(

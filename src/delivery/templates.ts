@@ -15,8 +15,11 @@ export interface TemplateInput {
   language: string;
   /** The operator's, from the store settings. */
   storeName: string;
-  /** A code and how long it lives, in whole minutes (the message says so). */
-  code?: { value: string; lifetimeMinutes: number };
+  /**
+   * A code and how long it lives, in whole minutes (the message says so); an invitation's, which
+   * lives for days, says until when.
+   */
+  code?: { value: string; lifetimeMinutes: number; expiresAt?: Date };
   /** For `password_changed`: a reset ends every session, a change keeps the device that made it. */
   signedOut?: 'every_device' | 'other_devices';
   /** For `identity_changed`: the account's new identity, masked. */
@@ -179,6 +182,20 @@ function smsWithDetails({ w, params, input }: WordsContext, short: string): stri
 const wordsOf: { [P in MessagePurpose]: (context: WordsContext) => Words } = {
   verification: codeWords('verification'),
   password_reset: codeWords('password_reset'),
+  // Sent unasked (an import brought the account without a password): it says where the code goes,
+  // in the page's own words for the buttons, and until when it works.
+  invitation: ({ w, params, input }) => ({
+    subject: w.say('invitation.subject', params),
+    lines: [
+      w.say('invitation.line1', {
+        ...params,
+        forgot: catalogue.text(w.language, 'page.nav.forgot'),
+        have_code: catalogue.text(w.language, 'page.forgot.have_code'),
+      }),
+      w.say('invitation.expiry', { until: w.insert(formatWhen(input.code?.expiresAt ?? new Date(0)), 'ltr') }),
+      w.say('invitation.line2', params),
+    ],
+  }),
   sign_in: codeWords('sign_in'),
   identity_change: codeWords('identity_change'),
   password_changed: ({ w, params, input }) => ({
@@ -250,9 +267,12 @@ export function renderMessage(input: TemplateInput): MessageContent {
   const { subject, lines } = wordsOf[input.purpose](context);
   const language = input.language;
   if (input.channel === 'sms') {
-    const sms = w.text(
-      w.say(`sms.${input.purpose}`, { ...context.params, expiry: w.say('sms.expiry', { count: lifetimeMinutes }) }),
-    );
+    // An invitation lives for days, the other codes for minutes.
+    const expiry =
+      input.purpose === 'invitation'
+        ? w.say('sms.expiry_days', { count: Math.floor(lifetimeMinutes / (24 * 60)) })
+        : w.say('sms.expiry', { count: lifetimeMinutes });
+    const sms = w.text(w.say(`sms.${input.purpose}`, { ...context.params, expiry }));
     return { language, subject: w.text(subject), text: smsWithDetails(context, sms), html: '' };
   }
   // No name in the greeting: see TemplateInput.

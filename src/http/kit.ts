@@ -5,6 +5,8 @@ import type { CustomerRow } from '../auth/tables/customers.js';
 import type { AuthDeps, FieldErrors } from '../auth/deps.js';
 import type { SignedIn } from '../auth/rules/sign-in.js';
 import type { StoreContext } from '../store/store.js';
+import { askPasswordHook } from '../hooks/ask-password-hook.js';
+import { loadPasswordHook } from '../hooks/password-hooks.js';
 import { forStore, type StoreDatabase } from '../storage/database.js';
 import { parseIdentity, type ParsedIdentity } from '../auth/rules/identity.js';
 import { findSessionCustomer } from '../auth/tables/sessions.js';
@@ -31,7 +33,7 @@ import { loggedUrl } from './request-log.js';
  */
 
 /** The parts of the edge the domain's dependencies are made from (see authDeps). */
-export type AuthDepsSource = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher'>;
+export type AuthDepsSource = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'logger'>;
 
 /** What the kit is made from: every customer route module takes exactly this. */
 export type KitSource = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
@@ -48,6 +50,10 @@ export function authDeps(services: AuthDepsSource, store: Pick<StoreContext, 'id
     keys: services.keys,
     allowedCallingCodes: services.config.smsAllowedCallingCodes,
     messagesQueued: () => services.dispatcher.nudge(),
+    passwordHook: async (db) => {
+      const hook = await loadPasswordHook(db, services.keys);
+      return hook === null ? null : (question) => askPasswordHook(hook, question, services.logger);
+    },
   };
 }
 

@@ -65,6 +65,11 @@ export const adminProblemCatalogue = {
     title: 'Import running',
     detail: "An import of this store's customers is running; wait for its report to say done or failed.",
   },
+  has_password: {
+    status: 409,
+    title: 'Has a password',
+    detail: 'The customer has a password, so needs no invitation; they can reset it with forgot/reset if it is lost.',
+  },
   phone_store: {
     status: 409,
     title: 'Phone store',

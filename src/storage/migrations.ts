@@ -490,6 +490,25 @@ export const migrations: Migration[] = [
       CREATE UNIQUE INDEX customer_imports_running ON customer_imports (store_id) WHERE status = 'running';
     `,
   },
+  {
+    version: 19,
+    name: 'invitations and the password migration hook',
+    sql: `
+      -- When an import made the account: only such an account, while it has no password, may have
+      -- its password checked by the store's old system (the password migration hook).
+      ALTER TABLE customers ADD COLUMN imported_at timestamptz;
+      ALTER TABLE customer_imports ADD COLUMN invited integer NOT NULL DEFAULT 0;
+      -- The store's old system, asked about a password its import brought no hash for. The secret
+      -- is sealed under APP_SECRET, as providers' secrets are.
+      CREATE TABLE store_password_hooks (
+        store_id text PRIMARY KEY REFERENCES stores (id),
+        url text NOT NULL,
+        sealed_secret text NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

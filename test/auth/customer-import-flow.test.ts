@@ -61,9 +61,9 @@ describe('the customer import', () => {
       json({ email: 'linus@example.com' }),
     ];
     const first = await run(domain, lines);
-    assert.deepEqual(first, { lines: 3, created: 3, updated: 0, unchanged: 0, refused: 0, refusals: [] });
+    assert.deepEqual(first, { lines: 3, created: 3, updated: 0, unchanged: 0, refused: 0, invited: 0, refusals: [] });
     const again = await run(domain, lines);
-    assert.deepEqual(again, { lines: 3, created: 0, updated: 0, unchanged: 3, refused: 0, refusals: [] });
+    assert.deepEqual(again, { lines: 3, created: 0, updated: 0, unchanged: 3, refused: 0, invited: 0, refusals: [] });
     assert.equal(await count(t, 'customers'), 3);
     const [grace] = await t.db.query<{ created_at: Date; verified_at: Date | null; name: string }>(
       "SELECT created_at, verified_at, name FROM customers WHERE identity_value = 'grace@example.com'",
@@ -212,7 +212,7 @@ describe('the customer import', () => {
     const dry = await run(domain, lines, { dryRun: true });
     assert.deepEqual(
       { ...dry, refusals: dry.refusals.length },
-      { lines: 3, created: 1, updated: 1, unchanged: 0, refused: 1, refusals: 1 },
+      { lines: 3, created: 1, updated: 1, unchanged: 0, refused: 1, invited: 0, refusals: 1 },
     );
     assert.equal(await count(t, 'customers'), 1);
     const [ada] = await t.db.query<{ name: string }>('SELECT name FROM customers');

@@ -23,6 +23,7 @@ const storeName = 'Corner Shop';
 const purposes: Record<MessagePurpose, (now: Date) => Partial<NewMessage>> = {
   verification: (now) => ({ code: codeAt(now) }),
   password_reset: (now) => ({ code: codeAt(now) }),
+  invitation: (now) => ({ code: { value: '482913', expiresAt: new Date(now.getTime() + 7 * 24 * 3600_000) } }),
   sign_in: (now) => ({ code: codeAt(now) }),
   identity_change: (now) => ({ code: codeAt(now) }),
   password_changed: () => ({ signedOut: 'other_devices' }),

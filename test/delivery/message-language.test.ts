@@ -10,6 +10,7 @@ import { auth, registration, useHarness, type TestApp } from '../helpers/harness
 const purposes: MessagePurpose[] = [
   'verification',
   'password_reset',
+  'invitation',
   'sign_in',
   'password_changed',
   'new_sign_in',
@@ -39,7 +40,14 @@ function longest(purpose: MessagePurpose, language: string, lifetimeMinutes = 10
   };
 }
 
-const codePurposes = new Set<MessagePurpose>(['verification', 'password_reset', 'sign_in', 'identity_change']);
+const codePurposes = new Set<MessagePurpose>([
+  'verification',
+  'password_reset',
+  'invitation',
+  'sign_in',
+  'identity_change',
+]);
+const day = 24 * 60;
 
 /** The language recorded for a customer's messages. */
 async function recordedLocale(t: TestApp, id: string): Promise<string | null> {
@@ -52,7 +60,10 @@ describe('messages in the customer’s language', () => {
   test('every Arabic SMS fits one UCS-2 part (70 UTF-16 units) and every English one 160, for a 20-character store name', () => {
     assert.equal('Twenty Characters Co'.length, 20);
     for (const purpose of purposes) {
-      for (const minutes of [1, 2, 10, 15, 60]) {
+      // An invitation's code lives for days (a week), the others' for minutes.
+      for (const minutes of purpose === 'invitation'
+        ? [day, 2 * day, 3 * day, 7 * day, 11 * day]
+        : [1, 2, 10, 15, 60]) {
         const arabic = renderMessage(longest(purpose, 'ar', minutes)).text;
         assert.ok(arabic.length <= 70, `ar ${purpose} (${minutes} min) is ${arabic.length} units: ${arabic}`);
         assert.match(arabic, /[\u0600-\u06ff]/, `ar ${purpose} is Arabic`);

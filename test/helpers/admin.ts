@@ -14,7 +14,7 @@ export async function adminAppOf(t: TestApp): Promise<FastifyInstance> {
   return admin;
 }
 
-export type AdminMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type AdminMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Calls the admin app with a bearer token, a JSON body when given: the answer. */
 export function adminCaller(admin: FastifyInstance, token: string) {

@@ -1,3 +1,4 @@
+import { authDeps } from '../../src/http/kit.js';
 import type { AuthDeps } from '../../src/auth/deps.js';
 import { parseIdentity, type ParsedIdentity } from '../../src/auth/rules/identity.js';
 import type { SignInAttempt } from '../../src/auth/rules/sign-in.js';
@@ -36,6 +37,7 @@ export function domainOf(t: TestApp): Domain {
       allowedCallingCodes: t.services.config.smsAllowedCallingCodes,
       // The test delivers by draining the outbox itself.
       messagesQueued: () => {},
+      passwordHook: authDeps(t.services, { id: firstStoreId }).passwordHook,
     },
     store,
     client,

@@ -103,7 +103,7 @@ export function deliverer(services: Services, outbox: RecordingTransport) {
   };
 }
 
-export type CodePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
+export type CodePurpose = 'verification' | 'password_reset' | 'invitation' | 'sign_in' | 'identity_change';
 
 /** How a test talks to a built app: requests, delivery, and the codes its messages carried. */
 export function requester(app: FastifyInstance, services: Services, outbox: RecordingTransport) {

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, test } from 'node:test';
-import type { FastifyInstance } from 'fastify';
 import { tokenIdOf } from '../../src/http/admin/tokens.js';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
+import { adminToken, imported, importUrl, startAdmin, upload } from '../helpers/import.js';
 import { auditRows } from '../helpers/audit.js';
 import { count, loginFrom } from '../helpers/customers.js';
-import { createHarness, toReply, useHarness, type Harness, type Reply, type TestApp } from '../helpers/harness.js';
+import { createHarness, useHarness } from '../helpers/harness.js';
 
 /**
  * The import and the export over the admin API: customers of other systems arrive with their
@@ -14,49 +13,12 @@ import { createHarness, toReply, useHarness, type Harness, type Reply, type Test
  * deployment to another.
  */
 
-const adminToken = 'admin-token-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
-const importUrl = '/admin/v1/stores/default/customers/import';
 const vectors = JSON.parse(fs.readFileSync(new URL('../fixtures/legacy-hashes.json', import.meta.url), 'utf8')) as {
   format: string;
   source: string;
   password: string;
   hash: string;
 }[];
-
-async function startAdmin(harness: Pick<Harness, 'start'>) {
-  const t = await harness.start({ env: { ADMIN_TOKENS: adminToken } });
-  const admin = await adminAppOf(t);
-  return { t, admin, call: adminCaller(admin, adminToken) };
-}
-
-async function upload(admin: FastifyInstance, lines: string[], query = ''): Promise<Reply> {
-  return toReply(
-    await admin.inject({
-      method: 'POST',
-      url: `${importUrl}${query}`,
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/x-ndjson' },
-      payload: `${lines.join('\n')}\n`,
-    }),
-  );
-}
-
-/** The import's report once it has ended: it runs behind the 202, so its report is asked until then. */
-async function finished(call: ReturnType<typeof adminCaller>, location: string): Promise<Reply> {
-  for (let tries = 0; tries < 500; tries += 1) {
-    const report = await call('GET', location);
-    assert.equal(report.status, 200, JSON.stringify(report.body));
-    if (report.body.status !== 'running') return report;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the import did not end');
-}
-
-async function imported(t: TestApp, admin: FastifyInstance, lines: string[], query = ''): Promise<Reply> {
-  const started = await upload(admin, lines, query);
-  assert.equal(started.status, 202, JSON.stringify(started.body));
-  assert.equal(started.headers.location, `/admin/v1/stores/default/imports/${started.body.import_id}`);
-  return finished(adminCaller(admin, adminToken), started.headers.location as string);
-}
 
 describe('customer import over the admin API', () => {
   const harness = useHarness();
@@ -111,6 +73,7 @@ describe('customer import over the admin API', () => {
         updated: 0,
         unchanged: 0,
         refused: 2,
+        invited: 0,
         refusals: [
           { line: 2, field: 'email', reason: 'not a string' },
           { line: 3, field: 'password_hash', reason: 'unknown format' },

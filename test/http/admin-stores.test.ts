@@ -570,10 +570,12 @@ describe('the platform admin API', () => {
       '/admin/v1/stores/{id}/customers',
       '/admin/v1/stores/{id}/customers/export',
       '/admin/v1/stores/{id}/customers/import',
+      '/admin/v1/stores/{id}/customers/{customer_id}/invite',
       '/admin/v1/stores/{id}/customers/{customer_id}/revoke-sessions',
       '/admin/v1/stores/{id}/hosts',
       '/admin/v1/stores/{id}/hosts/{host}',
       '/admin/v1/stores/{id}/imports/{import_id}',
+      '/admin/v1/stores/{id}/password-hook',
       '/admin/v1/stores/{id}/providers',
       '/admin/v1/stores/{id}/providers/{provider}',
     ]);

@@ -254,6 +254,9 @@ describe('wire format', () => {
       verify: async () => {
         throw leaky;
       },
+      verifyElsewhere: async () => {
+        throw leaky;
+      },
       verifyDummy: async () => {
         throw leaky;
       },

@@ -60,6 +60,10 @@ function countingHasher(): PasswordHasher & { verifications: number } {
       hasher.verifications += 1;
       return inner.verifyDummy(password);
     },
+    async verifyElsewhere(check: () => Promise<boolean>) {
+      hasher.verifications += 1;
+      return inner.verifyElsewhere(check);
+    },
     needsRehash: (passwordHash: string) => inner.needsRehash(passwordHash),
     // Counted alike whatever the store: the same counter for every lane.
     lane: (): PasswordHasher => hasher,

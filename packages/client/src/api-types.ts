@@ -33,6 +33,7 @@ export type AdminProblemCode =
   | 'relying_party_in_use'
   | 'identity_mode_in_use'
   | 'import_running'
+  | 'has_password'
   | 'phone_store'
   | 'idempotency_key_reused';
 

@@ -10,7 +10,8 @@ import {
   type ImportRefusal,
 } from '../rules/import-line.js';
 import { credentialsChanged, proveControl } from '../rules/ownership.js';
-import { keptRefusals, recordImport, type ImportCounts } from '../tables/customer-imports.js';
+import { keptRefusals, noImportCounts, recordImport, type ImportCounts } from '../tables/customer-imports.js';
+import { queueInvitation } from '../rules/queue-code.js';
 import { listProviders } from '../../providers/configured.js';
 import {
   insertImportedCustomers,
@@ -51,7 +52,7 @@ export interface ImportOptions {
   refused?: (refusals: ImportRefusal[]) => void;
 }
 
-type ImportDeps = Pick<AuthDeps, 'db' | 'clock' | 'hasher' | 'allowedCallingCodes'>;
+type ImportDeps = Pick<AuthDeps, 'db' | 'clock' | 'hasher' | 'keys' | 'allowedCallingCodes' | 'messagesQueued'>;
 
 /** Rolls a dry run's batch back after it was written, so its counts are exactly a real run's. */
 class DryRunRollback extends Error {}
@@ -63,7 +64,7 @@ export async function importCustomers(
   lines: AsyncIterable<string>,
   options: ImportOptions,
 ): Promise<ImportCounts> {
-  const counts: ImportCounts = { lines: 0, created: 0, updated: 0, unchanged: 0, refused: 0, refusals: [] };
+  const counts = noImportCounts();
   const refuse = (refusals: ImportRefusal[]) => {
     options.refused?.(refusals);
     counts.refused += 1;
@@ -106,6 +107,8 @@ export async function importCustomers(
 }
 
 type Outcome = 'created' | 'updated' | 'unchanged' | ImportRefusal[];
+/** An account a line asked to invite, without a password once the line is written. */
+type Invitee = Pick<CustomerRow, 'id' | 'identity_value' | 'locale'>;
 
 async function writeBatch(
   deps: ImportDeps,
@@ -117,14 +120,20 @@ async function writeBatch(
   dryRun: boolean,
 ): Promise<void> {
   let outcomes: Outcome[] = [];
+  let invited = 0;
   try {
     await deps.db.transaction(async (tx) => {
-      outcomes = await applyBatch(deps, tx, store, providerIds, records);
+      const invitees: Invitee[] = [];
+      outcomes = await applyBatch(deps, tx, store, providerIds, records, invitees);
+      for (const invitee of invitees)
+        if (await queueInvitation(tx, deps, store, invitee, { unlessLive: true })) invited += 1;
       if (dryRun) throw new DryRunRollback();
     });
   } catch (error) {
     if (!(error instanceof DryRunRollback)) throw error;
   }
+  counts.invited += invited;
+  if (invited > 0 && !dryRun) deps.messagesQueued();
   for (const outcome of outcomes) {
     if (Array.isArray(outcome)) refuse(outcome);
     else counts[outcome] += 1;
@@ -137,6 +146,7 @@ async function applyBatch(
   store: StoreContext,
   providerIds: ReadonlyMap<string, string>,
   records: ImportRecord[],
+  invitees: Invitee[],
 ): Promise<Outcome[]> {
   const now = deps.clock.now();
   const existing = new Map(
@@ -169,7 +179,7 @@ async function applyBatch(
     }
     for (const provider of record.providers) claimed.add(linkKey(provider));
     if (row !== undefined) {
-      outcomes.push(await updateCustomer(deps, tx, providerIds, row, record));
+      outcomes.push(await updateCustomer(deps, tx, providerIds, row, record, invitees));
       continue;
     }
     if (record.providers.length > 0 && record.verified !== true) {
@@ -198,8 +208,12 @@ async function applyBatch(
     now,
   );
   for (const { record, customer, at } of created) {
-    if (inserted.has(customer.value)) await linkProviders(deps, tx, providerIds, customer.id, record);
-    else
+    if (inserted.has(customer.value)) {
+      await linkProviders(deps, tx, providerIds, customer.id, record);
+      // A line with a hash may not ask for an invitation (parseImportLine): this account has no password.
+      if (record.invite === true)
+        invitees.push({ id: customer.id, identity_value: customer.value, locale: customer.locale });
+    } else
       outcomes[at] = [
         fieldRefusal(record, record.identity.type, 'registered while the import ran; run the import again'),
       ];
@@ -218,6 +232,7 @@ async function updateCustomer(
   providerIds: ReadonlyMap<string, string>,
   row: ImportedCustomerRow,
   record: ImportRecord,
+  invitees: Invitee[],
 ): Promise<Outcome> {
   const now = deps.clock.now();
   let changed = false;
@@ -249,6 +264,8 @@ async function updateCustomer(
     changed = true;
   }
   if ((await linkProviders(deps, tx, providerIds, row.id, record)) > 0) changed = true;
+  if (record.invite === true && customer.password_hash === null)
+    invitees.push({ id: row.id, identity_value: row.identity_value, locale: fields.locale ?? row.locale });
   return changed ? 'updated' : 'unchanged';
 }
 
@@ -305,7 +322,7 @@ export async function reportedImport(
   lines: AsyncIterable<string>,
   options: ImportOptions,
 ): Promise<ImportCounts> {
-  let last: ImportCounts = { lines: 0, created: 0, updated: 0, unchanged: 0, refused: 0, refusals: [] };
+  let last = noImportCounts();
   const progress = async (counts: ImportCounts) => {
     last = counts;
     await recordImport(deps.db, deps.clock, importId, counts);

@@ -1,6 +1,6 @@
 import type { AuthDeps, MessagingDeps } from '../deps.js';
 import { fail } from '../result.js';
-import type { ParsedIdentity } from '../rules/identity.js';
+import { displayIdentity, type ParsedIdentity } from '../rules/identity.js';
 import { completeSignIn, deviceKeyOf, type LoginResult, type SignInAttempt } from '../rules/sign-in.js';
 import { findCustomerByIdentity, upgradePasswordHash } from '../tables/customers.js';
 import { createSession } from '../tables/sessions.js';
@@ -11,7 +11,7 @@ import { createSession } from '../tables/sessions.js';
  * three cases cannot be told apart by answer or by time.
  */
 export async function login(
-  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher' | 'passwordHook'>,
   attempt: SignInAttempt,
   identity: ParsedIdentity,
   password: string,
@@ -21,13 +21,31 @@ export async function login(
     await deps.hasher.verifyDummy(password);
     return fail('refused', { customerId: null });
   }
-  const passwordMatches = await deps.hasher.verify(customer.password_hash, password);
+  // An imported account that came without a hash: the store's old system may know the password.
+  // Asked, or found missing, in the time a check of the service's own takes at least.
+  const passwordMatches =
+    customer.password_hash === null && customer.imported_at !== null
+      ? await deps.hasher.verifyElsewhere(async () => {
+          const ask = await deps.passwordHook(deps.db);
+          return (
+            ask !== null &&
+            ask({
+              identity: displayIdentity(customer.identity_type, customer.identity_value),
+              password,
+              external_id: customer.external_id,
+            })
+          );
+        })
+      : await deps.hasher.verify(customer.password_hash, password);
   if (!passwordMatches || (attempt.store.verificationRequired && customer.verified_at === null)) {
     return fail('refused', { customerId: customer.id });
   }
 
   const passwordHash = customer.password_hash;
-  if (passwordHash !== null && deps.hasher.needsRehash(passwordHash)) {
+  if (passwordHash === null) {
+    // The old system vouched for it: from now on it is this service's password, the hook's no longer.
+    await upgradePasswordHash(deps.db, customer.id, null, await deps.hasher.hash(password));
+  } else if (deps.hasher.needsRehash(passwordHash)) {
     // The same password under new parameters: the credential version stays, and so do sessions.
     const upgraded = await deps.hasher.hash(password);
     await upgradePasswordHash(deps.db, customer.id, passwordHash, upgraded);

@@ -29,6 +29,8 @@ export interface ImportRecord {
   createdAt?: Date;
   locale?: string;
   providers: ImportedProvider[];
+  /** Send a set-password code (an invitation) when the account has no password. */
+  invite?: boolean;
 }
 
 export interface ImportRefusal {
@@ -47,6 +49,7 @@ const knownFields = new Set([
   'created_at',
   'locale',
   'providers',
+  'invite',
 ]);
 const maxExternalIdLength = 255;
 const maxProvidersPerLine = 10;
@@ -114,6 +117,12 @@ export function parseImportLine(
     if (typeof fields.locale !== 'string' || !store.languages.includes(fields.locale))
       refuse('locale', `not one of the store's languages (${store.languages.join(', ')})`);
     else record.locale = fields.locale;
+  }
+  if (fields.invite !== undefined && fields.invite !== null) {
+    if (typeof fields.invite !== 'boolean') refuse('invite', 'not true or false');
+    else if (fields.invite && record.passwordHash !== undefined)
+      refuse('invite', 'a line with a password_hash needs no invitation');
+    else if (fields.invite) record.invite = true;
   }
   record.providers = importedProviders(fields.providers, refuse);
   return refusals.length > 0 ? { refusals } : { record };

@@ -16,6 +16,12 @@ export interface PasswordHasher {
   verify(passwordHash: string | null, password: string): Promise<boolean>;
   /** The work of one verification against no account, so "no such account" takes as long as "wrong password". */
   verifyDummy(password: string): Promise<void>;
+  /**
+   * A check made elsewhere (the store's old system, asked over the network), counted in the lane
+   * and held as a legacy check is: at least as long as one of the service's own, and its time
+   * kept among the legacy ones that the lane's own checks are held to.
+   */
+  verifyElsewhere(check: () => Promise<boolean>): Promise<boolean>;
   /** True when the hash was made with other parameters than the current ones. */
   needsRehash(passwordHash: string): boolean;
   /**
@@ -162,6 +168,15 @@ export function createArgon2Hasher(
           : verifyPassword(passwordHash, password),
       async verifyDummy(password) {
         await verifyPassword(dummyHash, password);
+      },
+      async verifyElsewhere(check) {
+        const floorMs = floors.floorMs(lane, true);
+        const started = performance.now();
+        const matches = await gate.run(lane, () => check().catch(() => false));
+        const ms = performance.now() - started;
+        floors.record(lane, true, ms);
+        if (floorMs > ms) await delay(floorMs - ms);
+        return matches;
       },
       needsRehash,
       lane: inLane,

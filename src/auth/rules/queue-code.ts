@@ -1,7 +1,8 @@
+import type { MessagePurpose } from '../../delivery/message.js';
 import { enqueueMessage } from '../../delivery/outbox.js';
 import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
-import { issueChallenge, type ChallengePurpose } from '../tables/codes.js';
+import { hasLiveChallenge, invitationLifetimeSeconds, issueChallenge, type ChallengePurpose } from '../tables/codes.js';
 import { findCustomerByIdentity, lockCustomer, type CustomerRow } from '../tables/customers.js';
 import type { ParsedIdentity } from './identity.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from '../deps.js';
@@ -16,11 +17,13 @@ export async function queueCode(
   store: StoreContext,
   customer: Pick<CustomerRow, 'id' | 'identity_value' | 'locale'>,
   purpose: ChallengePurpose,
+  /** An invitation is a reset code that says so, and lives longer. */
+  { message = purpose, lifetimeSeconds }: { message?: MessagePurpose; lifetimeSeconds?: number } = {},
 ): Promise<void> {
-  const challenge = await issueChallenge(tx, deps, customer.id, purpose);
+  const challenge = await issueChallenge(tx, deps, customer.id, purpose, null, lifetimeSeconds);
   await enqueueMessage(tx, deps, {
     channel: channelFor(store.identityMode),
-    purpose,
+    purpose: message,
     to: customer.identity_value,
     customerId: customer.id,
     storeName: store.name,
@@ -28,6 +31,27 @@ export async function queueCode(
     code: { value: challenge.code, expiresAt: challenge.expiresAt },
     challengeId: challenge.challengeId,
   });
+}
+
+/**
+ * An invitation: a set-password code (a reset code that lives a week) sent unasked to an account
+ * that has no password, in the caller's transaction. Setting the password with it is a proof of
+ * control, as any reset is. With `unlessLive`, a customer who still holds a usable reset code gets
+ * none (an import run twice invites once). Whether it was queued.
+ */
+export async function queueInvitation(
+  tx: Parameters<typeof issueChallenge>[0],
+  deps: Pick<AuthDeps, 'clock' | 'keys'>,
+  store: StoreContext,
+  customer: Pick<CustomerRow, 'id' | 'identity_value' | 'locale'>,
+  { unlessLive }: { unlessLive: boolean },
+): Promise<boolean> {
+  if (unlessLive && (await hasLiveChallenge(tx, deps.clock, customer.id, 'password_reset'))) return false;
+  await queueCode(tx, deps, store, customer, 'password_reset', {
+    message: 'invitation',
+    lifetimeSeconds: invitationLifetimeSeconds,
+  });
+  return true;
 }
 
 /**

@@ -6,6 +6,11 @@ import { deleteInBatch, type Queryable, type StoreQueryable } from '../../storag
 export type ChallengePurpose = 'verification' | 'password_reset' | 'sign_in' | 'identity_change';
 
 export const codeLifetimeSeconds = 10 * 60;
+/**
+ * An invitation's set-password code (a reset code sent unasked) waits in an inbox until its
+ * customer comes back to the store: a week. Guessing it is as hard as any code (five tries).
+ */
+export const invitationLifetimeSeconds = 7 * 24 * 60 * 60;
 export const maxCodeAttempts = 5;
 
 export interface CodeDeps {
@@ -38,12 +43,13 @@ export async function issueChallenge(
   purpose: ChallengePurpose,
   /** For `identity_change`: the normalized identity the code would switch the account to. */
   newIdentityValue: string | null = null,
+  lifetimeSeconds = codeLifetimeSeconds,
 ): Promise<IssuedChallenge> {
   const now = deps.clock.now();
   await voidLiveChallenges(tx, deps.clock, customerId, purpose);
   const challengeId = randomUUID();
   const code = generateCode();
-  const expiresAt = new Date(now.getTime() + codeLifetimeSeconds * 1000);
+  const expiresAt = new Date(now.getTime() + lifetimeSeconds * 1000);
   await tx.query(
     `INSERT INTO challenges (store_id, id, customer_id, purpose, code_mac, created_at, expires_at, new_identity_value)
      VALUES ($8, $1, $2, $3, $4, $5, $6, $7)`,
@@ -59,6 +65,21 @@ export async function issueChallenge(
     ],
   );
   return { challengeId, code, expiresAt };
+}
+
+/** Whether the customer has a code of the purpose that can still be used. */
+export async function hasLiveChallenge(
+  db: StoreQueryable,
+  clock: Clock,
+  customerId: string,
+  purpose: ChallengePurpose,
+): Promise<boolean> {
+  const rows = await db.query(
+    `SELECT 1 FROM challenges WHERE store_id = $1 AND customer_id = $2 AND purpose = $3
+        AND consumed_at IS NULL AND voided_at IS NULL AND expires_at > $4 LIMIT 1`,
+    [db.storeId, customerId, purpose, clock.now()],
+  );
+  return rows.length > 0;
 }
 
 /**

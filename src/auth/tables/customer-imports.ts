@@ -13,9 +13,21 @@ export interface ImportCounts {
   updated: number;
   unchanged: number;
   refused: number;
+  /** Invitations queued (lines with `invite: true` whose account has no password nor a live code). */
+  invited: number;
   /** The first refusals, in line order (at most `keptRefusals`). */
   refusals: ImportRefusal[];
 }
+
+export const noImportCounts = (): ImportCounts => ({
+  lines: 0,
+  created: 0,
+  updated: 0,
+  unchanged: 0,
+  refused: 0,
+  invited: 0,
+  refusals: [],
+});
 
 export type ImportStatus = 'running' | 'done' | 'failed';
 
@@ -70,7 +82,7 @@ export async function recordImport(
   await db.query(
     `UPDATE customer_imports
         SET lines = $3, created = $4, updated = $5, unchanged = $6, refused = $7, refusals = $8::jsonb,
-            updated_at = $9, status = COALESCE($10, status), error = $11,
+            updated_at = $9, status = COALESCE($10, status), error = $11, invited = $12,
             finished_at = CASE WHEN $10::text IS NULL THEN NULL ELSE $9::timestamptz END
       WHERE store_id = $1 AND id = $2`,
     [
@@ -85,6 +97,7 @@ export async function recordImport(
       now,
       finished?.status ?? null,
       finished?.error ?? null,
+      counts.invited,
     ],
   );
 }
@@ -106,6 +119,7 @@ function toReport(row: ImportRow, now: Date): ImportReport {
     updated: row.updated,
     unchanged: row.unchanged,
     refused: row.refused,
+    invited: row.invited,
     refusals: row.refusals,
     error: stalled ? interrupted : row.error,
     started_at: new Date(row.started_at).toISOString(),
@@ -114,7 +128,7 @@ function toReport(row: ImportRow, now: Date): ImportReport {
 }
 
 const reportColumns =
-  'id::text AS id, status, dry_run, lines, created, updated, unchanged, refused, refusals, error, started_at, finished_at, updated_at';
+  'id::text AS id, status, dry_run, lines, created, updated, unchanged, refused, invited, refusals, error, started_at, finished_at, updated_at';
 
 export async function findImport(db: StoreQueryable, clock: Clock, id: string): Promise<ImportReport | null> {
   if (!isUuid(id)) return null;

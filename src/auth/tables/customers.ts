@@ -14,6 +14,10 @@ export interface CustomerRow {
   credential_version: number;
   /** The language the customer chose or their browser asked for at registration; null: the store's default. */
   locale: string | null;
+  /** The customer's id in the system a store moved here from, when an import gave one. */
+  external_id: string | null;
+  /** Set when an import made the account: while it has no password, the store's old system may vouch for one. */
+  imported_at: Date | null;
 }
 
 /** The Customer resource as the API shows it. */
@@ -52,6 +56,8 @@ const columnNames = [
   'verified_at',
   'credential_version',
   'locale',
+  'external_id',
+  'imported_at',
 ];
 const customerColumns = columnNames.join(', ');
 
@@ -122,16 +128,20 @@ export async function countCustomers(db: StoreQueryable): Promise<number> {
 }
 
 /**
- * Stores the same password under new hashing parameters. The credential version stays, and so do
- * sessions; nothing changes when the password was replaced since it was read.
+ * Stores the same password under new hashing parameters (or, `from` null, the password the store's
+ * old system vouched for). The credential version stays, and so do sessions; nothing changes when
+ * the password was replaced since it was read.
  */
-export async function upgradePasswordHash(db: StoreQueryable, id: string, from: string, to: string): Promise<void> {
-  await db.query('UPDATE customers SET password_hash = $2 WHERE store_id = $4 AND id = $1 AND password_hash = $3', [
-    id,
-    to,
-    from,
-    db.storeId,
-  ]);
+export async function upgradePasswordHash(
+  db: StoreQueryable,
+  id: string,
+  from: string | null,
+  to: string,
+): Promise<void> {
+  await db.query(
+    'UPDATE customers SET password_hash = $2 WHERE store_id = $4 AND id = $1 AND password_hash IS NOT DISTINCT FROM $3',
+    [id, to, from, db.storeId],
+  );
 }
 
 /** A customer named by id, or by an identity as the edge parsed it (none when it did not parse). */
@@ -281,11 +291,10 @@ export async function deleteStoreCustomers(db: Queryable, storeId: string, limit
 
 /** A customer row with what an import compares and an export writes besides the usual columns. */
 export interface ImportedCustomerRow extends CustomerRow {
-  external_id: string | null;
   created_at: Date;
 }
 
-const importedColumns = `${customerColumns}, external_id, created_at`;
+const importedColumns = `${customerColumns}, created_at`;
 
 /** The customers holding these identities, locked until the import's batch commits. */
 export async function lockCustomersByIdentity(
@@ -324,8 +333,8 @@ export async function insertImportedCustomers(
   const column = <K extends keyof NewImportedCustomer>(key: K) => customers.map((customer) => customer[key]);
   const rows = await tx.query<{ identity_value: string }>(
     `INSERT INTO customers (store_id, id, name, identity_type, identity_value, password_hash, verified_at, created_at,
-                            updated_at, locale, external_id)
-     SELECT $1, u.id::uuid, u.name, $2, u.value, u.hash, u.verified_at, u.created_at, $3, u.locale, u.external_id
+                            updated_at, locale, external_id, imported_at)
+     SELECT $1, u.id::uuid, u.name, $2, u.value, u.hash, u.verified_at, u.created_at, $3, u.locale, u.external_id, $3
        FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[],
                    $11::text[]) AS u(id, name, value, hash, verified_at, created_at, locale, external_id)
      ON CONFLICT (store_id, identity_type, identity_value) DO NOTHING RETURNING identity_value`,

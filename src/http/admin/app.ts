@@ -8,6 +8,7 @@ import { addRequestLog } from '../request-log.js';
 import { unknownPathAnswer } from '../scopes.js';
 import { customerTransferRoutes } from './customer-transfer.js';
 import { introspectionRoutes } from './introspect.js';
+import { passwordHookRoutes } from './password-hook.js';
 import { providerAdminRoutes } from './providers.js';
 import { storeRoutes } from './stores.js';
 import { adminGuard, AdminTokens } from './tokens.js';
@@ -52,6 +53,7 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   await app.register(storeRoutes(services), { prefix: adminPrefix });
   await app.register(customerTransferRoutes(services), { prefix: adminPrefix });
   await app.register(providerAdminRoutes(services), { prefix: adminPrefix });
+  await app.register(passwordHookRoutes(services), { prefix: adminPrefix });
   // Any token may read the document: the backends that introspect are who it is written for.
   app.get(`${adminPrefix}/openapi.json`, { config: { introspectionTokens: true }, schema: { hide: true } }, async () =>
     app.swagger(),

@@ -8,8 +8,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { exportCustomers } from '../../auth/flows/customer-export.js';
 import { reportedImport } from '../../auth/flows/customer-import.js';
+import { inviteCustomer } from '../../auth/flows/invitation.js';
 import { importLines } from '../../auth/rules/import-line.js';
-import { findImport, recordImport, startImport } from '../../auth/tables/customer-imports.js';
+import { findImport, noImportCounts, recordImport, startImport } from '../../auth/tables/customer-imports.js';
 import { forStore } from '../../storage/database.js';
 import type { Edge } from '../edge.js';
 import { authDeps } from '../kit.js';
@@ -53,11 +54,17 @@ const ImportReport = Type.Object({
   updated: Type.Integer(),
   unchanged: Type.Integer(),
   refused: Type.Integer(),
+  invited: Type.Integer({ description: 'Invitations queued for lines with `invite: true`.' }),
   refusals: Type.Array(Refusal, { description: 'The first 100 refused lines’ reasons, in line order.' }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed import stopped.' }),
   started_at: Type.String({ format: 'date-time' }),
   finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
+const CustomerParams = Type.Object({
+  id: StoreParams.properties.id,
+  customer_id: Type.String({ maxLength: 100 }),
+});
+const Invited = Type.Object({ status: Type.Literal('queued') });
 const ImportParams = Type.Object({
   id: StoreParams.properties.id,
   import_id: Type.String({ maxLength: 100 }),
@@ -71,7 +78,7 @@ type Deps = Pick<
 const importDescription = [
   'One customer a line (`Content-Type: application/x-ndjson`), in the format the export writes:',
   '`{"email" | "phone", "name", "verified", "password_hash", "external_id", "created_at", "locale", "providers": [{"issuer", "subject", "email"}]}`;',
-  'only the identity is required. The file is uploaded whole, then imported behind the `202`;',
+  'only the identity is required; `"invite": true` on a line without a hash sends the customer a set-password code (an invitation, valid for a week) when their account has no password and no live reset code. The file is uploaded whole, then imported behind the `202`;',
   'its report is at the `Location` the answer names.',
   'An identity that has an account takes the fields its line gives, so running an import again changes nothing more;',
   'a password the customer set or that a sign-in re-hashed here is never replaced. Password hashes of',
@@ -112,8 +119,7 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
           await spool(request.body, file);
         } catch (error) {
           fs.rmSync(file, { force: true });
-          const counts = { lines: 0, created: 0, updated: 0, unchanged: 0, refused: 0, refusals: [] };
-          await recordImport(deps.db, clock, importId, counts, {
+          await recordImport(deps.db, clock, importId, noImportCounts(), {
             status: 'failed',
             error: 'the upload did not complete',
           });
@@ -145,6 +151,28 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
         const report = await findImport(forStore(db, store.id), clock, request.params.import_id);
         if (report === null) throw new ProblemError('not_found', {}, {}, 'The store has no import with this id.');
         return report;
+      },
+    );
+
+    app.post(
+      '/stores/:id/customers/:customer_id/invite',
+      route(
+        'inviteStoreCustomer',
+        "Invite a store's customer to set a password",
+        "Sends a customer who has no password (an import brought none) a set-password code, valid for a week, through the outbox under the store's hourly budget; any earlier one stops working. The message tells them where to enter it: the sign-in page's forgot/reset, whose code proves their control of the identity. Recorded as `customer.invited` with the token's id.",
+        { params: CustomerParams },
+        [...storeProblems, 'not_found', 'has_password'],
+        { 202: Invited },
+      ),
+      async (request, reply) => {
+        const store = await storeNamed(request.params.id);
+        const result = await inviteCustomer(authDeps(services, store), store, request.params.customer_id);
+        if (!result.ok) {
+          if (result.error === 'has_password') throw new ProblemError('has_password');
+          throw new ProblemError('not_found', {}, {}, 'No customer of this store has this id.');
+        }
+        audit(request, store.id, 'customer.invited', {}, result.value.customerId);
+        return reply.code(202).send({ status: 'queued' as const });
       },
     );
 
