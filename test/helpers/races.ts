@@ -34,7 +34,7 @@ export function heldHasher(): HeldHasher {
       return inner.verify(passwordHash, password);
     },
     verifyDummy: (password) => inner.verifyDummy(password),
-    verifyElsewhere: (check) => inner.verifyElsewhere(check),
+    verifyElsewhere: (check, password) => inner.verifyElsewhere(check, password),
     needsRehash: (passwordHash) => inner.needsRehash(passwordHash),
     // Every store's checks are held alike: the helper stands for one hasher, whatever the lane.
     lane() {

@@ -60,9 +60,9 @@ function countingHasher(): PasswordHasher & { verifications: number } {
       hasher.verifications += 1;
       return inner.verifyDummy(password);
     },
-    async verifyElsewhere(check: () => Promise<boolean>) {
+    async verifyElsewhere(check: () => Promise<boolean>, password: string) {
       hasher.verifications += 1;
-      return inner.verifyElsewhere(check);
+      return inner.verifyElsewhere(check, password);
     },
     needsRehash: (passwordHash: string) => inner.needsRehash(passwordHash),
     // Counted alike whatever the store: the same counter for every lane.

@@ -17,7 +17,10 @@
  * interfere, and every sample uses a fresh identity, so per-identity limits never do either.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -407,6 +410,8 @@ type IdentityMode = 'email' | 'phone';
 interface TimingStore {
   mode: IdentityMode;
   base: string;
+  /** The admin listener's base URL (its token is timingAdminToken). */
+  adminUrl: string;
   dataDir: string;
   /** Unverified customers with `password`, in registration order. */
   customers: string[];
@@ -424,8 +429,17 @@ const identitiesOf: Record<IdentityMode, { known: (i: number) => string; unknown
  * Starts a service of the identity mode (verification not required, signing in with a code on)
  * with `needed` customers registered, before the suite's tests; stops it after them.
  */
+const timingAdminToken = 'timing-admin-token-AAAAAAAAAAAAAAAAAAAAAAAA';
+
 function timingStore(mode: IdentityMode, needed: number): TimingStore {
-  const store: TimingStore = { mode, base: '', dataDir: '', customers: [], unknown: identitiesOf[mode].unknown };
+  const store: TimingStore = {
+    mode,
+    base: '',
+    adminUrl: '',
+    dataDir: '',
+    customers: [],
+    unknown: identitiesOf[mode].unknown,
+  };
   let service: ServiceProcess | undefined;
   before(async () => {
     store.dataDir = mkdtempSync(path.join(os.tmpdir(), 'sfa-timing-'));
@@ -436,8 +450,12 @@ function timingStore(mode: IdentityMode, needed: number): TimingStore {
       SIGN_IN_PAGE: 'false',
       STORE_IDENTITY_MODE: mode,
       STORE_VERIFICATION_REQUIRED: 'false',
+      ADMIN_TOKENS: timingAdminToken,
+      ADMIN_PORT: '0',
     });
     store.base = service.url;
+    assert.ok(service.adminUrl, 'the admin listener is up');
+    store.adminUrl = service.adminUrl;
     const ids = Array.from({ length: needed }, (_, i) => identitiesOf[mode].known(i));
     // Eight at a time: the service hashes two at a time and queues the rest.
     for (let i = 0; i < ids.length; i += 8) {
@@ -567,15 +585,16 @@ for (const mode of ['email', 'phone'] as const) {
 
 /**
  * `count` customers imported through `customers import`, each with the same hash of the fixtures
- * (made by its original software) whose form starts with `prefix`; their identities.
+ * (made by its original software) whose form starts with `prefix`, or with none (null); their identities.
  */
-async function importAccounts(store: TimingStore, prefix: string, count: number): Promise<string[]> {
+async function importAccounts(store: TimingStore, prefix: string | null, count: number): Promise<string[]> {
   const vectors = JSON.parse(readFileSync(new URL('../fixtures/legacy-hashes.json', import.meta.url), 'utf8')) as {
     hash: string;
   }[];
-  const hash = vectors.find((vector) => vector.hash.startsWith(prefix))!.hash;
-  const identities = Array.from({ length: count }, (_, i) => `imported-${prefix.replace(/\W/g, '')}-${i}@example.com`);
-  const file = path.join(store.dataDir, `import-${prefix.replace(/\W/g, '')}.ndjson`);
+  const hash = prefix === null ? undefined : vectors.find((vector) => vector.hash.startsWith(prefix))!.hash;
+  const label = prefix === null ? 'nohash' : prefix.replace(/\W/g, '');
+  const identities = Array.from({ length: count }, (_, i) => `imported-${label}-${i}@example.com`);
+  const file = path.join(store.dataDir, `import-${label}.ndjson`);
   writeFileSync(
     file,
     identities.map((email) => JSON.stringify({ email, verified: true, password_hash: hash })).join('\n'),
@@ -583,6 +602,20 @@ async function importAccounts(store: TimingStore, prefix: string, count: number)
   const imported = await runCommand(['customers', 'import', file], cliEnv(store.dataDir));
   assert.equal(imported.code, 0, imported.stderr);
   return identities;
+}
+
+/** The store's old system, on this machine: it says no to every password, at once. */
+async function refusingOldSystem(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"valid":false}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/password-check`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** The pairs run in the default configuration only (email store, verification not required). */
@@ -622,6 +655,34 @@ function defaultConfigurationPairs(store: TimingStore): void {
       await assertIndistinguishable(context, unknown, wrong, samplesPerSlowCase, contractShiftBound);
     });
   }
+
+  // An account imported without a hash, in a store whose old system answers for its passwords: a
+  // wrong password is a question over HTTP, held to an argon2 check's time at least.
+  test('login: an unknown identity and a wrong password for an account the old system is asked about take the same time', async (context) => {
+    const oldSystem = await refusingOldSystem();
+    try {
+      const set = await fetch(`${store.adminUrl}/admin/v1/stores/default/password-hook`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${timingAdminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: oldSystem.url, secret: `whsec_${randomBytes(32).toString('base64')}` }),
+      });
+      assert.equal(set.status, 201, await set.text());
+      const identities = await importAccounts(store, null, samplesPerSlowCase + warmUpsPerCase);
+      const unknown: Case = {
+        label: 'unknown identity',
+        status: 401,
+        request: (i) => post(store.base, '/login', { identity: store.unknown(300_000 + i), password }),
+      };
+      const asked: Case = {
+        label: 'wrong password, asked of the old system',
+        status: 401,
+        request: (i) => post(store.base, '/login', { identity: identities[i]!, password: 'analytical engine 1844' }),
+      };
+      await assertIndistinguishable(context, unknown, asked, samplesPerSlowCase, contractShiftBound);
+    } finally {
+      await oldSystem.close();
+    }
+  });
 
   test('resend verification: an existing unverified and an unknown identity take the same time', async (context) => {
     const existing: Case = {
@@ -772,7 +833,7 @@ async function comparable(response: Response): Promise<unknown> {
  * so the pairs hold whatever language the problem documents are written in.
  */
 describe('answers in Arabic do not tell who has an account either: phone store', { timeout: 15 * 60_000 }, () => {
-  const adminToken = 'timing-admin-token-AAAAAAAAAAAAAAAAAAAAAAAA';
+  const adminToken = timingAdminToken;
   const perLanguage = Math.max(samplesPerSlowCase, samplesPerConfigurationFastCase) + warmUpsPerCase + 1;
   const languages = [
     { tag: 'en', typed: (ascii: string) => ascii },

@@ -35,7 +35,7 @@ export async function login(
               external_id: customer.external_id,
             })
           );
-        })
+        }, password)
       : await deps.hasher.verify(customer.password_hash, password);
   if (!passwordMatches || (attempt.store.verificationRequired && customer.verified_at === null)) {
     return fail('refused', { customerId: customer.id });
