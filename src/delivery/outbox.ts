@@ -241,6 +241,8 @@ export async function claimDueMessages(
   skipStores: readonly string[] = [],
 ): Promise<ClaimedMessage[]> {
   return db.query<ClaimedMessage>(
+    // The delivery window opens at the first attempt, not at enqueue: a message that waited for its
+    // store's hourly budget still gets its hour of retries.
     // The batch is picked once (a materialized CTE): as a plain `id IN (subquery)` the planner may
     // run the subquery again for every row, and each run skips the rows this statement has just
     // leased and hands over the next ones, past the limit.
@@ -249,7 +251,8 @@ export async function claimDueMessages(
         WHERE o.status = 'pending' AND o.next_attempt_at <= $1
           AND (o.locked_until IS NULL OR o.locked_until <= $1) AND o.store_id <> ALL ($4::text[])
         ORDER BY o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED)
-     UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1
+     UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1,
+            window_started_at = CASE WHEN outbox.attempts = 0 THEN $1 ELSE outbox.window_started_at END
       FROM batch, stores s WHERE outbox.store_id = batch.store_id AND outbox.id = batch.id AND s.id = outbox.store_id
       RETURNING outbox.store_id, outbox.id::text AS id, channel, purpose, recipient, sealed_body, attempts,
         window_started_at, s.name AS store_name, s.mail_from, s.sms_sender,

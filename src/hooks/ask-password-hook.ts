@@ -10,6 +10,7 @@ export interface OldPasswordQuestion {
   password: string;
   external_id: string | null;
 }
+
 /** More than `{"valid": true}` with room to spare; a longer answer is not one. */
 const maxAnswerBytes = 4096;
 
@@ -73,9 +74,10 @@ export async function askPasswordHook(
     if (response.status === 401 || response.status === 403) return false;
     return refused(`answered ${response.status}`);
   }
+  if (text === null) return refused(`answered 200 with more than ${maxAnswerBytes} bytes`);
   let answer: unknown;
   try {
-    answer = JSON.parse(text ?? '');
+    answer = JSON.parse(text);
   } catch {
     return refused('answered 200 without a JSON body');
   }

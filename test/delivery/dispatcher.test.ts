@@ -383,6 +383,20 @@ describe('the outbox dispatcher', () => {
     assert.equal(await retryOutboxMessage(defaultStore(t.db), t.clock, '1; DROP TABLE outbox'), 'not_found');
   });
 
+  test('the delivery window starts at the first attempt: a message that waited in the outbox (a spent budget) is retried after one failure', async () => {
+    const t = await harness.start();
+    await enqueue(t);
+    // Two hours in the outbox before its first attempt, as a long import's invitations wait for the budget.
+    t.clock.advance(2 * 3600);
+    t.outbox.failNext = 1;
+    await t.deliver();
+    const row = await onlyOutboxRow(t.db);
+    assert.equal(row.status, 'pending', 'one failure of a first attempt does not fail it');
+    assert.equal(row.next_attempt_at.getTime() - t.clock.now().getTime(), 5_000);
+    t.clock.advance(5);
+    assert.equal((await t.deliver()).length, 1);
+  });
+
   test('a retried message gets a fresh delivery window', async () => {
     const t = await harness.start();
     const id = await failingMessage(t);
