@@ -51,7 +51,11 @@ export function authDeps(services: AuthDepsSource, store: Pick<StoreContext, 'id
     allowedCallingCodes: services.config.smsAllowedCallingCodes,
     messagesQueued: () => services.dispatcher.nudge(),
     passwordHook: async (db) => {
-      const hook = await loadPasswordHook(db, services.keys);
+      // A secret sealed under an APP_SECRET no longer accepted: every such sign-in is a wrong password, said here.
+      const hook = await loadPasswordHook(db, services.keys).catch((error: unknown) => {
+        services.logger.error({ err: error }, 'password migration hook unusable');
+        return null;
+      });
       return hook === null ? null : (question) => askPasswordHook(hook, question, services.logger);
     },
   };

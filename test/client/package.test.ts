@@ -155,6 +155,8 @@ describe('the client package, packed and installed as a user installs it', { tim
       'package/dist/backend.js',
       'package/dist/index.d.ts',
       'package/dist/index.js',
+      'package/dist/webhooks.d.ts',
+      'package/dist/webhooks.js',
       'package/package.json',
     ]);
   });

@@ -167,5 +167,12 @@ describe('the password migration hook', () => {
     );
     assert.ok(warned.length >= 2, 'the operator sees what went wrong');
     assert.ok(!JSON.stringify(t.logs).includes(oldPassword), 'never the password');
+
+    // A secret sealed under an APP_SECRET the service no longer has: no question is sent, unsigned or otherwise.
+    await t.db.query('UPDATE store_password_hooks SET sealed_secret = $1', [Buffer.alloc(60, 7).toString('base64url')]);
+    const asked = old.questions.length + old.unsigned.length;
+    assert.equal((await loginFrom(t, '198.51.100.99', 'ada@example.com', oldPassword)).status, 401);
+    assert.equal(old.questions.length + old.unsigned.length, asked);
+    assert.ok(t.logs.some((line) => line['msg'] === 'password migration hook unusable'));
   });
 });

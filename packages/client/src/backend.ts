@@ -1,12 +1,13 @@
 /**
  * For a shop's backend: asks the service's admin listener whether a shopper's request carries a
- * live session, and whose. Its own entry point (`@storefront-auth/client/backend`), so a storefront
+ * live session, and whose, and verifies the webhooks the service sends. Its own entry point (`@storefront-auth/client/backend`), so a storefront
  * bundle never ships it, and it holds a token that must never reach a browser.
  */
 import type { Customer } from './api-types.js';
 import { answerOf, fetchAnswer } from './answers.js';
 
 export { StorefrontAuthError } from './answers.js';
+export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions } from './webhooks.js';
 
 /** A live session: its customer, its public handle and times, and the store's status (reported, not judged). */
 export interface ActiveSession {
