@@ -454,7 +454,8 @@ function readCallingCodes(env: Env, name: string): string[] {
   });
 }
 
-function isLoopbackHost(hostname: string): boolean {
+/** localhost, 127.x.x.x or [::1]: where plain http:// is allowed (a test, a neighbour on the same machine). */
+export function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { isLoopbackHost } from '../config.js';
 import { acceptedKeys, seal, unseal, type Keys } from '../keys.js';
 import { deleteInBatch, type Queryable, type StoreQueryable } from '../storage/database.js';
 import { webhookSecretKey, webhookSecretRule } from './standard-webhooks.js';
@@ -22,12 +23,9 @@ export interface PasswordHook {
 
 interface HookRow {
   url: string;
-  sealed_secret: string;
   created_at: Date;
   updated_at: Date;
 }
-
-const loopbackHost = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
 /**
  * What is wrong with a hook's URL: it is https://, or http:// on a loopback address (a test, or an
@@ -42,7 +40,7 @@ export function passwordHookUrlProblem(input: string): string | null {
   }
   if (url.username !== '' || url.password !== '' || url.hash !== '')
     return `${JSON.stringify(input)} must have no credentials or fragment`;
-  if (url.protocol === 'https:' || (url.protocol === 'http:' && loopbackHost.test(url.hostname))) return null;
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))) return null;
   return `${JSON.stringify(input)} must be https:// (http:// only on a loopback address, for testing)`;
 }
 
@@ -71,7 +69,7 @@ export async function savePasswordHook(
     `INSERT INTO store_password_hooks (store_id, url, sealed_secret, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
      ON CONFLICT (store_id) DO UPDATE SET url = EXCLUDED.url, sealed_secret = EXCLUDED.sealed_secret,
        updated_at = EXCLUDED.updated_at
-     RETURNING url, sealed_secret, created_at, updated_at, xmax = 0 AS added`,
+     RETURNING url, created_at, updated_at, xmax = 0 AS added`,
     [db.storeId, input.url, seal(keys.hooks, input.secret), clock.now()],
   );
   return { ok: true, outcome: row!.added ? 'added' : 'replaced', hook: toView(row!) };
@@ -87,7 +85,7 @@ function toView(row: HookRow): PasswordHookView {
 
 export async function findPasswordHook(db: StoreQueryable): Promise<PasswordHookView | null> {
   const [row] = await db.query<HookRow>(
-    'SELECT url, sealed_secret, created_at, updated_at FROM store_password_hooks WHERE store_id = $1',
+    'SELECT url, created_at, updated_at FROM store_password_hooks WHERE store_id = $1',
     [db.storeId],
   );
   return row === undefined ? null : toView(row);
@@ -98,9 +96,10 @@ export async function findPasswordHook(db: StoreQueryable): Promise<PasswordHook
  * that is no longer accepted leaves the store without a working hook: an error the caller logs.
  */
 export async function loadPasswordHook(db: StoreQueryable, keys: Keys): Promise<PasswordHook | null> {
-  const [row] = await db.query<HookRow>('SELECT url, sealed_secret FROM store_password_hooks WHERE store_id = $1', [
-    db.storeId,
-  ]);
+  const [row] = await db.query<{ url: string; sealed_secret: string }>(
+    'SELECT url, sealed_secret FROM store_password_hooks WHERE store_id = $1',
+    [db.storeId],
+  );
   if (row === undefined) return null;
   const opened = unseal(acceptedKeys(keys, 'hooks'), row.sealed_secret);
   const key = opened === undefined ? null : webhookSecretKey(opened.text);

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 
 /**
  * Signing as Standard Webhooks 1.0 says (standardwebhooks.com): a secret is `whsec_` and the
@@ -12,11 +12,6 @@ const secretPrefix = 'whsec_';
 /** The key sizes the specification's libraries make and accept. */
 const minKeyBytes = 24;
 const maxKeyBytes = 64;
-
-/** A new secret: 32 random bytes. */
-export function newWebhookSecret(): string {
-  return `${secretPrefix}${randomBytes(32).toString('base64')}`;
-}
 
 /** The key of a `whsec_…` secret, or null when it is not one (say so to whoever typed it). */
 export function webhookSecretKey(secret: string): Buffer | null {

@@ -60,7 +60,7 @@ function countingHasher(): PasswordHasher & { verifications: number } {
       hasher.verifications += 1;
       return inner.verifyDummy(password);
     },
-    async verifyElsewhere(check: () => Promise<boolean>, password: string) {
+    async verifyElsewhere(check: () => Promise<boolean | undefined>, password: string) {
       hasher.verifications += 1;
       return inner.verifyElsewhere(check, password);
     },

@@ -2,7 +2,7 @@ import type { AuthDeps, MessagingDeps } from '../deps.js';
 import { fail } from '../result.js';
 import { displayIdentity, type ParsedIdentity } from '../rules/identity.js';
 import { completeSignIn, deviceKeyOf, type LoginResult, type SignInAttempt } from '../rules/sign-in.js';
-import { findCustomerByIdentity, upgradePasswordHash } from '../tables/customers.js';
+import { findCustomerByIdentity, importedFacts, upgradePasswordHash } from '../tables/customers.js';
 import { createSession } from '../tables/sessions.js';
 
 /**
@@ -21,20 +21,19 @@ export async function login(
     await deps.hasher.verifyDummy(password);
     return fail('refused', { customerId: null });
   }
-  // An imported account that came without a hash: the store's old system may know the password.
-  // Asked, or found missing, in the time a check of the service's own takes at least.
+  // An account without a password that an import made: the store's old system may know it. Asked,
+  // or found not to be asked, beside the same argon2 check an unknown identity makes.
   const passwordMatches =
-    customer.password_hash === null && customer.imported_at !== null
+    customer.password_hash === null
       ? await deps.hasher.verifyElsewhere(async () => {
-          const ask = await deps.passwordHook(deps.db);
-          return (
-            ask !== null &&
-            ask({
-              identity: displayIdentity(customer.identity_type, customer.identity_value),
-              password,
-              external_id: customer.external_id,
-            })
-          );
+          const facts = await importedFacts(deps.db, customer.id);
+          const ask = facts.imported ? await deps.passwordHook(deps.db) : null;
+          if (ask === null) return undefined;
+          return ask({
+            identity: displayIdentity(customer.identity_type, customer.identity_value),
+            password,
+            external_id: facts.external_id,
+          });
         }, password)
       : await deps.hasher.verify(customer.password_hash, password);
   if (!passwordMatches || (attempt.store.verificationRequired && customer.verified_at === null)) {

@@ -18,10 +18,11 @@ export interface PasswordHasher {
   verifyDummy(password: string): Promise<void>;
   /**
    * A check made elsewhere (the store's old system, asked over the network), counted in the lane:
-   * it answers no sooner than a verification against no account would, and its time is kept among
-   * the legacy checks' that the lane's own checks are held to.
+   * it answers no sooner than a verification against no account would, and the time of a check
+   * that asked (`check` answers undefined when it asked no one) is kept among the legacy checks'
+   * that the lane's own checks are held to. False unless the check said true.
    */
-  verifyElsewhere(check: () => Promise<boolean>, password: string): Promise<boolean>;
+  verifyElsewhere(check: () => Promise<boolean | undefined>, password: string): Promise<boolean>;
   /** True when the hash was made with other parameters than the current ones. */
   needsRehash(passwordHash: string): boolean;
   /**
@@ -174,9 +175,9 @@ export function createArgon2Hasher(
       async verifyElsewhere(check, password) {
         const asked = async () => {
           const started = performance.now();
-          const matches = await check().catch(() => false);
-          floors.record(lane, true, performance.now() - started);
-          return matches;
+          const answer = await check().catch(() => false);
+          if (answer !== undefined) floors.record(lane, true, performance.now() - started);
+          return answer === true;
         };
         const [matches] = await Promise.all([gate.run(lane, asked), verifyPassword(dummyHash, password)]);
         return matches;

@@ -14,10 +14,6 @@ export interface CustomerRow {
   credential_version: number;
   /** The language the customer chose or their browser asked for at registration; null: the store's default. */
   locale: string | null;
-  /** The customer's id in the system a store moved here from, when an import gave one. */
-  external_id: string | null;
-  /** Set when an import made the account: while it has no password, the store's old system may vouch for one. */
-  imported_at: Date | null;
 }
 
 /** The Customer resource as the API shows it. */
@@ -56,8 +52,6 @@ const columnNames = [
   'verified_at',
   'credential_version',
   'locale',
-  'external_id',
-  'imported_at',
 ];
 const customerColumns = columnNames.join(', ');
 
@@ -291,10 +285,27 @@ export async function deleteStoreCustomers(db: Queryable, storeId: string, limit
 
 /** A customer row with what an import compares and an export writes besides the usual columns. */
 export interface ImportedCustomerRow extends CustomerRow {
+  /** The customer's id in the system a store moved here from, when an import gave one. */
+  external_id: string | null;
   created_at: Date;
 }
 
-const importedColumns = `${customerColumns}, created_at`;
+const importedColumns = `${customerColumns}, external_id, created_at`;
+
+/**
+ * Whether an import made the account, and its id in the old system: read only at the sign-in of an
+ * account without a password (the store's old system may vouch for one), not with every customer row.
+ */
+export async function importedFacts(
+  db: StoreQueryable,
+  id: string,
+): Promise<{ imported: boolean; external_id: string | null }> {
+  const [row] = await db.query<{ imported: boolean; external_id: string | null }>(
+    'SELECT imported_at IS NOT NULL AS imported, external_id FROM customers WHERE store_id = $1 AND id = $2',
+    [db.storeId, id],
+  );
+  return row ?? { imported: false, external_id: null };
+}
 
 /** The customers holding these identities, locked until the import's batch commits. */
 export async function lockCustomersByIdentity(

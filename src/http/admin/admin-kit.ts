@@ -13,6 +13,11 @@ import { adminCallerOf, missingTokenDetail } from './tokens.js';
 export const StoreParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 100, description: "The store's id (or its slug)." }),
 });
+/** One customer of a store. */
+export const CustomerParams = Type.Composite([
+  StoreParams,
+  Type.Object({ customer_id: Type.String({ maxLength: 100 }) }),
+]);
 export const storeNotFound = 'No live store has this id or slug.';
 export const storeProblems: AnyProblemCode[] = ['store_not_found'];
 /** What every call of this file can answer besides its own. */

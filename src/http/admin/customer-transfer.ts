@@ -15,7 +15,7 @@ import { forStore } from '../../storage/database.js';
 import type { Edge } from '../edge.js';
 import { authDeps } from '../kit.js';
 import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems } from './admin-kit.js';
+import { adminStoreKit, countAdminCalls, CustomerParams, route, StoreParams, storeProblems } from './admin-kit.js';
 
 /**
  * A store's customers in and out, whole: an import of another system's customers (their password
@@ -59,10 +59,6 @@ const ImportReport = Type.Object({
   error: Type.Union([Type.String(), Type.Null()], { description: 'Why a failed import stopped.' }),
   started_at: Type.String({ format: 'date-time' }),
   finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-});
-const CustomerParams = Type.Object({
-  id: StoreParams.properties.id,
-  customer_id: Type.String({ maxLength: 100 }),
 });
 const Invited = Type.Object({ status: Type.Literal('queued') });
 const ImportParams = Type.Object({

@@ -63,6 +63,7 @@ import { adminCallerOf } from './tokens.js';
 import {
   adminStoreKit,
   countAdminCalls,
+  CustomerParams,
   route,
   StoreParams,
   storeNotFound,
@@ -73,7 +74,6 @@ import {
 type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'janitor'>;
 
 const HostParams = Type.Composite([StoreParams, Type.Object({ host: Type.String({ minLength: 1, maxLength: 253 }) })]);
-const CustomerParams = Type.Composite([StoreParams, Type.Object({ customer_id: Type.String({ maxLength: 100 }) })]);
 const ListQuery = Type.Object(
   {
     cursor: Type.Optional(Type.String({ maxLength: 200, description: "A page's `next_cursor`." })),
