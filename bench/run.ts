@@ -20,6 +20,7 @@ import {
 import { figureBetterAuth } from './figures-peers.js';
 import { figureGrowth, growthSeconds, growthSizes } from './figures-growth.js';
 import { figureImport } from './figures-import.js';
+import { figureWebhooks } from './figures-webhooks.js';
 import { figureManyStores } from './figures-stores.js';
 import { figureSizing } from './figures-sizing.js';
 import { loadAverageText, measureHost } from './host.js';
@@ -54,7 +55,7 @@ const minimumRounds = values.only === undefined && values.profile === undefined 
 if (!(rounds >= minimumRounds) || !(seconds > 0))
   throw new Error(`--rounds must be at least ${minimumRounds} and --seconds positive`);
 
-const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14', '15'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
@@ -69,13 +70,14 @@ const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[
   '11': figureGrowth,
   '13': figureManyStores,
   '14': figureImport,
+  '15': figureWebhooks,
 };
 const selected = new Set<string>(
   values.profile !== undefined ? [values.profile] : (values.only?.split(',') ?? figureOrder),
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5 and 8-14; 6 and 7 are measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8-15; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
@@ -128,6 +130,8 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   // The hashes (once per machine) and the file, the import itself (a few minutes), the first
   // sign-ins that re-hash, then the login rounds.
   '14': (r, s) => 30 + 240 + 30 + r * 2 * (s + 1) + 10 + memorySeconds(0),
+  // Steady events, then the receiver down and up for as long, then the backlog's drain.
+  '15': (r, s) => 3 * r * s + 30 + memorySeconds(0),
 };
 
 /**

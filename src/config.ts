@@ -98,6 +98,11 @@ export interface Config {
   /** Calling codes (without '+') a phone store accepts at registration; empty means all. */
   smsAllowedCallingCodes: string[];
   delivery: typeof deliveryDefaults;
+  /**
+   * Where webhooks may go: `https://` only in production; private, loopback and link-local
+   * addresses only with WEBHOOK_ALLOW_PRIVATE=true.
+   */
+  webhooks: { httpsOnly: boolean; allowPrivate: boolean };
   retention: RetentionSettings;
   /** Seconds between the janitor's passes; 0: no janitor in this instance. */
   janitorIntervalSeconds: number;
@@ -164,6 +169,7 @@ export const configurationVariables: readonly string[] = [
   'DELIVERY_BUDGET_PER_HOUR',
   'DELIVERY_RETRY_BASE_SECONDS',
   'DELIVERY_WINDOW_SECONDS',
+  'WEBHOOK_ALLOW_PRIVATE',
   'COOKIE_SECURE',
   'COOKIE_DOMAIN',
   'SESSION_COOKIE_NAME',
@@ -661,6 +667,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsWebhook,
     smsAllowedCallingCodes: readCallingCodes(env, 'SMS_ALLOWED_COUNTRY_CODES'),
     delivery: readDelivery(env),
+    webhooks: { httpsOnly: production, allowPrivate: readBoolean(env, 'WEBHOOK_ALLOW_PRIVATE', false) },
     retention: readRetention(env),
     janitorIntervalSeconds: readNumber(env, 'JANITOR_INTERVAL_SECONDS', 300, {
       min: 0,

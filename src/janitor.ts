@@ -3,6 +3,8 @@ import { deleteOldAuditEvents, deleteStoreAudit } from './audit.js';
 import { deleteStoreImports } from './auth/tables/customer-imports.js';
 import { deleteFinishedChallenges } from './auth/tables/codes.js';
 import { deleteStorePasswordHooks } from './hooks/password-hooks.js';
+import { deleteStoreWebhookEndpoints } from './hooks/webhook-endpoints.js';
+import { deleteFinishedEvents, deleteStoreWebhookEvents } from './hooks/webhook-outbox.js';
 import { deleteOldKnownDevices, knownDeviceDays } from './auth/tables/known-devices.js';
 import { deleteExpiredPasskeyChallenges, deleteStorePasskeyChallenges } from './auth/tables/passkey-challenges.js';
 import { deleteStoreCustomers } from './auth/tables/customers.js';
@@ -21,6 +23,7 @@ export const janitorTables = [
   'sessions',
   'challenges',
   'outbox',
+  'webhook_events',
   'audit_events',
   'known_devices',
   'passkey_challenges',
@@ -97,6 +100,17 @@ export async function prune(
         },
         limit,
       ),
+    // Kept as long as messages are: an endpoint's deliveries list shows a week of them by default.
+    webhook_events: (limit) =>
+      deleteFinishedEvents(
+        db,
+        clock,
+        {
+          deliveredRetentionSeconds: days(retention.messageDays),
+          failedRetentionSeconds: days(retention.failedMessageDays),
+        },
+        limit,
+      ),
     audit_events: (limit) => deleteOldAuditEvents(db, clock, days(retention.auditDays), limit),
     // Fixed, not configurable: the new sign-in notice looks back exactly this far.
     known_devices: (limit) => deleteOldKnownDevices(db, clock, days(knownDeviceDays), limit),
@@ -113,6 +127,7 @@ export async function prune(
   for (const table of [
     'sessions',
     'outbox',
+    'webhook_events',
     'challenges',
     'audit_events',
     'known_devices',
@@ -138,6 +153,8 @@ export async function prune(
 /** The erasure's steps: messages first (they name customers), then the rest, then the customers with what cascades. */
 const steps: Array<[string, (db: Queryable, storeId: string, limit: number) => Promise<number>]> = [
   ['outbox', deleteStoreMessages],
+  ['webhook_events', deleteStoreWebhookEvents],
+  ['webhook_endpoints', deleteStoreWebhookEndpoints],
   ['audit_events', deleteStoreAudit],
   ['customer_imports', deleteStoreImports],
   ['passkey_challenges', deleteStorePasskeyChallenges],

@@ -86,6 +86,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookDeliveries = new Counter({
+    name: 'storefront_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by event type and outcome (sent, retry, failed).',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookLag = new Histogram({
+    name: 'storefront_webhook_lag_seconds',
+    help: 'Seconds from an event (the commit of its change) to the 2xx of the endpoint that received it.',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 3600, 86400],
+    registers: [this.registry],
+  });
+
   readonly janitorRemoved = new Counter({
     name: 'storefront_janitor_removed_rows_total',
     help: 'Rows the janitor deleted after their retention, by table.',
@@ -114,18 +128,34 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(outboxCounts: OutboxCounts) {
+  constructor(outboxCounts: OutboxCounts, webhookCounts?: OutboxCounts) {
     collectDefaultMetrics({ register: this.registry, prefix: 'storefront_' });
-    new Gauge({
-      name: 'storefront_outbox_messages',
-      help: 'Messages in the outbox by status (read at scrape time).',
-      labelNames: ['status'] as const,
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        const rows = await outboxCounts();
-        for (const row of rows) this.set({ status: row.status }, row.n);
-      },
-    });
+    statusGauge(
+      this.registry,
+      'storefront_outbox_messages',
+      'Messages in the outbox by status (read at scrape time).',
+      outboxCounts,
+    );
+    if (webhookCounts !== undefined)
+      statusGauge(
+        this.registry,
+        'storefront_webhook_deliveries',
+        'Webhook deliveries by status (read at scrape time): pending ones wait for their endpoint.',
+        webhookCounts,
+      );
   }
+}
+
+/** A gauge of rows by status, counted when scraped. */
+function statusGauge(registry: Registry, name: string, help: string, counts: OutboxCounts): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const row of await counts()) this.set({ status: row.status }, row.n);
+    },
+  });
 }

@@ -7,6 +7,8 @@ import { ConfigError, deliveryProblem, type Config, type LogLevel } from './conf
 import { sharedHashPool } from './auth/rules/hash-pool.js';
 import { createArgon2Hasher, productionArgon2, type PasswordHasher } from './auth/rules/password.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './delivery/dispatcher.js';
+import { WebhookDispatcher, type WebhookDispatcherOptions } from './hooks/webhook-dispatcher.js';
+import { countDeliveriesByStatus } from './hooks/webhook-outbox.js';
 import { countByStatus } from './delivery/outbox.js';
 import type { Transports } from './delivery/message.js';
 import { createLogTransport } from './delivery/transports/log.js';
@@ -43,6 +45,8 @@ export interface Services {
   providers: RelyingParties;
   transports: Transports;
   dispatcher: Dispatcher;
+  /** Sends the stores' webhook events. */
+  webhooks: WebhookDispatcher;
   janitor: Janitor;
   background: BackgroundWork;
   metrics: Metrics;
@@ -62,6 +66,9 @@ export interface ServiceOverrides {
   dispatcher?: Partial<DispatcherOptions>;
   /** Leave the dispatcher stopped; the caller drains it. */
   manualDispatch?: boolean;
+  webhooks?: Partial<WebhookDispatcherOptions>;
+  /** Leave the webhook dispatcher stopped; the caller drains it. */
+  manualWebhooks?: boolean;
   /** Leave the janitor stopped; the caller prunes. */
   manualJanitor?: boolean;
   /** How long a call to a sign-in provider may take (a test's slow provider). */
@@ -236,8 +243,27 @@ export async function openServices(
   const keys = deriveKeys(opened.secret, config.appSecretPrevious);
   const counters = overrides.counters ?? (await configuredCounterStore(config, logger));
   const transports = { ...configuredTransports(config, logger), ...overrides.transports };
-  const metrics = new Metrics(() => countByStatus(db));
+  const metrics = new Metrics(
+    () => countByStatus(db),
+    () => countDeliveriesByStatus(db),
+  );
   const dispatcher = startDispatcher({ db, clock, keys, transports, logger }, metrics, config, overrides);
+  const webhooks = new WebhookDispatcher(
+    {
+      db,
+      clock,
+      keys,
+      logger,
+      rules: config.webhooks,
+      delivered: ({ type, outcome, lagSeconds }) => {
+        metrics.webhookDeliveries.inc({ type, outcome });
+        if (lagSeconds !== undefined) metrics.webhookLag.observe(lagSeconds);
+      },
+      passFailed: () => metrics.passFailures.inc({ loop: 'webhooks' }),
+    },
+    overrides.webhooks,
+  );
+  if (overrides.manualWebhooks !== true) webhooks.start();
   const janitor = startJanitor({ db: maintenance, clock, logger }, metrics, config, overrides);
   const background = new BackgroundWork(logger, overrides.background);
   const auditTrail = openAuditTrail({ db, clock, logger }, background, metrics);
@@ -251,7 +277,7 @@ export async function openServices(
     },
   );
   storeFeed.start();
-  const parts = { background, auditTrail, dispatcher, janitor, storeFeed, transports, counters, logger };
+  const parts = { background, auditTrail, dispatcher, webhooks, janitor, storeFeed, transports, counters, logger };
   return {
     config,
     logger,
@@ -264,6 +290,7 @@ export async function openServices(
     providers: new RelyingParties({ clock, timeoutSeconds: overrides.providerTimeoutSeconds }),
     transports,
     dispatcher,
+    webhooks,
     janitor,
     background,
     metrics,
@@ -400,7 +427,7 @@ function openAuditTrail(
 
 /** Stops the work first and the connections last; a step that fails never leaves the pools or the embedded server running. */
 async function closeServices(
-  parts: Pick<Services, 'background' | 'dispatcher' | 'janitor' | 'transports' | 'counters' | 'logger'> & {
+  parts: Pick<Services, 'background' | 'dispatcher' | 'webhooks' | 'janitor' | 'transports' | 'counters' | 'logger'> & {
     auditTrail: AuditTrail;
     storeFeed: PeriodicTask;
   },
@@ -411,6 +438,7 @@ async function closeServices(
     // Entries whose flush was refused wait in the trail's queue; write them before the pool goes.
     await parts.auditTrail.flush().catch((error: unknown) => parts.logger.error({ err: error }, 'audit flush failed'));
     await parts.dispatcher.stop();
+    await parts.webhooks.stop();
     await parts.janitor.stop();
     await parts.storeFeed.stop();
     await Promise.all(Object.values(parts.transports).map((transport) => transport.close?.()));

@@ -27,6 +27,7 @@ const nothing: RemovedRows = {
   sessions: 0,
   challenges: 0,
   outbox: 0,
+  webhook_events: 0,
   audit_events: 0,
   known_devices: 0,
   passkey_challenges: 0,
@@ -358,6 +359,7 @@ describe('the janitor', () => {
     const expected = [
       ['sessions', ['sessions_expires', 'sessions_last_seen']],
       ['outbox', ['outbox_finished']],
+      ['webhook_events', ['webhook_events_created', 'webhook_deliveries_event']],
       ['challenges', ['challenges_finished', 'outbox_challenge']],
       ['audit_events', ['audit_events_time']],
       ['known_devices', ['known_devices_last_seen']],
@@ -430,6 +432,7 @@ describe('the janitor', () => {
         `could not prune ${[
           'sessions',
           'outbox',
+          'webhook_events',
           'challenges',
           'audit_events',
           'known_devices',

@@ -23,6 +23,8 @@ export interface AuthDeps {
   allowedCallingCodes: readonly string[];
   /** Called after a transaction that wrote outbox messages has committed. */
   messagesQueued: () => void;
+  /** Called after a transaction that wrote webhook events has committed. */
+  eventsRecorded: () => void;
   /**
    * The store's old system, which can tell whether a password is right for an account its import
    * brought without a hash (the password migration hook); null when the store has none.
@@ -35,9 +37,10 @@ export type OldPasswordCheck = (question: OldPasswordQuestion) => Promise<boolea
 
 /**
  * What a flow that queues codes or messages needs: the database, the clock, the keys that MAC the
- * codes and seal the bodies, and the nudge to the dispatcher once the transaction has committed.
+ * codes and seal the bodies, and the nudges to the dispatchers (messages, webhook events) once the
+ * transaction has committed.
  */
-export type MessagingDeps = Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued'>;
+export type MessagingDeps = Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'messagesQueued' | 'eventsRecorded'>;
 
 /** What is wrong with each refused field, as phrases (`field.*` strings) the edge writes in the customer's language. */
 export type FieldErrors = Record<string, Phrase[]>;

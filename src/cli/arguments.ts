@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { auditEvents, type AuditEvent } from '../audit.js';
 import { outboxStatuses, type OutboxStatus } from '../delivery/outbox.js';
+import { NewWebhookBody } from '../http/admin/webhook-schemas.js';
 import {
   distinct,
   FieldError,
@@ -59,6 +60,12 @@ export const usage = `Usage: storefront-auth <command>
   store delete --store S --confirm S      delete a store (--confirm repeats its slug): its slug and
                                           hosts are free at once, what it held is erased in the
                                           background by the running service
+  webhooks add [--store S] --url U --events E,E|* [--description D]
+                                          add a webhook endpoint: the store's events of those types
+                                          (* for every type but customer.signed_in) are POSTed to U,
+                                          signed; prints it with its secret, shown this once
+  webhooks list [--store S]               the store's webhook endpoints, without their secrets
+  webhooks remove [--store S] --id ID     remove an endpoint, and its deliveries with it
   customer show <identity>                print a customer
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
   customer sessions <identity>            a customer's live sessions, newest first
@@ -85,8 +92,8 @@ export const usage = `Usage: storefront-auth <command>
                                           in one transaction; --force replaces what it holds
 
   --store S names a store by slug (or id). The commands about one store (store show, set, hosts,
-  delete, customer, customers, outbox, audit) act on the only store without it; with several
-  stores they need it.
+  providers, delete, webhooks, customer, customers, outbox, audit) act on the only store without
+  it; with several stores they need it.
 
 Configuration comes from the environment (see the README).`;
 
@@ -142,6 +149,9 @@ function readArguments(argv: string[]) {
       'team-id': { type: 'string' },
       scopes: { type: 'string' },
       confirm: { type: 'string' },
+      url: { type: 'string' },
+      events: { type: 'string' },
+      description: { type: 'string' },
       // No defaults: a flag that was not given stays out of `values`, so it can be told apart.
       force: { type: 'boolean' },
       yes: { type: 'boolean' },
@@ -212,6 +222,9 @@ const commands: Record<string, CommandShape> = {
   'store providers remove': { flags: ['store', 'id'], arguments: 0 },
   'store providers list': { flags: ['store'], arguments: 0 },
   'store delete': { flags: ['store', 'confirm'], arguments: 0 },
+  'webhooks add': { flags: ['store', 'url', 'events', 'description'], arguments: 0 },
+  'webhooks list': { flags: ['store'], arguments: 0 },
+  'webhooks remove': { flags: ['store', 'id'], arguments: 0 },
   'customer show': { flags: ['store'], arguments: 1 },
   'customer delete': { flags: ['store', 'yes'], arguments: 1 },
   'customer sessions': { flags: ['store'], arguments: 1 },
@@ -266,6 +279,8 @@ export function parseCommand(
     throw new UsageError('store hosts needs add or remove, and a host');
   if (threeWords && verb === 'providers' && !['add', 'remove', 'list'].includes(rest[0] ?? ''))
     throw new UsageError('store providers needs add, remove or list');
+  if (noun === 'webhooks' && !['add', 'list', 'remove'].includes(verb ?? ''))
+    throw new UsageError('webhooks needs add, list or remove');
   const key = threeWords ? `store ${verb} ${rest[0]}` : verb === undefined ? noun : `${noun} ${verb}`;
   const args = threeWords ? rest.slice(1) : rest;
   const shape = commands[key];
@@ -318,6 +333,13 @@ function parseKnown(
       return { name: 'store.providers.remove', id: values.id };
     case 'store providers list':
       return { name: 'store.providers.list' };
+    case 'webhooks add':
+      return webhookAddCommand(values);
+    case 'webhooks list':
+      return { name: 'webhooks.list' };
+    case 'webhooks remove':
+      if (values.id === undefined) throw new UsageError('webhooks remove needs --id, the endpoint to remove');
+      return { name: 'webhooks.remove', id: values.id };
     case 'store delete': {
       if (values.store === undefined || values.confirm === undefined)
         throw new UsageError(
@@ -482,6 +504,31 @@ function providerAddCommand(values: Flags): AdminCommand {
     ...(keyFile !== undefined && { privateKeyFile: keyFile }),
     ...(secretFile !== undefined && { clientSecretFile: secretFile }),
   };
+}
+
+/**
+ * The endpoint to add. The admin API's schema limits are checked here; the URL's rules (scheme,
+ * private addresses) and the event names when the command runs, as the API checks them.
+ */
+function webhookAddCommand(values: Flags): AdminCommand {
+  const { url, events, description } = values;
+  if (url === undefined || events === undefined)
+    throw new UsageError('webhooks add needs --url and --events (event types separated by commas, or *)');
+  const limits = NewWebhookBody.properties;
+  const tooLong = (text: string, max: number | undefined) => max !== undefined && text.length > max;
+  if (tooLong(url, limits.url.maxLength))
+    throw new UsageError(`--url must be at most ${limits.url.maxLength} characters`);
+  if (description !== undefined && tooLong(description, limits.description.maxLength))
+    throw new UsageError(`--description must be at most ${limits.description.maxLength} characters`);
+  // `a,b`, spaces forgiven; an empty list is refused when the command runs, in the API's words.
+  const types = events
+    .split(',')
+    .map((type) => type.trim())
+    .filter((type) => type !== '');
+  const maxItems = limits.events.maxItems;
+  if (maxItems !== undefined && types.length > maxItems)
+    throw new UsageError(`--events names at most ${maxItems} event types`);
+  return { name: 'webhooks.add', url, events: types, ...(description !== undefined && { description }) };
 }
 
 function customerCommand(

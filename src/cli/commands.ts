@@ -5,7 +5,8 @@ import type { Keys } from '../keys.js';
 import type { Clock } from '../clock.js';
 import { defaultRetention, deliveryProblem, type Config, type RetentionSettings } from '../config.js';
 import { countCustomers, findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/tables/customers.js';
-import { countLiveCustomerSessions, listCustomerSessions, revokeCustomerSessions } from '../auth/tables/sessions.js';
+import { countLiveCustomerSessions, listCustomerSessions } from '../auth/tables/sessions.js';
+import { revokeSessions } from '../auth/flows/session-revocation.js';
 import { countStorePasskeys, listPasskeys, removePasskey } from '../auth/tables/passkeys.js';
 import { parseIdentity } from '../auth/rules/identity.js';
 import { listOutbox, retryOutboxMessage, type OutboxStatus } from '../delivery/outbox.js';
@@ -28,6 +29,7 @@ import {
 } from '../store/store.js';
 import { counted } from './counted.js';
 import { runProviderCommand, type ProviderCommand } from './providers.js';
+import { runWebhookCommand, type WebhookCommand } from './webhooks.js';
 import {
   cookieDomainRefusal,
   defaultLanguageRefusal,
@@ -57,6 +59,7 @@ export type StoreCommand = { store?: string | undefined } & (
   /** `confirm` must be the store's slug. */
   | { name: 'store.delete'; confirm: string }
   | ProviderCommand
+  | WebhookCommand
   | { name: 'customer.show'; identity: string }
   | { name: 'customer.delete'; identity: string }
   | { name: 'customer.sessions'; identity: string }
@@ -83,12 +86,13 @@ export interface AdminDeps {
   retention?: RetentionSettings;
   /**
    * The command's own configuration, taken to be the service's (the same environment, as with
-   * `docker exec`): the transport check of `store set` can only be as right as that.
+   * `docker exec`): the transport check of `store set` and the URL rules of `webhooks add` can
+   * only be as right as that.
    */
-  config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed' | 'webauthn'>;
+  config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed' | 'webauthn' | 'webhooks'>;
   /**
-   * The deployment's keys, to seal the notice `customer delete` queues and a provider's secret;
-   * those commands need them.
+   * The deployment's keys, to seal the notice `customer delete` queues, a provider's secret and a
+   * webhook endpoint's; those commands need them.
    */
   keys?: Keys;
 }
@@ -146,6 +150,10 @@ async function runStoreCommand(deps: StoreCommandDeps, command: StoreCommand): P
     case 'store.providers.remove':
     case 'store.providers.list':
       return runProviderCommand(deps, command);
+    case 'webhooks.add':
+    case 'webhooks.list':
+    case 'webhooks.remove':
+      return runWebhookCommand(deps, command);
     case 'customer.show': {
       const row = await customerNamed(sdb, store, command.identity);
       if (typeof row === 'string') return { ok: false, error: row };
@@ -316,7 +324,11 @@ async function deleteCustomer(
   if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
   // The same erasure as the customer's own, without a password; a running service's
   // dispatcher finds the queued notice on its next poll.
-  const result = await eraseAccount({ db, clock, keys, messagesQueued: () => {} }, store, row.id);
+  const result = await eraseAccount(
+    { db, clock, keys, messagesQueued: () => {}, eventsRecorded: () => {} },
+    store,
+    row.id,
+  );
   if (!result.ok) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
   await writeAuditEntry(db, clock, {
     event: 'account.deleted',
@@ -340,7 +352,8 @@ async function runCustomerCommand(
       // No request, so no session is current: every entry says current: false.
       return { ok: true, output: await listCustomerSessions(db, clock, row.id) };
     case 'customer.revoke-sessions': {
-      const count = await revokeCustomerSessions(db, clock, row.id);
+      // The running service's webhook dispatcher finds the event on its next poll.
+      const count = await revokeSessions({ db, clock, eventsRecorded: () => {} }, row.id, { by: 'staff' });
       await writeAuditEntry(db, clock, {
         event: 'session.revoked',
         customerId: row.id,

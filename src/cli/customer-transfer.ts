@@ -81,6 +81,7 @@ export async function runCustomersCommand(
     allowedCallingCodes: config.smsAllowedCallingCodes,
     // Invitations wait in the outbox until a running service's dispatcher next looks.
     messagesQueued: () => {},
+    eventsRecorded: () => {},
   };
   let counts: ImportCounts;
   try {

@@ -33,7 +33,10 @@ import { loggedUrl } from './request-log.js';
  */
 
 /** The parts of the edge the domain's dependencies are made from (see authDeps). */
-export type AuthDepsSource = Pick<Edge, 'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'logger'>;
+export type AuthDepsSource = Pick<
+  Edge,
+  'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'webhooks' | 'logger'
+>;
 
 /** What the kit is made from: every customer route module takes exactly this. */
 export type KitSource = AuthDepsSource & Pick<Edge, 'metrics' | 'limiter' | 'audit' | 'background'>;
@@ -50,6 +53,7 @@ export function authDeps(services: AuthDepsSource, store: Pick<StoreContext, 'id
     keys: services.keys,
     allowedCallingCodes: services.config.smsAllowedCallingCodes,
     messagesQueued: () => services.dispatcher.nudge(),
+    eventsRecorded: () => services.webhooks.nudge(),
     passwordHook: async (db) => {
       // A secret sealed under an APP_SECRET no longer accepted: every such sign-in is a wrong password, said here.
       const hook = await loadPasswordHook(db, services.keys).catch((error: unknown) => {

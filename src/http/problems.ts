@@ -76,6 +76,16 @@ export const adminProblemCatalogue = {
     detail:
       "This store's customers sign in with a phone number; sign-in providers match customers by a verified email, so only email stores have them.",
   },
+  webhook_limit: {
+    status: 409,
+    title: 'Webhook limit',
+    detail: 'The store has as many webhook endpoints as it may (20); remove one first.',
+  },
+  delivery_erased: {
+    status: 409,
+    title: 'Delivery erased',
+    detail: "The event's customer was deleted and its body erased with them: it can no longer be sent.",
+  },
   idempotency_key_reused: {
     status: 422,
     title: 'Idempotency key reused',

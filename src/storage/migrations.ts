@@ -509,6 +509,74 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 20,
+    name: 'webhooks',
+    sql: `
+      -- A store's own systems, told about its customers (Standard Webhooks). The secrets are sealed
+      -- under APP_SECRET; after a rotation the previous one signs beside the new one until it ends.
+      -- failing_since: when the endpoint's current run of failures began (null: its last answer was 2xx).
+      CREATE TABLE webhook_endpoints (
+        store_id text NOT NULL REFERENCES stores (id),
+        id uuid NOT NULL,
+        url text NOT NULL,
+        events text[] NOT NULL,
+        description text NOT NULL DEFAULT '',
+        sealed_secret text NOT NULL,
+        sealed_previous_secret text,
+        previous_secret_until timestamptz,
+        failing_since timestamptz,
+        disabled_at timestamptz,
+        disabled_reason text,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (store_id, id)
+      );
+      -- An event as it is sent, written in the transaction of the change it reports. Its body is
+      -- kept byte for byte, so every retry carries the same signature input; erasing a customer
+      -- empties the bodies that no longer have to be sent (body null).
+      CREATE TABLE webhook_events (
+        store_id text NOT NULL REFERENCES stores (id),
+        id text NOT NULL,
+        type text NOT NULL,
+        customer_id uuid,
+        body text,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (store_id, id)
+      );
+      CREATE INDEX webhook_events_customer ON webhook_events (store_id, customer_id) WHERE customer_id IS NOT NULL;
+      CREATE INDEX webhook_events_created ON webhook_events (created_at);
+      -- One event to one endpoint. id orders a customer's events for each endpoint; customer_id is
+      -- kept after the customer is gone (their customer.deleted still has to be sent in order).
+      CREATE TABLE webhook_deliveries (
+        store_id text NOT NULL,
+        id bigserial NOT NULL,
+        endpoint_id uuid NOT NULL,
+        event_id text NOT NULL,
+        customer_id uuid,
+        status text NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+        attempts integer NOT NULL DEFAULT 0,
+        attempt_log jsonb NOT NULL DEFAULT '[]',
+        next_attempt_at timestamptz NOT NULL,
+        locked_until timestamptz,
+        last_status integer,
+        last_error text,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        delivered_at timestamptz,
+        PRIMARY KEY (store_id, id),
+        FOREIGN KEY (store_id, endpoint_id) REFERENCES webhook_endpoints (store_id, id) ON DELETE CASCADE,
+        FOREIGN KEY (store_id, event_id) REFERENCES webhook_events (store_id, id) ON DELETE CASCADE
+      );
+      -- Each endpoint's lane: its pending deliveries in order, and those of one customer.
+      CREATE INDEX webhook_deliveries_lane ON webhook_deliveries (endpoint_id, id) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_order ON webhook_deliveries (endpoint_id, customer_id, id) WHERE status = 'pending';
+      -- Deliveries in flight (leased), counted per endpoint at every claim.
+      CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id) WHERE locked_until IS NOT NULL;
+      CREATE INDEX webhook_deliveries_listing ON webhook_deliveries (store_id, endpoint_id, id);
+      CREATE INDEX webhook_deliveries_event ON webhook_deliveries (store_id, event_id);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

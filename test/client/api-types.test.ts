@@ -8,6 +8,7 @@ import type * as client from '../../packages/client/src/index.js';
 import type * as introspection from '../../src/http/admin/introspect.js';
 import type * as providerAdmin from '../../src/http/admin/providers.js';
 import type * as storeSchemas from '../../src/http/admin/store-schemas.js';
+import type * as webhookSchemas from '../../src/http/admin/webhook-schemas.js';
 import { clientTypesFile, clientTypesSource } from '../../scripts/client-types.js';
 import type * as passkeySchemas from '../../src/http/passkey-schemas.js';
 import type * as providerSchemas from '../../src/http/provider-schemas.js';
@@ -77,6 +78,11 @@ export const sameTypes = [
   same<admin.DeletedStore, Static<typeof storeSchemas.DeletedStore>>(true),
   same<admin.StoreCustomer, Static<typeof storeSchemas.StoreCustomer>>(true),
   same<backend.InactiveSession, Static<typeof introspection.InactiveSession>>(true),
+  same<admin.WebhookEndpoint, Static<typeof webhookSchemas.WebhookEndpoint>>(true),
+  same<admin.CreatedWebhook, Static<typeof webhookSchemas.WebhookEndpointWithSecret>>(true),
+  same<admin.NewWebhook, Static<typeof webhookSchemas.NewWebhookBody>>(true),
+  same<admin.WebhookPatch, Static<typeof webhookSchemas.WebhookPatchBody>>(true),
+  same<admin.WebhookDeliveryList, Static<typeof webhookSchemas.DeliveryList>>(true),
 ];
 
 describe("the client package's wire types", () => {

@@ -145,6 +145,8 @@ describe('the client package, packed and installed as a user installs it', { tim
     const { stdout } = await run('tar', ['-tzf', tarball]);
     assert.deepEqual(stdout.trim().split('\n').sort(), [
       'package/README.md',
+      'package/dist/admin-webhooks.d.ts',
+      'package/dist/admin-webhooks.js',
       'package/dist/admin.d.ts',
       'package/dist/admin.js',
       'package/dist/answers.d.ts',

@@ -37,6 +37,7 @@ export function domainOf(t: TestApp): Domain {
       allowedCallingCodes: t.services.config.smsAllowedCallingCodes,
       // The test delivers by draining the outbox itself.
       messagesQueued: () => {},
+      eventsRecorded: () => {},
       passwordHook: authDeps(t.services, { id: firstStoreId }).passwordHook,
     },
     store,

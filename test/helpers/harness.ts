@@ -154,6 +154,7 @@ export async function createHarness({ counterStore = () => openTestCounterStore(
       counters: options.overrides?.counters ?? (await counterStore()),
       transports,
       manualDispatch: true,
+      manualWebhooks: true,
       manualJanitor: true,
       ...options.overrides,
     });

@@ -578,6 +578,12 @@ describe('the platform admin API', () => {
       '/admin/v1/stores/{id}/password-hook',
       '/admin/v1/stores/{id}/providers',
       '/admin/v1/stores/{id}/providers/{provider}',
+      '/admin/v1/stores/{id}/webhooks',
+      '/admin/v1/stores/{id}/webhooks/{webhook_id}',
+      '/admin/v1/stores/{id}/webhooks/{webhook_id}/deliveries',
+      '/admin/v1/stores/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry',
+      '/admin/v1/stores/{id}/webhooks/{webhook_id}/rotate-secret',
+      '/admin/v1/stores/{id}/webhooks/{webhook_id}/test',
     ]);
     assert.deepEqual(Object.keys(document.paths['/admin/v1/stores'].post.responses).sort(), [
       '201',

@@ -1,12 +1,24 @@
 /**
  * For a store platform's backend: creates, changes and deletes the deployment's stores, their
- * hosts, and finds and signs out their customers, through the service's admin listener. Its own
+ * hosts, sign-in providers and webhook endpoints, and finds and signs out their customers, through
+ * the service's admin listener. Its own
  * entry point (`@storefront-auth/client/admin`), so a storefront bundle never ships it, and it
  * holds a token that must never reach a browser.
  */
 import type { Customer } from './api-types.js';
+import { webhookAdmin, type WebhookAdmin } from './admin-webhooks.js';
 import { answerOf, fetchAnswer } from './answers.js';
 
+export type {
+  CreatedWebhook,
+  NewWebhook,
+  WebhookAdmin,
+  WebhookDelivery,
+  WebhookDeliveryAttempt,
+  WebhookDeliveryList,
+  WebhookEndpoint,
+  WebhookPatch,
+} from './admin-webhooks.js';
 export { StorefrontAuthError } from './answers.js';
 
 export type StoreStatus = 'active' | 'paused' | 'closed';
@@ -142,7 +154,8 @@ export interface AdminClientOptions {
   fetch?: typeof globalThis.fetch;
 }
 
-export interface AdminClient {
+/** The store calls here; the webhook endpoint calls in WebhookAdmin (admin-webhooks.ts). */
+export interface AdminClient extends WebhookAdmin {
   /**
    * Makes a store. Give an `idempotencyKey` whenever the call may be retried: within 24 hours a
    * retry with it answers the first answer again and makes nothing.
@@ -174,7 +187,12 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const part = encodeURIComponent;
 
-  async function call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  async function call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     const { response, text } = await fetchAnswer(fetch, `${base}${path}`, {
       method,
       headers: {
@@ -225,6 +243,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     removeProvider: async (store, id) => {
       await call('DELETE', `/stores/${part(store)}/providers/${part(id)}`);
     },
+    ...webhookAdmin(call),
   };
   return client;
 }

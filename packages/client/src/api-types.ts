@@ -35,6 +35,8 @@ export type AdminProblemCode =
   | 'import_running'
   | 'has_password'
   | 'phone_store'
+  | 'webhook_limit'
+  | 'delivery_erased'
   | 'idempotency_key_reused';
 
 export interface RegisterBody {

@@ -1,3 +1,4 @@
+import { recordCustomerEvent } from '../../hooks/webhook-outbox.js';
 import { enqueueMessage } from '../../delivery/outbox.js';
 import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
@@ -89,9 +90,17 @@ export async function changePassword(
       language: messageLanguage(store, locked.locale),
       signedOut: 'other_devices',
     });
+    await recordCustomerEvent(tx, deps.clock, {
+      type: 'customer.password_changed',
+      customerId: locked.id,
+      data: { how: 'changed' },
+    });
     return ok(opened.session);
   });
-  if (result.ok) deps.messagesQueued();
+  if (result.ok) {
+    deps.messagesQueued();
+    deps.eventsRecorded();
+  }
   return result;
 }
 

@@ -3,7 +3,7 @@ import { consumeChallenge } from '../tables/codes.js';
 import { lockCustomer } from '../tables/customers.js';
 import type { MessagingDeps } from '../deps.js';
 import type { ParsedIdentity } from '../rules/identity.js';
-import { proveControl } from '../rules/ownership.js';
+import { isFirstProof, proveControl } from '../rules/ownership.js';
 import { queueCodeIfWanted } from '../rules/queue-code.js';
 import { fail, ok } from '../result.js';
 import { createSession, deleteSession } from '../tables/sessions.js';
@@ -42,16 +42,18 @@ export async function loginWithCode(
     // Receiving the code proves the identity, so a store that requires verification lets it in. On
     // an unproven account it is the first proof: what the claimant set up before it ends, and
     // the password too, since this proof set none.
+    const firstProof = isFirstProof(customer);
     const verified = await proveControl(tx, deps.clock, customer, { retiresPassword: true });
     const { client, previousSessionId } = attempt;
     const session = await createSession(tx, deps.clock, {
       customerId: customer.id,
       credentialVersion: verified.credential_version,
       client,
+      signedIn: 'code',
     });
     if (session === null) return fail('refused', { customerId: customer.id });
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
-    return ok({ customer: verified, ...session });
+    return ok({ customer: verified, ...session, eventRecorded: session.eventRecorded || firstProof });
   });
   if (!opened.ok) return opened;
   return completeSignIn(deps, attempt.store, { ...opened.value, device: deviceKeyOf(attempt.client) });

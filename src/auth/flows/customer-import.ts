@@ -1,3 +1,4 @@
+import { recordImportEvent } from '../../hooks/webhook-outbox.js';
 import { randomUUID } from 'node:crypto';
 import type { StoreQueryable } from '../../storage/database.js';
 import type { StoreContext } from '../../store/store.js';
@@ -52,7 +53,10 @@ export interface ImportOptions {
   refused?: (refusals: ImportRefusal[]) => void;
 }
 
-type ImportDeps = Pick<AuthDeps, 'db' | 'clock' | 'hasher' | 'keys' | 'allowedCallingCodes' | 'messagesQueued'>;
+type ImportDeps = Pick<
+  AuthDeps,
+  'db' | 'clock' | 'hasher' | 'keys' | 'allowedCallingCodes' | 'messagesQueued' | 'eventsRecorded'
+>;
 
 /** Rolls a dry run's batch back after it was written, so its counts are exactly a real run's. */
 class DryRunRollback extends Error {}
@@ -240,7 +244,7 @@ async function updateCustomer(
   if (record.verified === true && row.verified_at === null) {
     // The platform vouches for the identity: a first proof of control, which ends what the claimant
     // set up, their password included (the line's hash, if any, is set below in its place).
-    customer = await proveControl(tx, deps.clock, row, { retiresPassword: true });
+    customer = await proveControl(tx, deps.clock, row, { retiresPassword: true, silent: true });
     changed = true;
   }
   if (record.providers.length > 0 && customer.verified_at === null)
@@ -332,7 +336,15 @@ export async function reportedImport(
     const providers = await listProviders(deps.db);
     const providerIds = new Map(providers.map((provider) => [provider.issuer, provider.id]));
     const counts = await importCustomers(deps, store, providerIds, lines, { ...options, progress });
-    await recordImport(deps.db, deps.clock, importId, counts, { status: 'done' });
+    // The store's systems hear of a real import once, with its counts, as it is reported done.
+    const announced = await deps.db.transaction(async (tx) => {
+      await recordImport(tx, deps.clock, importId, counts, { status: 'done' });
+      if (options.dryRun) return false;
+      const { created, updated, unchanged, refused, invited } = counts;
+      const summary = { import_id: importId, created, updated, unchanged, refused, invited };
+      return recordImportEvent(tx, deps.clock, summary);
+    });
+    if (announced) deps.eventsRecorded();
     return counts;
   } catch (error) {
     // Never an internal error's own text: it may quote SQL or a file's content. The service's log has it.

@@ -1,3 +1,4 @@
+import { eraseCustomerEvents, recordCustomerEvent } from '../../hooks/webhook-outbox.js';
 import { listCustomerAudit, scrubAuditIdentity, type AuditRecord } from '../../audit.js';
 import { eraseCustomerMessages, enqueueMessage } from '../../delivery/outbox.js';
 import { messageLanguage } from '../../delivery/templates.js';
@@ -148,6 +149,9 @@ export async function eraseAccount(
     await deleteCustomerChallenges(tx, customer.id);
     await eraseCustomerMessages(tx, deps.clock, customer.id, { channel, recipient: customer.identity_value });
     await scrubAuditIdentity(tx, customer.id, customer.identity_value);
+    // Written while the row is there to name it; events no endpoint still waits for lose their bodies.
+    await recordCustomerEvent(tx, deps.clock, { type: 'customer.deleted', customerId: customer.id, data: {} });
+    await eraseCustomerEvents(tx, customer.id);
     await deleteCustomer(tx, customer.id);
     await enqueueMessage(tx, deps, {
       channel,
@@ -161,6 +165,9 @@ export async function eraseAccount(
     });
     return ok(undefined);
   });
-  if (result.ok) deps.messagesQueued();
+  if (result.ok) {
+    deps.messagesQueued();
+    deps.eventsRecorded();
+  }
   return result;
 }

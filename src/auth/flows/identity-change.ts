@@ -1,3 +1,4 @@
+import { recordCustomerEvent } from '../../hooks/webhook-outbox.js';
 import { enqueueMessage } from '../../delivery/outbox.js';
 import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
@@ -143,8 +144,16 @@ export async function confirmIdentityChange(
       language: messageLanguage(store, locked.locale),
       maskedIdentity: maskIdentity(store.identityMode, consumed.newIdentityValue),
     });
+    await recordCustomerEvent(tx, deps.clock, {
+      type: 'customer.identity_changed',
+      customerId: locked.id,
+      data: { previous_identity: { type: locked.identity_type, value: locked.identity_value } },
+    });
     return ok(toCustomer(switched));
   });
-  if (result.ok) deps.messagesQueued();
+  if (result.ok) {
+    deps.messagesQueued();
+    deps.eventsRecorded();
+  }
   return result;
 }

@@ -58,6 +58,7 @@ export async function login(
     client: attempt.client,
     replaces: attempt.previousSessionId,
     knownDevice: device,
+    signedIn: 'password',
   });
   // The password was changed while it was being checked: the one given is no longer the password.
   if (opened === null) return fail('refused', { customerId: customer.id });

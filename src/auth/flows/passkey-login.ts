@@ -111,6 +111,7 @@ export async function loginWithPasskey(
       customerId: row.id,
       credentialVersion: row.credential_version,
       client,
+      signedIn: 'passkey',
     });
     if (session === null) return 'unknown_passkey' as const;
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);

@@ -1,3 +1,4 @@
+import { recordCustomerEvent } from '../../hooks/webhook-outbox.js';
 import { queueCodeIfWanted } from '../rules/queue-code.js';
 import type { StoreContext } from '../../store/store.js';
 import { enqueueMessage } from '../../delivery/outbox.js';
@@ -65,8 +66,16 @@ export async function resetPassword(
       storeName: store.name,
       language: messageLanguage(store, customer.locale),
     });
+    await recordCustomerEvent(tx, deps.clock, {
+      type: 'customer.password_changed',
+      customerId: customer.id,
+      data: { how: 'reset' },
+    });
     return ok({ customerId: customer.id });
   });
-  if (result.ok) deps.messagesQueued();
+  if (result.ok) {
+    deps.messagesQueued();
+    deps.eventsRecorded();
+  }
   return result;
 }

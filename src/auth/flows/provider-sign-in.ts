@@ -1,3 +1,4 @@
+import { recordCustomerEvent } from '../../hooks/webhook-outbox.js';
 import { withoutControls } from '../../i18n/controls.js';
 import { randomUUID } from 'node:crypto';
 import { enqueueMessage } from '../../delivery/outbox.js';
@@ -65,10 +66,13 @@ export async function signInWithProvider(
       customerId: customer.id,
       credentialVersion: customer.credential_version,
       client,
+      signedIn: 'provider',
     });
     if (session === null) throw new Error('a session could not be opened for a locked customer');
     if (previousSessionId !== undefined) await deleteSession(tx, deps.clock, previousSessionId);
-    return { ...matched, ...session };
+    // A new account and a first proof wrote their events too.
+    const announced = matched.match === 'created' || matched.match === 'first_proof';
+    return { ...matched, ...session, eventRecorded: session.eventRecorded || announced };
   });
   if (opened === null) return fail('email_unverified', { customerId: null });
   // Only a link to a proven account queued a message (its provider_linked notice).
@@ -109,6 +113,10 @@ async function matchCustomer(
     if (customer === null) throw new Error('the email was taken and is gone again');
     if (created !== null) {
       await insertProviderLink(tx, deps.clock, { ...link, customerId: created.id });
+      // Made proven: both its events, as a registration and its first proof would write them.
+      const data = { method: 'provider' } as const;
+      await recordCustomerEvent(tx, deps.clock, { type: 'customer.registered', customerId: created.id, data });
+      await recordCustomerEvent(tx, deps.clock, { type: 'customer.verified', customerId: created.id, data: {} });
       return { customer: created, match: 'created' };
     }
   }

@@ -1,3 +1,4 @@
+import { recordCustomerEvent } from '../../hooks/webhook-outbox.js';
 import { queueCode } from '../rules/queue-code.js';
 import { randomUUID } from 'node:crypto';
 import type { StoreContext } from '../../store/store.js';
@@ -64,8 +65,16 @@ export async function register(
     const row = await insertCustomer(tx, { id: randomUUID(), name, type, value: identity, passwordHash, now, locale });
     if (row === null) return fail('identity_unavailable');
     await queueCode(tx, deps, store, row, 'verification');
+    await recordCustomerEvent(tx, deps.clock, {
+      type: 'customer.registered',
+      customerId: row.id,
+      data: { method: 'password' },
+    });
     return ok(toCustomer(row));
   });
-  if (result.ok) deps.messagesQueued();
+  if (result.ok) {
+    deps.messagesQueued();
+    deps.eventsRecorded();
+  }
   return result;
 }

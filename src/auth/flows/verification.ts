@@ -4,7 +4,7 @@ import { consumeChallenge } from '../tables/codes.js';
 import { lockCustomer, toCustomer, type Customer } from '../tables/customers.js';
 import type { AuthDeps, MessagingDeps } from '../deps.js';
 import type { ParsedIdentity } from '../rules/identity.js';
-import { proveControl } from '../rules/ownership.js';
+import { isFirstProof, proveControl } from '../rules/ownership.js';
 import { fail, ok, type Result } from '../result.js';
 
 /**
@@ -14,16 +14,20 @@ import { fail, ok, type Result } from '../result.js';
  * invalid_challenge.
  */
 export async function verifyIdentity(
-  deps: Pick<AuthDeps, 'db' | 'clock' | 'keys'>,
+  deps: Pick<AuthDeps, 'db' | 'clock' | 'keys' | 'eventsRecorded'>,
   identity: ParsedIdentity,
   code: string,
 ): Promise<Result<Customer, 'invalid_challenge'>> {
-  return deps.db.transaction(async (tx) => {
+  let firstProof = false;
+  const result = await deps.db.transaction(async (tx) => {
     const customer = await lockCustomer(tx, identity);
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'verification', code);
     if (!accepted || customer === null) return fail('invalid_challenge');
+    firstProof = isFirstProof(customer);
     return ok(toCustomer(await proveControl(tx, deps.clock, customer, { retiresPassword: false })));
   });
+  if (result.ok && firstProof) deps.eventsRecorded();
+  return result;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Clock } from '../../clock.js';
+import { recordCustomerEvent } from '../../hooks/webhook-outbox.js';
 import type { StoreQueryable } from '../../storage/database.js';
 import { voidLiveChallenges } from '../tables/codes.js';
 import { markProven, type CustomerRow } from '../tables/customers.js';
@@ -22,14 +23,17 @@ import { deleteCustomerSessions } from '../tables/sessions.js';
  */
 export interface Proof {
   retiresPassword: boolean;
+  /** An import announces its customers once, in its `customer.imported`, not one `customer.verified` each. */
+  silent?: boolean;
 }
 
 /**
  * Records a proof of control. On an account already proven it changes nothing. On the first: every
  * session, passkey and provider link from before it ends, every other live code is voided, verified_at is set
- * and, for a proof that sets no password, the password is retired (a new credential version).
- * The caller holds the customer row locked and opens any new session after this, against the
- * version it returns.
+ * and, for a proof that sets no password, the password is retired (a new credential version),
+ * and a `customer.verified` is written for the store's endpoints (the caller nudges their
+ * dispatcher once it commits, see `isFirstProof`). The caller holds the customer row locked and
+ * opens any new session after this, against the version it returns.
  */
 export async function proveControl(
   tx: StoreQueryable,
@@ -42,7 +46,15 @@ export async function proveControl(
   await deleteCustomerPasskeys(tx, customer.id);
   await deleteCustomerProviderLinks(tx, customer.id);
   await credentialsChanged(tx, clock, customer.id);
-  return markProven(tx, customer.id, clock.now(), { retirePassword: proof.retiresPassword });
+  const proven = await markProven(tx, customer.id, clock.now(), { retirePassword: proof.retiresPassword });
+  if (proof.silent !== true)
+    await recordCustomerEvent(tx, clock, { type: 'customer.verified', customerId: customer.id, data: {} });
+  return proven;
+}
+
+/** Whether proveControl will take this account's first proof (and write its event). */
+export function isFirstProof(customer: Pick<CustomerRow, 'verified_at'>): boolean {
+  return customer.verified_at === null;
 }
 
 /**

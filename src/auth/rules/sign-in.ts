@@ -47,6 +47,8 @@ export interface OpenedSignIn {
   device: DeviceKey;
   /** The statement that opened the session found the device seen and refreshed it (createSession). */
   knownDeviceRefreshed: boolean;
+  /** The same statement wrote a `customer.signed_in` for the store's endpoints. */
+  eventRecorded: boolean;
 }
 
 /**
@@ -114,6 +116,7 @@ export async function completeSignIn(
   store: StoreContext,
   signIn: OpenedSignIn,
 ): Promise<Ok<SignedIn>> {
+  if (signIn.eventRecorded) deps.eventsRecorded();
   const signInNotice = await noteSignIn(deps, store, signIn).catch((error: unknown) => ({ failed: error }));
   return ok({ customer: toCustomer(signIn.customer), sessionId: signIn.session.sessionId, signInNotice });
 }

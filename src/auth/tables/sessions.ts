@@ -1,3 +1,5 @@
+import { eventStatementParts } from '../../hooks/webhook-outbox.js';
+import type { SignInMethod } from '../../hooks/webhook-catalogue.js';
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { secondsBefore, type Clock } from '../../clock.js';
@@ -75,12 +77,16 @@ export interface SessionOpening {
   replaces?: string | undefined;
   /** The sign-in's device, refreshed when it was seen within the look-back (see refreshSeenDevice). */
   knownDevice?: DeviceKey | undefined;
+  /** How a sign-in signed in: its `customer.signed_in` is written by the same statement, for endpoints that asked. */
+  signedIn?: SignInMethod | undefined;
 }
 
 export interface OpenedSession {
   session: NewSession;
   /** The device was seen within the look-back, and its row now says it was seen again. */
   knownDeviceRefreshed: boolean;
+  /** A `customer.signed_in` was written (an endpoint of the store asked for it). */
+  eventRecorded: boolean;
 }
 
 /** The INSERT of createSession, its values added to `params`. */
@@ -131,11 +137,11 @@ export async function createSession(
   const session = { sessionId, expiresAt: new Date(now.getTime() + sessionAbsoluteLifetimeSeconds * 1000) };
   const params = new StatementParams();
   const insert = insertSessionSql(params, db.storeId, opening, session, now);
-  const { replaces, knownDevice } = opening;
-  if (replaces === undefined && knownDevice === undefined) {
-    // Named, as each of the four shapes below: a login's one write. Their texts never vary otherwise.
+  const { replaces, knownDevice, signedIn } = opening;
+  if (replaces === undefined && knownDevice === undefined && signedIn === undefined) {
+    // Named, as each of the shapes below: a login's one write. Their texts never vary otherwise.
     const rows = await db.query(prepared(`${insert} RETURNING 1`), params.values);
-    return rows.length === 1 ? { session, knownDeviceRefreshed: false } : null;
+    return rows.length === 1 ? { session, knownDeviceRefreshed: false, eventRecorded: false } : null;
   }
   const parts = [`opened AS (${insert} RETURNING customer_id)`];
   if (replaces !== undefined) {
@@ -148,13 +154,21 @@ export async function createSession(
   if (knownDevice !== undefined) {
     parts.push(`device AS (${refreshSeenDevice(params, db.storeId, 'opened', knownDevice, now)})`);
   }
+  if (signedIn !== undefined) {
+    // Only when the session opened: no event for a sign-in a password change refused.
+    const event = { type: 'customer.signed_in' as const, customerId: opening.customerId, data: { method: signedIn } };
+    parts.push(...eventStatementParts(params, 'signed_in', db.storeId, event, now, 'EXISTS (SELECT 1 FROM opened)'));
+  }
   const seen = knownDevice === undefined ? 'false' : 'EXISTS (SELECT 1 FROM device)';
-  const [row] = await db.query<{ opened: boolean; device_seen: boolean }>(
+  const recorded = signedIn === undefined ? 'false' : 'EXISTS (SELECT 1 FROM signed_in)';
+  const [row] = await db.query<{ opened: boolean; device_seen: boolean; event_recorded: boolean }>(
     prepared(`WITH ${parts.join(',\n     ')}
-     SELECT EXISTS (SELECT 1 FROM opened) AS opened, ${seen} AS device_seen`),
+     SELECT EXISTS (SELECT 1 FROM opened) AS opened, ${seen} AS device_seen, ${recorded} AS event_recorded`),
     params.values,
   );
-  return row?.opened === true ? { session, knownDeviceRefreshed: row.device_seen } : null;
+  return row?.opened === true
+    ? { session, knownDeviceRefreshed: row.device_seen, eventRecorded: row.event_recorded }
+    : null;
 }
 
 // Built once, and named: a session read is the most frequent statement of all. Exported for the

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { listCustomerSessions, revokeCustomerSession, revokeCustomerSessions } from '../../auth/tables/sessions.js';
+import { revokeOneSession, revokeSessions } from '../../auth/flows/session-revocation.js';
+import { listCustomerSessions } from '../../auth/tables/sessions.js';
 import { declareRoute } from '../declare.js';
-import { accountOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
+import { accountOf, authDeps, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
 import { RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
@@ -49,9 +50,8 @@ export function sessionRoutes(services: KitSource): FastifyPluginAsyncTypebox {
     app.post('/sessions/:id/revoke', revokeSessionRoute, async (request, reply) => {
       const { sessionId, customer } = accountOf(request);
       await limit(request, [[limits.sessionRevocations, customer.id]]);
-      const revoked = await revokeCustomerSession(
-        storeDbOf(services, request),
-        clock,
+      const revoked = await revokeOneSession(
+        authDeps(services, request.store),
         customer.id,
         request.params.id,
         sessionId,
@@ -68,7 +68,10 @@ export function sessionRoutes(services: KitSource): FastifyPluginAsyncTypebox {
     app.post('/sessions/revoke-others', revokeOtherSessionsRoute, async (request) => {
       const { sessionId, customer } = accountOf(request);
       await limit(request, [[limits.sessionRevocations, customer.id]]);
-      const count = await revokeCustomerSessions(storeDbOf(services, request), clock, customer.id, sessionId);
+      const count = await revokeSessions(authDeps(services, request.store), customer.id, {
+        keepSessionId: sessionId,
+        by: 'customer',
+      });
       metrics.sessionsRevoked.inc({ scope: 'others' }, count);
       audit(request, 'session.revoked', customer.id, { count: String(count), current: 'false', by: 'customer' });
       return { status: 'revoked' as const, count };

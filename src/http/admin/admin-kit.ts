@@ -34,6 +34,11 @@ export const examples = {
   operators: true,
 };
 
+function tagOf(operationId: string): string {
+  if (operationId.includes('Webhook') || operationId.includes('Deliver')) return 'webhooks';
+  return operationId.includes('Customer') ? 'customers' : 'stores';
+}
+
 export function route<T extends object>(
   operationId: string,
   summary: string,
@@ -47,7 +52,7 @@ export function route<T extends object>(
   return {
     ...options,
     schema: {
-      tags: [operationId.includes('Customer') ? 'customers' : 'stores'],
+      tags: [tagOf(operationId)],
       operationId,
       summary,
       description,

@@ -11,6 +11,8 @@ import { introspectionRoutes } from './introspect.js';
 import { passwordHookRoutes } from './password-hook.js';
 import { providerAdminRoutes } from './providers.js';
 import { storeRoutes } from './stores.js';
+import { webhookCatalogue } from './webhook-schemas.js';
+import { webhookRoutes } from './webhooks.js';
 import { adminGuard, AdminTokens } from './tokens.js';
 
 /** Where every admin route lives, on the admin listener only. */
@@ -54,6 +56,7 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   await app.register(customerTransferRoutes(services), { prefix: adminPrefix });
   await app.register(providerAdminRoutes(services), { prefix: adminPrefix });
   await app.register(passwordHookRoutes(services), { prefix: adminPrefix });
+  await app.register(webhookRoutes(services), { prefix: adminPrefix });
   // Any token may read the document: the backends that introspect are who it is written for.
   app.get(`${adminPrefix}/openapi.json`, { config: { introspectionTokens: true }, schema: { hide: true } }, async () =>
     app.swagger(),
@@ -81,7 +84,13 @@ async function registerAdminOpenApi(app: ReturnType<typeof createServiceFastify>
           description: "The deployment's stores and their hosts, as the platform's backend manages them",
         },
         { name: 'customers', description: "A store's customers, as the platform's support finds and signs them out" },
+        {
+          name: 'webhooks',
+          description:
+            "Where a store's events go (its endpoints, their deliveries), and the events themselves (this document's `webhooks`)",
+        },
       ],
+      webhooks: webhookCatalogue(),
       components: {
         securitySchemes: {
           bearer: {

@@ -68,7 +68,7 @@ const ImportParams = Type.Object({
 
 type Deps = Pick<
   Edge,
-  'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'logger'
+  'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'webhooks' | 'logger'
 >;
 
 const importDescription = [

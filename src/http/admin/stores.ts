@@ -3,7 +3,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { countCustomers, findCustomerById, findCustomerByIdentity, toCustomer } from '../../auth/tables/customers.js';
 import { countStorePasskeys } from '../../auth/tables/passkeys.js';
-import { countLiveCustomerSessions, revokeCustomerSessions } from '../../auth/tables/sessions.js';
+import { revokeSessions } from '../../auth/flows/session-revocation.js';
+import { countLiveCustomerSessions } from '../../auth/tables/sessions.js';
 import { parseIdentity } from '../../auth/rules/identity.js';
 import { deliveryProblem, type IdentityMode } from '../../config.js';
 import { forStore } from '../../storage/database.js';
@@ -71,7 +72,7 @@ import {
   withBody,
 } from './admin-kit.js';
 
-type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'janitor'>;
+type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'janitor' | 'webhooks'>;
 
 const HostParams = Type.Composite([StoreParams, Type.Object({ host: Type.String({ minLength: 1, maxLength: 253 }) })]);
 const ListQuery = Type.Object(
@@ -536,7 +537,8 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         const sdb = forStore(db, store.id);
         const row = await findCustomerById(sdb, request.params.customer_id);
         if (row === null) throw new ProblemError('not_found', {}, {}, 'No customer of this store has this id.');
-        const count = await revokeCustomerSessions(sdb, clock, row.id);
+        const eventsRecorded = () => services.webhooks.nudge();
+        const count = await revokeSessions({ db: sdb, clock, eventsRecorded }, row.id, { by: 'staff' });
         audit(request, store.id, 'session.revoked', { count: String(count) }, row.id);
         return { count };
       },
