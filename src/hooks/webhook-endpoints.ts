@@ -162,7 +162,8 @@ export type ChangeEndpointResult =
 
 /**
  * Changes the fields given. `enabled: true` turns a disabled endpoint back on with a clean record
- * (what waited for it is sent); `enabled: false` holds its deliveries until it is turned on.
+ * (what was queued for it before is sent now); `enabled: false` holds those and queues nothing new:
+ * the events while it is off are not for it.
  */
 export async function changeWebhookEndpoint(
   db: StoreQueryable,

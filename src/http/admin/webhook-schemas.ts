@@ -73,7 +73,7 @@ export const WebhookPatchBody = Type.Object(
     enabled: Type.Optional(
       Type.Boolean({
         description:
-          '`true` turns a disabled endpoint back on (what waited for it is sent); `false` holds its deliveries until then.',
+          '`true` turns a disabled endpoint back on: what was queued for it before it stopped is sent now. `false` holds those, and the events while it is off are not queued for it.',
       }),
     ),
   },
