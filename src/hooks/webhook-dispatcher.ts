@@ -190,7 +190,7 @@ export class WebhookDispatcher {
     await settleDelivery(db, delivery, leaseEnd, attempt, { status: 'sent' });
     const endpoint = { storeId: delivery.store_id, endpointId: delivery.endpoint_id };
     if (await endpointSucceeded(db, endpoint))
-      await hurryEndpointDeliveries(db, delivery.store_id, delivery.endpoint_id, now);
+      await hurryEndpointDeliveries(db, delivery.store_id, delivery.endpoint_id, now, { unreachable: true });
     const lagSeconds = (now.getTime() - new Date(delivery.event_created_at).getTime()) / 1000;
     this.deps.delivered?.({ type: delivery.type, outcome: 'sent', lagSeconds });
     this.log(delivery).info({ status: attempt.status, duration_ms: attempt.duration_ms }, 'webhook delivered');

@@ -195,7 +195,7 @@ export async function changeWebhookEndpoint(
   );
   if (row === undefined) return { ok: false, missing: true };
   // Turned on again: what waits for a retry goes now, not at the end of gaps made for a dead receiver.
-  if (input.enabled === true) await hurryEndpointDeliveries(db, db.storeId, row.id, now);
+  if (input.enabled === true) await hurryEndpointDeliveries(db, db.storeId, row.id, now, { unreachable: false });
   return { ok: true, endpoint: toView(row, now) };
 }
 

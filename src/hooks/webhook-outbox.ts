@@ -251,19 +251,23 @@ export async function settleDelivery(
 }
 
 /**
- * An endpoint answered again after failing: what waits for a retry is due now. Its gaps were
- * there to spare a receiver that was down; once it is back, waiting hours helps nobody.
+ * Makes what waits for a retry due now. `unreachable`: only the deliveries whose last attempt got no
+ * answer at all (refused, timed out): the endpoint answered again after being down, and the gaps
+ * were there to spare it while it was. One that answered an event with an error keeps that event on
+ * its schedule, or every success beside it would send that event again at once.
  */
 export async function hurryEndpointDeliveries(
   db: Queryable,
   storeId: string,
   endpointId: string,
   now: Date,
+  { unreachable }: { unreachable: boolean },
 ): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries SET next_attempt_at = $3
-      WHERE endpoint_id = $2 AND store_id = $1 AND status = 'pending' AND next_attempt_at > $3`,
-    [storeId, endpointId, now],
+      WHERE endpoint_id = $2 AND store_id = $1 AND status = 'pending' AND next_attempt_at > $3
+        AND (NOT $4 OR (attempts > 0 AND last_status IS NULL))`,
+    [storeId, endpointId, now, unreachable],
   );
 }
 
