@@ -69,3 +69,37 @@ export function eventRows(t: TestApp) {
       ORDER BY (SELECT min(d.id) FROM webhook_deliveries d WHERE d.store_id = e.store_id AND d.event_id = e.id)`,
   );
 }
+
+/** A delivery as the admin API lists it. */
+export interface ListedDelivery {
+  id: string;
+  event_id: string;
+  type: string;
+  status: string;
+  attempts: Array<{ status: number | null; error: string | null }>;
+}
+
+/** An endpoint's deliveries, newest first. */
+export async function deliveriesOf(call: AdminCall, endpointId: string, store = 'default'): Promise<ListedDelivery[]> {
+  const reply = await call('GET', `${webhooksOf(store)}/${endpointId}/deliveries`);
+  assert.equal(reply.status, 200, JSON.stringify(reply.body));
+  return reply.body.deliveries as ListedDelivery[];
+}
+
+/** An endpoint's health as the admin API shows it. */
+export async function endpointOf(call: AdminCall, endpointId: string, store = 'default') {
+  const reply = await call('GET', `${webhooksOf(store)}/${endpointId}`);
+  assert.equal(reply.status, 200, JSON.stringify(reply.body));
+  return reply.body as { enabled: boolean; disabled_reason: string | null; failing_since: string | null };
+}
+
+/** Moves the service's clock on by `seconds` and sends what is due then. */
+export async function sendAfter(t: TestApp, seconds: number): Promise<void> {
+  t.clock.advance(seconds);
+  await sendWebhooks(t);
+}
+
+/** The identity (email) of the customer a received event is about. */
+export function identityOf(received: Received): string {
+  return (received.event.data['customer'] as { identity: { value: string } }).identity.value;
+}

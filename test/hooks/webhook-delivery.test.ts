@@ -1,53 +1,27 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { webhookRetrySeconds } from '../../src/hooks/webhook-dispatcher.js';
-import { claimDueDeliveries } from '../../src/hooks/webhook-outbox.js';
-import { seal } from '../../src/keys.js';
-import { registeredCustomer, useHarness, type TestApp } from '../helpers/harness.js';
-import { signedInCustomer } from '../helpers/passkeys.js';
-import { registerIn, twoStores } from '../helpers/stores.js';
+import { registeredCustomer, useHarness } from '../helpers/harness.js';
 import {
   addEndpoint,
+  deliveriesOf,
+  endpointOf,
+  eventRows,
+  identityOf,
+  sendAfter,
   sendWebhooks,
   startWithWebhooks,
   useReceivers,
   webhooksOf,
-  type AdminCall,
 } from '../helpers/webhook-endpoints.js';
 
 /**
- * Delivery: the retry schedule, what disables an endpoint, timeouts and redirects, a customer's
- * order, one store's dead endpoint beside another's, a name that resolves to loopback at delivery,
- * and a delivery whose sender died. Every request reaches a real receiver that verifies it with the
- * Standard Webhooks reference package; time moves on the service's fake clock.
+ * Delivery to one endpoint: the signature, the retry schedule, a receiver that was down and is back,
+ * what disables an endpoint, timeouts and redirects. Every request reaches a real receiver that
+ * verifies it with the Standard Webhooks reference package; time moves on the service's fake clock.
  */
 
-interface Delivery {
-  id: string;
-  event_id: string;
-  type: string;
-  status: string;
-  attempts: Array<{ status: number | null; error: string | null }>;
-}
-
-async function deliveries(call: AdminCall, endpointId: string, store = 'default'): Promise<Delivery[]> {
-  const reply = await call('GET', `${webhooksOf(store)}/${endpointId}/deliveries`);
-  assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  return reply.body.deliveries as Delivery[];
-}
-
-async function endpoint(call: AdminCall, endpointId: string) {
-  const reply = await call('GET', `${webhooksOf()}/${endpointId}`);
-  assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  return reply.body as { enabled: boolean; disabled_reason: string | null; failing_since: string | null };
-}
-
-/** Moves the service's clock on and sends what is due then. */
-async function after(t: TestApp, seconds: number): Promise<void> {
-  t.clock.advance(seconds);
-  await sendWebhooks(t);
-}
+const day = 24 * 60 * 60;
 
 describe('webhook delivery', () => {
   const harness = useHarness();
@@ -61,19 +35,19 @@ describe('webhook delivery', () => {
     await registeredCustomer(t);
     await sendWebhooks(t);
     assert.equal(receiver.received.length, 1);
-    await after(t, webhookRetrySeconds[0]! - 1);
+    await sendAfter(t, webhookRetrySeconds[0]! - 1);
     assert.equal(receiver.received.length, 1, 'not before its 5 s');
-    await after(t, 1);
+    await sendAfter(t, 1);
     assert.equal(receiver.received.length, 2);
-    await after(t, webhookRetrySeconds[1]! - 1);
+    await sendAfter(t, webhookRetrySeconds[1]! - 1);
     assert.equal(receiver.received.length, 2, 'not before its 5 min');
-    await after(t, 1);
+    await sendAfter(t, 1);
     assert.equal(receiver.received.length, 3);
-    for (const gap of webhookRetrySeconds.slice(2)) await after(t, gap);
+    for (const gap of webhookRetrySeconds.slice(2)) await sendAfter(t, gap);
     assert.equal(receiver.received.length, webhookRetrySeconds.length + 1);
-    await after(t, 7 * 24 * 60 * 60);
+    await sendAfter(t, 7 * day);
     assert.equal(receiver.received.length, webhookRetrySeconds.length + 1, 'nothing after the last');
-    const [failed] = await deliveries(call, id);
+    const [failed] = await deliveriesOf(call, id);
     assert.equal(failed!.status, 'failed');
     assert.equal(failed!.attempts.length, webhookRetrySeconds.length + 1);
     assert.ok(failed!.attempts.every((attempt) => attempt.status === 500));
@@ -81,8 +55,69 @@ describe('webhook delivery', () => {
     receiver.answer = (_received, response) => response.writeHead(204).end();
     assert.equal((await call('POST', `${webhooksOf()}/${id}/deliveries/${failed!.id}/retry`)).status, 202);
     await sendWebhooks(t);
-    assert.equal((await deliveries(call, id))[0]!.status, 'sent');
-    assert.deepEqual(new Set(receiver.received.map((entry) => entry.id)), new Set([failed!.event_id]));
+    assert.equal((await deliveriesOf(call, id))[0]!.status, 'sent');
+    assert.equal(receiver.received.length, webhookRetrySeconds.length + 2);
+    assert.deepEqual(receiver.refused, [], 'every attempt verified');
+    const [event] = await eventRows(t);
+    assert.equal(failed!.event_id, event!.id);
+    assert.deepEqual(new Set(receiver.received.map((entry) => entry.id)), new Set([event!.id]));
+    assert.deepEqual(new Set(receiver.received.map((entry) => entry.body)), new Set([event!.body]));
+  });
+
+  test('a receiver that was down gets every event once it is back: its first success brings the waiting retries forward', async () => {
+    const { t, call } = await startWithWebhooks(harness);
+    const receiver = await receiverFor();
+    const { id } = await addEndpoint(call, receiver, ['customer.registered']);
+    await receiver.stop();
+    await registeredCustomer(t);
+    await sendWebhooks(t);
+    await sendAfter(t, webhookRetrySeconds[0]!);
+    await registeredCustomer(t, { email: 'grace@example.com' });
+    await sendWebhooks(t);
+    const waiting = await deliveriesOf(call, id);
+    assert.deepEqual(
+      waiting.map((delivery) => [delivery.status, delivery.attempts.length]),
+      [
+        ['pending', 1],
+        ['pending', 2],
+      ],
+      "Grace's next attempt is 5 s away, Ada's 5 min",
+    );
+    for (const attempt of waiting.flatMap((delivery) => delivery.attempts)) {
+      assert.equal(attempt.status, null);
+      assert.match(attempt.error ?? '', /ECONNREFUSED/);
+    }
+
+    await receiver.start();
+    await registeredCustomer(t, { email: 'hedy@example.com' });
+    await sendWebhooks(t);
+    assert.equal(identityOf(receiver.received[0]!), 'hedy@example.com', 'the new event first, the clock unmoved');
+    const events = (await eventRows(t)).map((event) => event.id);
+    assert.equal(events.length, 3);
+    assert.deepEqual(receiver.received.map((entry) => entry.id).sort(), events.sort(), 'each once, none missing');
+    assert.deepEqual(
+      (await deliveriesOf(call, id)).map((delivery) => delivery.status),
+      ['sent', 'sent', 'sent'],
+    );
+    assert.deepEqual(receiver.refused, []);
+  });
+
+  test('an event the receiver answered with an error keeps its schedule when another one succeeds', async () => {
+    const { t, call } = await startWithWebhooks(harness);
+    const receiver = await receiverFor();
+    const { id } = await addEndpoint(call, receiver, ['customer.registered']);
+    receiver.answer = (received, response) =>
+      response.writeHead(identityOf(received) === 'ada@example.com' ? 500 : 204).end();
+    await registeredCustomer(t);
+    await sendWebhooks(t);
+    await registeredCustomer(t, { email: 'grace@example.com' });
+    await sendWebhooks(t);
+    assert.equal((await endpointOf(call, id)).failing_since, null, "Grace's success ended the run of failures");
+    assert.deepEqual(receiver.received.map(identityOf), ['ada@example.com', 'grace@example.com']);
+    await sendAfter(t, webhookRetrySeconds[0]! - 1);
+    assert.equal(receiver.received.length, 2, "Ada's retry still waits for its 5 s");
+    await sendAfter(t, 1);
+    assert.deepEqual(receiver.received.map(identityOf), ['ada@example.com', 'grace@example.com', 'ada@example.com']);
   });
 
   test('410 Gone disables the endpoint at once, and later events are not sent to it', async () => {
@@ -92,40 +127,43 @@ describe('webhook delivery', () => {
     receiver.answer = (_received, response) => response.writeHead(410).end();
     await registeredCustomer(t);
     await sendWebhooks(t);
-    const gone = await endpoint(call, id);
+    const gone = await endpointOf(call, id);
     assert.equal(gone.enabled, false);
     assert.match(gone.disabled_reason ?? '', /410 Gone/);
-    assert.equal((await deliveries(call, id))[0]!.status, 'failed');
+    assert.equal((await deliveriesOf(call, id))[0]!.status, 'failed');
     await registeredCustomer(t, { email: 'grace@example.com' });
-    await after(t, 60);
+    await sendAfter(t, 60);
     assert.equal(receiver.received.length, 1);
+    assert.equal((await deliveriesOf(call, id)).length, 1, 'no delivery is made for a disabled endpoint');
   });
 
   test('an endpoint failing for 5 days is disabled with its reason; a success in between starts the count again', async () => {
     const { t, call } = await startWithWebhooks(harness);
     const receiver = await receiverFor();
-    const { id } = await addEndpoint(call, receiver);
-    const day = 24 * 60 * 60;
-    receiver.answer = (_received, response) => response.writeHead(503).end();
+    const { id } = await addEndpoint(call, receiver, ['customer.registered']);
+    receiver.answer = (received, response) =>
+      response.writeHead(identityOf(received) === 'grace@example.com' ? 204 : 503).end();
     await registeredCustomer(t);
     await sendWebhooks(t);
-    assert.ok((await endpoint(call, id)).failing_since !== null);
-    receiver.answer = (_received, response) => response.writeHead(204).end();
-    await after(t, webhookRetrySeconds[0]!);
-    assert.equal((await endpoint(call, id)).failing_since, null, 'a success ends the run of failures');
-
-    receiver.answer = (_received, response) => response.writeHead(503).end();
+    assert.equal((await endpointOf(call, id)).failing_since, t.clock.now().toISOString());
+    await sendAfter(t, 4 * day);
     await registeredCustomer(t, { email: 'grace@example.com' });
     await sendWebhooks(t);
-    await after(t, 5 * day - 60);
+    assert.equal((await endpointOf(call, id)).failing_since, null, 'a success ends the run of failures');
+
+    // Ada's retries still fail: 6 days after her first failure, but 2 after the success.
+    await sendAfter(t, 2 * day);
+    const counted = await endpointOf(call, id);
+    assert.deepEqual([counted.enabled, counted.failing_since], [true, t.clock.now().toISOString()]);
+    await sendAfter(t, 5 * day - 1);
+    assert.equal((await endpointOf(call, id)).enabled, true, 'a second short of 5 days');
+    t.clock.advance(1);
     await registeredCustomer(t, { email: 'hedy@example.com' });
     await sendWebhooks(t);
-    assert.equal((await endpoint(call, id)).enabled, true, 'just under 5 days');
-    await registeredCustomer(t, { email: 'ida@example.com' });
-    await after(t, 60);
-    const disabled = await endpoint(call, id);
+    const disabled = await endpointOf(call, id);
     assert.equal(disabled.enabled, false);
     assert.match(disabled.disabled_reason ?? '', /5 days/);
+    assert.equal(receiver.received.length, 6, "Ada's 4 attempts, Grace's and Hedy's");
   });
 
   test('no answer within the timeout and a redirect are failed attempts, and the redirect is not followed', async () => {
@@ -140,111 +178,20 @@ describe('webhook delivery', () => {
     redirecting.answer = (_received, response) => response.writeHead(301, { location: elsewhere.url }).end();
     await registeredCustomer(t);
     await sendWebhooks(t);
-    const [timedOut] = await deliveries(call, slowEndpoint.id);
+    assert.equal(slow.received.length, 1);
+    const [timedOut] = await deliveriesOf(call, slowEndpoint.id);
     assert.equal(timedOut!.status, 'pending');
     assert.deepEqual(
       timedOut!.attempts.map((a) => [a.status, a.error]),
       [[null, 'no answer within 0.3 s']],
     );
-    const [redirected] = await deliveries(call, redirectEndpoint.id);
+    assert.equal(redirecting.received.length, 1);
+    const [redirected] = await deliveriesOf(call, redirectEndpoint.id);
     assert.equal(redirected!.status, 'pending');
     assert.deepEqual(
       redirected!.attempts.map((a) => a.status),
       [301],
     );
-    assert.equal(elsewhere.received.length, 0);
-  });
-
-  test("a customer's events arrive in order while the first waits for its retry, and another customer's are not held up", async () => {
-    const { t, call } = await startWithWebhooks(harness);
-    const receiver = await receiverFor();
-    const { id } = await addEndpoint(call, receiver);
-    let refusing = true;
-    receiver.answer = (received, response) => {
-      const customer = received.event.data['customer'] as { name?: string } | undefined;
-      response.writeHead(refusing && customer?.name === 'Ada Lovelace' ? 500 : 204).end();
-    };
-    await signedInCustomer(t);
-    await registeredCustomer(t, { email: 'grace@example.com', name: 'Grace Hopper' });
-    await sendWebhooks(t);
-    const waiting = await deliveries(call, id);
-    const verified = waiting.find((d) => d.type === 'customer.verified')!;
-    assert.equal(verified.attempts.length, 0, "Ada's second event waits behind her first");
-    assert.deepEqual(
-      receiver.received.map((entry) => [entry.event.type, (entry.event.data['customer'] as { name: string }).name]),
-      [
-        ['customer.registered', 'Ada Lovelace'],
-        ['customer.registered', 'Grace Hopper'],
-      ],
-    );
-    refusing = false;
-    await after(t, webhookRetrySeconds[0]!);
-    const ada = receiver.received
-      .filter((entry) => (entry.event.data['customer'] as { name: string }).name === 'Ada Lovelace')
-      .map((entry) => entry.event.type);
-    assert.deepEqual(ada, ['customer.registered', 'customer.registered', 'customer.verified']);
-  });
-
-  test("one store's endpoint that never answers holds only its own lanes: another store's event goes out meanwhile", async () => {
-    const { t, call } = await startWithWebhooks(harness, {
-      overrides: { webhooks: { timeoutMs: 1_000, inFlight: 4, perEndpoint: 2 } },
-    });
-    const { a, b } = await twoStores(t);
-    const dead = await receiverFor();
-    dead.answer = () => {};
-    await addEndpoint(call, dead, ['customer.registered'], a.slug);
-    const alive = await receiverFor();
-    await addEndpoint(call, alive, ['customer.registered'], b.slug);
-    for (const name of ['ada', 'grace', 'hedy', 'ida', 'joan']) await registerIn(a, { email: `${name}@example.com` });
-    await registerIn(b);
-    const draining = sendWebhooks(t);
-    await alive.receivedCount(1);
-    // B's event arrived before any of A's attempts had ended (the first ends after its 1 s timeout).
-    const [settled] = await t.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE store_id = 'default' AND jsonb_array_length(attempt_log) > 0`,
-    );
-    assert.equal(settled!.n, 0);
-    await draining;
-    assert.equal(dead.received.length, 5);
-  });
-
-  test('an endpoint whose name resolves to loopback when delivered to gets nothing without WEBHOOK_ALLOW_PRIVATE', async () => {
-    const { t, call } = await startWithWebhooks(harness, { env: { WEBHOOK_ALLOW_PRIVATE: 'false' } });
-    const receiver = await receiverFor();
-    const secret = `whsec_${randomBytes(32).toString('base64')}`;
-    receiver.secrets = [secret];
-    // As if the name had resolved to a public address when it was added (DNS rebinding).
-    const id = randomUUID();
-    await t.db.query(
-      `INSERT INTO webhook_endpoints (store_id, id, url, events, sealed_secret, created_at, updated_at)
-       VALUES ('default', $1, $2, '{*}', $3, now(), now())`,
-      [id, receiver.url.replace('127.0.0.1', 'localhost'), seal(t.services.keys.hooks, secret)],
-    );
-    await registeredCustomer(t);
-    await sendWebhooks(t);
-    assert.equal(receiver.received.length, 0);
-    const [refused] = await deliveries(call, id);
-    assert.match(refused!.attempts[0]!.error ?? '', /^localhost resolves to (127\.0\.0\.1|::1), a private address/);
-  });
-
-  test('a delivery whose sender stopped before settling it is sent again after its lease, with the same webhook-id', async () => {
-    const { t, call } = await startWithWebhooks(harness);
-    const receiver = await receiverFor();
-    const { id } = await addEndpoint(call, receiver);
-    await registeredCustomer(t);
-    const now = t.clock.now();
-    const [leased] = await claimDueDeliveries(t.db, now, new Date(now.getTime() + 60_000), {
-      limit: 10,
-      perEndpoint: 8,
-    });
-    assert.ok(leased);
-    await sendWebhooks(t);
-    assert.equal(receiver.received.length, 0, 'leased elsewhere');
-    await after(t, 61);
-    assert.deepEqual(
-      receiver.received.map((entry) => entry.id),
-      [leased.event_id],
-    );
-    assert.equal((await deliveries(call, id))[0]!.status, 'sent');
+    assert.deepEqual([elsewhere.received.length, elsewhere.refused.length], [0, 0]);
   });
 });

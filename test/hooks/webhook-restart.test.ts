@@ -1,14 +1,28 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
+import { defaultWebhookDispatcherOptions } from '../../src/hooks/webhook-dispatcher.js';
+import { claimDueDeliveries } from '../../src/hooks/webhook-outbox.js';
 import { createScratchDatabase, type ScratchDatabase } from '../helpers/database.js';
+import { registeredCustomer, useHarness } from '../helpers/harness.js';
 import { adminToken } from '../helpers/import.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import {
+  addEndpoint,
+  deliveriesOf,
+  sendAfter,
+  sendWebhooks,
+  startWithWebhooks,
+  useReceivers,
+} from '../helpers/webhook-endpoints.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
- * A service killed (SIGKILL, no shutdown) while its webhook deliveries wait for a receiver that is
- * down: the next process on the same database delivers every event once the receiver is back.
+ * A sender that dies with deliveries on its hands. A service killed (SIGKILL, no shutdown) while its
+ * deliveries wait for a receiver that is down: the next process on the same database delivers every
+ * event once the receiver is back. It is killed once every delivery is back in the queue, unleased:
+ * one it had leased would wait out the 60 s lease first, which the test below covers on the fake
+ * clock instead.
  */
 
 const auth = '/api/v1/customer/auth';
@@ -83,5 +97,37 @@ describe('webhooks across a crash', () => {
     } finally {
       await db.end();
     }
+  });
+});
+
+describe('a delivery whose sender died holding it', () => {
+  const harness = useHarness();
+  const receiverFor = useReceivers();
+
+  test('is left alone until its lease runs out, then sent under the same webhook-id', async () => {
+    const { t, call } = await startWithWebhooks(harness);
+    const receiver = await receiverFor();
+    const { id } = await addEndpoint(call, receiver);
+    await registeredCustomer(t);
+    const leaseSeconds = defaultWebhookDispatcherOptions.leaseSeconds;
+    const now = t.clock.now();
+    // Claimed as a dispatcher would, and never sent nor settled.
+    const [leased] = await claimDueDeliveries(t.db, now, new Date(now.getTime() + leaseSeconds * 1000), {
+      limit: 10,
+      perEndpoint: 8,
+    });
+    assert.ok(leased);
+    await sendWebhooks(t);
+    assert.equal(receiver.received.length, 0, 'leased elsewhere');
+    await sendAfter(t, leaseSeconds - 1);
+    assert.equal(receiver.received.length, 0, 'a second before the lease ends');
+    await sendAfter(t, 1);
+    assert.deepEqual(
+      receiver.received.map((entry) => entry.id),
+      [leased.event_id],
+    );
+    const [delivery] = await deliveriesOf(call, id);
+    assert.equal(delivery!.status, 'sent');
+    assert.equal(delivery!.attempts.length, 1, 'the lost attempt left no record');
   });
 });
