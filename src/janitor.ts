@@ -87,30 +87,17 @@ export async function prune(
 ): Promise<RemovedRows> {
   const { db, clock, retention } = deps;
   const days = (value: number) => value * secondsPerDay;
+  // Messages and webhook events share one retention: sent ones a week by default, failed ones a month.
+  const messageRetention = {
+    deliveredRetentionSeconds: days(retention.messageDays),
+    failedRetentionSeconds: days(retention.failedMessageDays),
+  };
   const deleters: Record<JanitorTable, (limit: number) => Promise<number>> = {
     sessions: (limit) => deleteExpiredSessions(db, clock, days(retention.sessionDays), limit),
     challenges: (limit) => deleteFinishedChallenges(db, clock, days(retention.codeDays), limit),
-    outbox: (limit) =>
-      deleteFinishedMessages(
-        db,
-        clock,
-        {
-          deliveredRetentionSeconds: days(retention.messageDays),
-          failedRetentionSeconds: days(retention.failedMessageDays),
-        },
-        limit,
-      ),
+    outbox: (limit) => deleteFinishedMessages(db, clock, messageRetention, limit),
     // Kept as long as messages are: an endpoint's deliveries list shows a week of them by default.
-    webhook_events: (limit) =>
-      deleteFinishedEvents(
-        db,
-        clock,
-        {
-          deliveredRetentionSeconds: days(retention.messageDays),
-          failedRetentionSeconds: days(retention.failedMessageDays),
-        },
-        limit,
-      ),
+    webhook_events: (limit) => deleteFinishedEvents(db, clock, messageRetention, limit),
     audit_events: (limit) => deleteOldAuditEvents(db, clock, days(retention.auditDays), limit),
     // Fixed, not configurable: the new sign-in notice looks back exactly this far.
     known_devices: (limit) => deleteOldKnownDevices(db, clock, days(knownDeviceDays), limit),
