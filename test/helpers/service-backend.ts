@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { runningServer, serverFolder, waitForExit } from '../../src/storage/embedded-postgres-folder.js';
 import { createScratchDatabase, testBackends } from './database.js';
 import { deleteKeys, testKeyPrefix } from './redis.js';
 
@@ -19,7 +20,14 @@ export interface ServiceBackend {
 export async function serviceBackend(label: string): Promise<ServiceBackend> {
   if (testBackends.database === 'embedded') {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), `sfa-${label}-`));
-    return { env: { DATA_DIR: dataDir }, remove: () => fs.rm(dataDir, { recursive: true, force: true }) };
+    const remove = async () => {
+      // A service that was killed or cut its drain short leaves its server finishing a fast
+      // shutdown, still writing into the folder: the folder is removed once that server is gone.
+      const left = runningServer(serverFolder(dataDir));
+      if (left !== undefined) await waitForExit(left);
+      await fs.rm(dataDir, { recursive: true, force: true });
+    };
+    return { env: { DATA_DIR: dataDir }, remove };
   }
   const scratch = await createScratchDatabase(`sfa_test_${label.replace(/\W/g, '_')}`);
   const env: Record<string, string> = { DATABASE_URL: scratch.url, APP_SECRET: 's'.repeat(40) };
