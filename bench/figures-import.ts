@@ -70,19 +70,24 @@ interface ImportRun {
   peakMb: number;
 }
 
-async function runImport(context: BenchContext, service: Server, file: string): Promise<ImportRun> {
-  const idleMb = service.memory().mb;
-  const headers = { authorization: `Bearer ${adminToken}` };
-  const started = performance.now();
+/** Uploads the file to the first store's import, streamed: the location of its report. */
+export async function uploadImport(service: Server, file: string, token: string): Promise<string> {
   const answer = await fetch(`${service.adminUrl}/admin/v1/stores/default/customers/import`, {
     method: 'POST',
-    headers: { ...headers, 'content-type': 'application/x-ndjson' },
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' },
     body: Readable.toWeb(fs.createReadStream(file)) as ReadableStream,
     duplex: 'half',
   } as RequestInit);
   if (answer.status !== 202) throw new Error(`the import answered ${answer.status}: ${await answer.text()}`);
-  const location = answer.headers.get('location')!;
   await answer.arrayBuffer();
+  return answer.headers.get('location')!;
+}
+
+async function runImport(context: BenchContext, service: Server, file: string): Promise<ImportRun> {
+  const idleMb = service.memory().mb;
+  const headers = { authorization: `Bearer ${adminToken}` };
+  const started = performance.now();
+  const location = await uploadImport(service, file, adminToken);
   let peakMb = service.memory().mb;
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, 1_000));

@@ -21,6 +21,7 @@ import { figureBetterAuth } from './figures-peers.js';
 import { figureGrowth, growthSeconds, growthSizes } from './figures-growth.js';
 import { figureImport } from './figures-import.js';
 import { figureWebhooks } from './figures-webhooks.js';
+import { figureSearch } from './figures-search.js';
 import { figureManyStores } from './figures-stores.js';
 import { figureSizing } from './figures-sizing.js';
 import { loadAverageText, measureHost } from './host.js';
@@ -55,7 +56,7 @@ const minimumRounds = values.only === undefined && values.profile === undefined 
 if (!(rounds >= minimumRounds) || !(seconds > 0))
   throw new Error(`--rounds must be at least ${minimumRounds} and --seconds positive`);
 
-const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14', '15'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14', '15', '16'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
@@ -71,13 +72,14 @@ const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[
   '13': figureManyStores,
   '14': figureImport,
   '15': figureWebhooks,
+  '16': figureSearch,
 };
 const selected = new Set<string>(
   values.profile !== undefined ? [values.profile] : (values.only?.split(',') ?? figureOrder),
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5 and 8-15; 6 and 7 are measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8-16; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
@@ -132,6 +134,8 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   '14': (r, s) => 30 + 240 + 30 + r * 2 * (s + 1) + 10 + memorySeconds(0),
   // Steady events, then the receiver down and up for as long, then the backlog's drain.
   '15': (r, s) => 3 * r * s + 30 + memorySeconds(0),
+  // The import of 100,000 customers (half a minute or less), then the searches.
+  '16': (r, s) => 40 + r * s + memorySeconds(0),
 };
 
 /**

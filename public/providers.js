@@ -187,6 +187,8 @@ export function providersArea(page, account) {
           : t('identity.provider_unconfirmed', { provider });
       case 'store_unavailable':
         return t('status.provider_store_closed');
+      case 'account_blocked':
+        return t('status.provider_account_blocked');
       case 'identity_unverified':
         return t('identity.providers_unverified');
       case 'provider_in_use':

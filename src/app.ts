@@ -47,6 +47,7 @@ declare module 'fastify' {
 export { bodyLimitBytes } from './http/common.js';
 
 const gatedStore = Symbol('store');
+type GatedRequest = FastifyRequest & { [gatedStore]?: StoreContext };
 
 export async function buildApp(built: Services): Promise<FastifyInstance> {
   const services = edgeOf(built);
@@ -56,12 +57,12 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   app.decorate('draining', false);
   // Set by the customer scope's store gate (http/scopes.ts); read anywhere else, it is a bug.
   app.decorateRequest('store', {
-    getter(this: FastifyRequest & { [gatedStore]?: StoreContext }) {
+    getter(this: GatedRequest) {
       const store = this[gatedStore];
       if (store === undefined) throw new Error(`request.store read outside the store gate (${loggedUrl(this)})`);
       return store;
     },
-    setter(this: FastifyRequest & { [gatedStore]?: StoreContext }, store: StoreContext) {
+    setter(this: GatedRequest, store: StoreContext) {
       this[gatedStore] = store;
     },
   });
@@ -149,6 +150,12 @@ function addRequestHooks(app: App, services: Edge): void {
     // Probes that answered as expected would only drown the log and the metrics; a refusal or a
     // 503 from readiness is worth a line.
     skip: (request, reply) => request.routeOptions.config.probe === true && reply.statusCode < 400,
+    // A request the store gate named a store for: its slug (also past METRICS_STORE_LABELS, when
+    // its metrics say `_other`) and the host it came by.
+    fields: (request) => {
+      const store = (request as GatedRequest)[gatedStore];
+      return store === undefined ? undefined : { store: store.slug, host: hostOf(request) };
+    },
   });
 }
 

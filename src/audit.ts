@@ -27,6 +27,11 @@ export const auditEvents = [
   'customers.imported',
   'customers.exported',
   'customer.invited',
+  'customer.created',
+  'customer.changed',
+  'customer.blocked',
+  'customer.unblocked',
+  'customer.reset_required',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 
@@ -195,10 +200,21 @@ export async function listCustomerAudit(db: StoreQueryable, customerId: string):
   return rows.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }));
 }
 
+/** When the customer last signed in, as far as the trail still remembers (its retention); null: not within it. */
+export async function lastSignInAt(db: StoreQueryable, customerId: string): Promise<string | null> {
+  const [row] = await db.query<{ at: Date | null }>(
+    `SELECT max(occurred_at) AS at FROM audit_events WHERE store_id = $1 AND customer_id = $2 AND event = 'login.succeeded'`,
+    [db.storeId, customerId],
+  );
+  return row?.at == null ? null : new Date(row.at).toISOString();
+}
+
 export interface AuditQuery {
   customerId?: string | undefined;
   event?: AuditEvent | undefined;
   limit?: number | undefined;
+  /** Only events older than this one (by id): the next page after a page that ended with it. */
+  beforeId?: string | undefined;
 }
 
 export interface AuditRecord {
@@ -211,13 +227,25 @@ export interface AuditRecord {
   details: Record<string, string>;
 }
 
-/** The store's events, newest first. */
+/**
+ * The store's events, newest first, a page at a time by id. Only the filters given are in the
+ * statement, so each reads its index backwards from `beforeId` and stops at the page's end: the
+ * primary key (store_id, id), or audit_events_customer_id (store_id, customer_id, id) for a customer.
+ */
 export async function listAudit(db: StoreQueryable, query: AuditQuery): Promise<AuditRecord[]> {
+  const values: unknown[] = [db.storeId, query.limit ?? 100];
+  const where = ['store_id = $1'];
+  const filter = (condition: (n: number) => string, value: unknown) => {
+    values.push(value);
+    where.push(condition(values.length));
+  };
+  if (query.customerId !== undefined) filter((n) => `customer_id = $${n}::uuid`, query.customerId);
+  if (query.event !== undefined) filter((n) => `event = $${n}`, query.event);
+  if (query.beforeId !== undefined) filter((n) => `id < $${n}::bigint`, query.beforeId);
   const rows = await db.query<AuditRecord & { occurred_at: Date }>(
     `SELECT id::text AS id, occurred_at, event, customer_id, client_address, request_id, details FROM audit_events
-      WHERE store_id = $4 AND ($1::uuid IS NULL OR customer_id = $1) AND ($2::text IS NULL OR event = $2)
-      ORDER BY audit_events.id DESC LIMIT $3`,
-    [query.customerId ?? null, query.event ?? null, query.limit ?? 100, db.storeId],
+      WHERE ${where.join(' AND ')} ORDER BY audit_events.id DESC LIMIT $2`,
+    values,
   );
   return rows.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }));
 }

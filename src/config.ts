@@ -124,6 +124,11 @@ export interface Config {
   webauthn: WebAuthnSettings;
   /** Where Prometheus metrics are served; undefined: not served. */
   metrics: { port: number; host: string } | undefined;
+  /**
+   * METRICS_STORE_LABELS: how many stores get a `store` label value of their own (their slug) in
+   * this process, the first ones seen; every further store shares `_other`. 0: all share it.
+   */
+  metricsStoreLabels: number;
   /** The admin listener; undefined (not started) without ADMIN_TOKENS or INTROSPECTION_TOKENS. */
   admin: AdminListenerConfig | undefined;
   /** Serve the sign-in page at `/`. */
@@ -180,6 +185,7 @@ export const configurationVariables: readonly string[] = [
   'SIGN_IN_PAGE',
   'METRICS_PORT',
   'METRICS_HOST',
+  'METRICS_STORE_LABELS',
   'ADMIN_PORT',
   'ADMIN_HOST',
   'ADMIN_TOKENS',
@@ -444,6 +450,10 @@ const maxDeliveryWindowSeconds = 7 * 24 * 60 * 60;
 // The budget is a brake on SMS pumping and mail bombing; past this many an hour it brakes nothing.
 const maxDeliveryBudgetPerHour = 1_000_000;
 const maxPort = 65_535;
+// Each store with a label of its own adds its series to every per-store metric (a request
+// histogram's buckets for each route and status among them); past this many, one scrape holds
+// more than Prometheus should be asked to keep per instance.
+const maxMetricsStoreLabels = 1_000;
 
 // One event loop keeps only so many statements in flight; far more connections than this is a typo,
 // and would take a PostgreSQL server's default 100 slots from every other client.
@@ -683,6 +693,11 @@ export function loadConfig(env: Env = process.env): Config {
     webauthn,
     signInPage: readBoolean(env, 'SIGN_IN_PAGE', true),
     metrics,
+    metricsStoreLabels: readNumber(env, 'METRICS_STORE_LABELS', 100, {
+      min: 0,
+      max: maxMetricsStoreLabels,
+      integer: true,
+    }),
     admin: readAdminListener(env, port, metrics),
     trustProxy: readBoolean(env, 'TRUST_PROXY', false),
     logLevel: readChoice(

@@ -246,6 +246,7 @@ export async function openServices(
   const metrics = new Metrics(
     () => countByStatus(db),
     () => countDeliveriesByStatus(db),
+    { storeLabels: config.metricsStoreLabels },
   );
   const dispatcher = startDispatcher({ db, clock, keys, transports, logger }, metrics, config, overrides);
   const webhooks = new WebhookDispatcher(
@@ -255,9 +256,10 @@ export async function openServices(
       keys,
       logger,
       rules: config.webhooks,
-      delivered: ({ type, outcome, lagSeconds }) => {
-        metrics.webhookDeliveries.inc({ type, outcome });
-        if (lagSeconds !== undefined) metrics.webhookLag.observe(lagSeconds);
+      delivered: ({ type, outcome, lagSeconds, storeId, storeSlug }) => {
+        const store = metrics.storeLabels.of(storeId, storeSlug);
+        metrics.webhookDeliveries.inc({ type, outcome, store });
+        if (lagSeconds !== undefined) metrics.webhookLag.observe({ store }, lagSeconds);
       },
       passFailed: () => metrics.passFailures.inc({ loop: 'webhooks' }),
     },
@@ -373,7 +375,12 @@ function startDispatcher(
   const dispatcher = new Dispatcher(
     {
       ...deps,
-      delivered: (channel, outcome) => metrics.deliveries.inc({ channel, outcome }),
+      delivered: (channel, outcome, message) =>
+        metrics.deliveries.inc({
+          channel,
+          outcome,
+          store: metrics.storeLabels.of(message.store_id, message.store_slug),
+        }),
       passFailed: () => metrics.passFailures.inc({ loop: 'dispatcher' }),
     },
     {

@@ -267,6 +267,7 @@ describe('configuration', () => {
       ['DATABASE_POOL_SIZE', 200],
       ['HASH_THREADS', 64],
       ['METRICS_PORT', 65_535],
+      ['METRICS_STORE_LABELS', 1_000],
       ['PORT', 65_535],
     ];
     for (const [variable, max, alongside = {}] of maxima) {
@@ -281,6 +282,17 @@ describe('configuration', () => {
       refusal({ AUDIT_RETENTION_DAYS: '3000000' }).message,
       'AUDIT_RETENTION_DAYS: expected a number from 0 to 36500, got "3000000"',
     );
+  });
+
+  test('METRICS_STORE_LABELS defaults to 100 and takes a whole number from 0 (every store _other) to 1000', () => {
+    assert.equal(loadConfig({}).metricsStoreLabels, 100);
+    assert.equal(loadConfig({ METRICS_STORE_LABELS: '0' }).metricsStoreLabels, 0);
+    assert.equal(loadConfig({ METRICS_STORE_LABELS: ' 250 ' }).metricsStoreLabels, 250);
+    for (const value of ['-1', '2.5', 'all', '1001']) {
+      const error = refusal({ METRICS_STORE_LABELS: value });
+      assert.equal(error.variable, 'METRICS_STORE_LABELS', value);
+      assert.equal(error.message, `METRICS_STORE_LABELS: expected a whole number from 0 to 1000, got "${value}"`);
+    }
   });
 
   test('MESSAGE_RETENTION_DAYS keeps sent messages at least the hour the delivery budget counts', () => {

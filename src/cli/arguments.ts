@@ -70,6 +70,10 @@ export const usage = `Usage: storefront-auth <command>
   customer delete <identity> --yes        delete a customer and their data, as they can themselves
   customer sessions <identity>            a customer's live sessions, newest first
   customer revoke-sessions <identity>     sign a customer out everywhere (audited)
+  customer block <identity> --reason R [--until T]
+                                          block a customer: sessions end, no sign-in opens one
+                                          until T (an ISO 8601 date and time) or unblock (audited)
+  customer unblock <identity>             lift a customer's block (audited)
   customer passkeys <identity>            a customer's passkeys, newest first
   customer remove-passkey <identity> <id> remove one of a customer's passkeys (audited)
   customers import [--store S] [--dry-run] <file>
@@ -152,6 +156,8 @@ function readArguments(argv: string[]) {
       url: { type: 'string' },
       events: { type: 'string' },
       description: { type: 'string' },
+      reason: { type: 'string' },
+      until: { type: 'string' },
       // No defaults: a flag that was not given stays out of `values`, so it can be told apart.
       force: { type: 'boolean' },
       yes: { type: 'boolean' },
@@ -229,6 +235,8 @@ const commands: Record<string, CommandShape> = {
   'customer delete': { flags: ['store', 'yes'], arguments: 1 },
   'customer sessions': { flags: ['store'], arguments: 1 },
   'customer revoke-sessions': { flags: ['store'], arguments: 1 },
+  'customer block': { flags: ['store', 'reason', 'until'], arguments: 1 },
+  'customer unblock': { flags: ['store'], arguments: 1 },
   'customer passkeys': { flags: ['store'], arguments: 1 },
   'customer remove-passkey': { flags: ['store'], arguments: 2 },
   'customers import': { flags: ['store', 'dry-run'], arguments: 1 },
@@ -354,6 +362,11 @@ function parseKnown(
     case 'customer passkeys':
     case 'customer remove-passkey':
       return customerCommand(key, argument, second, values.yes === true);
+    case 'customer block':
+      return blockCommand(argument, values);
+    case 'customer unblock':
+      if (argument === undefined) throw new UsageError('customer unblock needs an identity');
+      return { name: 'customer.unblock', identity: argument };
     case 'outbox list': {
       const status = choice<OutboxStatus>('--status', values.status, outboxStatuses);
       return status === undefined ? { name: 'outbox.list' } : { name: 'outbox.list', status };
@@ -553,6 +566,18 @@ function customerCommand(
     'customer passkeys': 'customer.passkeys',
   } as const;
   return { name: names[key], identity };
+}
+
+function blockCommand(identity: string | undefined, values: Flags): AdminCommand {
+  if (identity === undefined) throw new UsageError('customer block needs an identity');
+  const reason = values.reason?.trim();
+  if (reason === undefined || reason === '' || reason.length > 500)
+    throw new UsageError('customer block needs --reason, 1 to 500 characters: why, for the audit trail');
+  if (values.until === undefined) return { name: 'customer.block', identity, reason, until: null };
+  const until = new Date(values.until);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(values.until) || Number.isNaN(until.getTime()))
+    throw new UsageError('--until must be an ISO 8601 date and time, e.g. 2030-01-31T12:00:00Z');
+  return { name: 'customer.block', identity, reason, until };
 }
 
 function auditCommand(values: Flags): AdminCommand {

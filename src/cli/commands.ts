@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js';
 import { defaultRetention, deliveryProblem, type Config, type RetentionSettings } from '../config.js';
 import { countCustomers, findCustomerByIdentity, toCustomer, type CustomerRow } from '../auth/tables/customers.js';
 import { countLiveCustomerSessions, listCustomerSessions } from '../auth/tables/sessions.js';
+import { blockCustomer, unblockCustomer } from '../auth/flows/staff.js';
 import { revokeSessions } from '../auth/flows/session-revocation.js';
 import { countStorePasskeys, listPasskeys, removePasskey } from '../auth/tables/passkeys.js';
 import { parseIdentity } from '../auth/rules/identity.js';
@@ -64,6 +65,8 @@ export type StoreCommand = { store?: string | undefined } & (
   | { name: 'customer.delete'; identity: string }
   | { name: 'customer.sessions'; identity: string }
   | { name: 'customer.revoke-sessions'; identity: string }
+  | { name: 'customer.block'; identity: string; reason: string; until: Date | null }
+  | { name: 'customer.unblock'; identity: string }
   | { name: 'customer.passkeys'; identity: string }
   | { name: 'customer.remove-passkey'; identity: string; id: string }
   | { name: 'outbox.list'; status?: OutboxStatus }
@@ -162,6 +165,9 @@ async function runStoreCommand(deps: StoreCommandDeps, command: StoreCommand): P
     }
     case 'customer.delete':
       return deleteCustomer(deps, command.identity);
+    case 'customer.block':
+    case 'customer.unblock':
+      return blockCommand(deps, command);
     case 'customer.sessions':
     case 'customer.revoke-sessions':
     case 'customer.passkeys':
@@ -336,6 +342,29 @@ async function deleteCustomer(
     details: { by: 'operator' },
   });
   return { ok: true, output: { id: row.id, status: 'deleted' } };
+}
+
+/** Blocks or unblocks as the admin API does; a running service's dispatcher finds the event on its next poll. */
+async function blockCommand(
+  { sdb: db, clock, keys, store }: StoreCommandDeps,
+  command: CommandNamed<'customer.block' | 'customer.unblock'>,
+): Promise<AdminResult> {
+  if (keys === undefined) return { ok: false, error: `${command.name.replace('.', ' ')} needs the deployment keys` };
+  const row = await customerNamed(db, store, command.identity);
+  if (typeof row === 'string') return { ok: false, error: row };
+  const deps = { db, clock, keys, messagesQueued: () => {}, eventsRecorded: () => {} };
+  if (command.name === 'customer.block') {
+    if (command.until !== null && command.until.getTime() <= clock.now().getTime())
+      return { ok: false, error: '--until must be in the future' };
+    await blockCustomer(deps, row.id, { reason: command.reason, until: command.until });
+  } else await unblockCustomer(deps, row.id);
+  const blocked = command.name === 'customer.block';
+  await writeAuditEntry(db, clock, {
+    event: blocked ? 'customer.blocked' : 'customer.unblocked',
+    customerId: row.id,
+    details: { by: 'operator', ...(blocked && command.until !== null && { until: command.until.toISOString() }) },
+  });
+  return { ok: true, output: { id: row.id, status: blocked ? 'blocked' : 'unblocked' } };
 }
 
 /** A customer's sessions and passkeys: listed, or ended and removed with an audit entry. */

@@ -53,8 +53,12 @@ export interface DispatcherDeps {
   keys: Pick<Keys, 'outbox' | 'previous'>;
   transports: Transports;
   logger: FastifyBaseLogger;
-  /** Told the outcome of every delivery attempt (for metrics). */
-  delivered?: (channel: Channel, outcome: DeliveryOutcome) => void;
+  /** Told the outcome of every delivery attempt, and the store of its message (for metrics). */
+  delivered?: (
+    channel: Channel,
+    outcome: DeliveryOutcome,
+    message: Pick<ClaimedMessage, 'store_id' | 'store_slug'>,
+  ) => void;
   /** Told each pass over the outbox that failed (for metrics). */
   passFailed?: () => void;
 }
@@ -167,11 +171,11 @@ export class Dispatcher {
 
   private async deliver(row: ClaimedMessage): Promise<void> {
     const { db, clock, logger } = this.deps;
-    const log = logger.child({ message_id: row.id, channel: row.channel, purpose: row.purpose });
+    const log = logger.child({ store: row.store_slug, message_id: row.id, channel: row.channel, purpose: row.purpose });
     if (row.pointless === true || row.sealed_body === null) {
       // Its code was used, replaced or expired: sending it now would only confuse the customer.
       await markDropped(db, row, clock.now());
-      this.deps.delivered?.(row.channel, 'dropped');
+      this.deps.delivered?.(row.channel, 'dropped', row);
       log.info('message dropped: its code is no longer usable');
       return;
     }
@@ -197,7 +201,7 @@ export class Dispatcher {
       return;
     }
     await markSent(db, row, clock.now());
-    this.deps.delivered?.(row.channel, 'sent');
+    this.deps.delivered?.(row.channel, 'sent', row);
     log.info({ transport: transport.name, attempts: row.attempts }, 'message sent');
   }
 
@@ -211,15 +215,20 @@ export class Dispatcher {
       this.options.maxRetryDelaySeconds,
     );
     const nextAttempt = now.getTime() + delaySeconds * 1000;
-    const log = logger.child({ message_id: row.id, channel: row.channel, attempts: row.attempts });
+    const log = logger.child({
+      store: row.store_slug,
+      message_id: row.id,
+      channel: row.channel,
+      attempts: row.attempts,
+    });
     if (nextAttempt >= windowEnd) {
       await markFailed(db, row, reason, now);
-      this.deps.delivered?.(row.channel, 'failed');
+      this.deps.delivered?.(row.channel, 'failed', row);
       log.error({ reason }, 'message failed: delivery window over');
       return;
     }
     await scheduleNextAttempt(db, row, new Date(nextAttempt), reason, now);
-    this.deps.delivered?.(row.channel, 'retry');
+    this.deps.delivered?.(row.channel, 'retry', row);
     log.warn({ reason, retry_in_seconds: delaySeconds }, 'message not delivered; will retry');
   }
 }

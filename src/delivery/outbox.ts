@@ -140,11 +140,23 @@ export interface OutboxEntry {
   sent_at: string | null;
 }
 
-export async function listOutbox(db: StoreQueryable, status?: OutboxStatus, limit = 100): Promise<OutboxEntry[]> {
+/**
+ * The store's messages, newest first, never a body. `beforeId`: only messages older than that one,
+ * the next page after a page that ended with it; the primary key (store_id, id) is read backwards
+ * from there.
+ */
+export async function listOutbox(
+  db: StoreQueryable,
+  status?: OutboxStatus,
+  limit = 100,
+  beforeId?: string,
+): Promise<OutboxEntry[]> {
   const rows = await db.query<Record<string, unknown>>(
     `SELECT id::text AS id, channel, purpose, recipient, status, attempts, next_attempt_at, last_error, created_at, sent_at
-       FROM outbox WHERE store_id = $3 AND ($1::text IS NULL OR status = $1) ORDER BY outbox.id DESC LIMIT $2`,
-    [status ?? null, limit, db.storeId],
+       FROM outbox WHERE store_id = $3 AND ($1::text IS NULL OR status = $1)
+        AND ($4::bigint IS NULL OR outbox.id < $4::bigint)
+      ORDER BY outbox.id DESC LIMIT $2`,
+    [status ?? null, limit, db.storeId, beforeId ?? null],
   );
   const iso = (value: unknown) => (value == null ? null : new Date(value as Date).toISOString());
   return rows.map((row) => ({
@@ -219,6 +231,8 @@ export interface ClaimedMessage {
   pointless: boolean | null;
   /** The store it comes from, as its messages name and send it. */
   store_name: string;
+  /** And as operators name it, in the log and the metrics. */
+  store_slug: string;
   mail_from: string | null;
   sms_sender: string | null;
 }
@@ -255,7 +269,7 @@ export async function claimDueMessages(
             window_started_at = CASE WHEN outbox.attempts = 0 THEN $1 ELSE outbox.window_started_at END
       FROM batch, stores s WHERE outbox.store_id = batch.store_id AND outbox.id = batch.id AND s.id = outbox.store_id
       RETURNING outbox.store_id, outbox.id::text AS id, channel, purpose, recipient, sealed_body, attempts,
-        window_started_at, s.name AS store_name, s.mail_from, s.sms_sender,
+        window_started_at, s.name AS store_name, s.slug AS store_slug, s.mail_from, s.sms_sender,
         (SELECT c.consumed_at IS NOT NULL OR c.voided_at IS NOT NULL OR c.expires_at <= $1
            FROM challenges c WHERE c.store_id = outbox.store_id AND c.id = outbox.challenge_id) AS pointless`,
     [now, leaseEnd, limit, skipStores],

@@ -10,6 +10,8 @@ export const customerEventTypes = [
   'customer.identity_changed',
   'customer.password_changed',
   'customer.sessions_revoked',
+  'customer.blocked',
+  'customer.unblocked',
   'customer.deleted',
   'customer.imported',
   'customer.signed_in',
@@ -35,11 +37,13 @@ export type RevokedSessions = 'one' | 'others' | 'all';
 
 /** The fields each type adds to `data`, besides `store_id` and `customer`. */
 export interface EventExtras {
-  'customer.registered': { method: 'password' | 'provider' };
+  'customer.registered': { method: 'password' | 'provider' | 'staff' };
   'customer.verified': Record<string, never>;
   'customer.identity_changed': { previous_identity: { type: string; value: string } };
-  'customer.password_changed': { how: 'changed' | 'reset' };
+  'customer.password_changed': { how: 'changed' | 'reset' | 'retired' };
   'customer.sessions_revoked': { sessions: RevokedSessions; by: 'customer' | 'staff' };
+  'customer.blocked': { reason: string; until: string | null };
+  'customer.unblocked': Record<string, never>;
   'customer.deleted': Record<string, never>;
   'customer.signed_in': { method: SignInMethod };
 }

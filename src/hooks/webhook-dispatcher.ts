@@ -46,8 +46,17 @@ export interface WebhookDispatcherDeps {
   keys: Pick<Keys, 'hooks' | 'previous'>;
   logger: FastifyBaseLogger;
   rules: TargetRules;
-  /** Told each attempt's outcome, and for a success the seconds from the event to its 2xx (for metrics). */
-  delivered?: (attempt: { type: string; outcome: WebhookOutcome; lagSeconds?: number }) => void;
+  /**
+   * Told each attempt's outcome and store, and for a success the seconds from the event to its 2xx
+   * (for metrics).
+   */
+  delivered?: (attempt: {
+    type: string;
+    outcome: WebhookOutcome;
+    lagSeconds?: number;
+    storeId: string;
+    storeSlug: string;
+  }) => void;
   passFailed?: () => void;
 }
 
@@ -122,7 +131,10 @@ export class WebhookDispatcher {
     for (const delivery of claimed) {
       const sending: Promise<void> = this.deliver(delivery, leaseEnd)
         .catch((error: unknown) =>
-          this.deps.logger.error({ err: error, delivery_id: delivery.id }, 'webhook delivery failed to settle'),
+          this.deps.logger.error(
+            { err: error, store: delivery.store_slug, delivery_id: delivery.id },
+            'webhook delivery failed to settle',
+          ),
         )
         .finally(() => {
           this.finished += 1;
@@ -192,7 +204,13 @@ export class WebhookDispatcher {
     if (await endpointSucceeded(db, endpoint))
       await hurryEndpointDeliveries(db, delivery.store_id, delivery.endpoint_id, now, { unreachable: true });
     const lagSeconds = (now.getTime() - new Date(delivery.event_created_at).getTime()) / 1000;
-    this.deps.delivered?.({ type: delivery.type, outcome: 'sent', lagSeconds });
+    this.deps.delivered?.({
+      type: delivery.type,
+      outcome: 'sent',
+      lagSeconds,
+      storeId: delivery.store_id,
+      storeSlug: delivery.store_slug,
+    });
     this.log(delivery).info({ status: attempt.status, duration_ms: attempt.duration_ms }, 'webhook delivered');
   }
 
@@ -214,7 +232,12 @@ export class WebhookDispatcher {
       now,
       gone,
     );
-    this.deps.delivered?.({ type: delivery.type, outcome: final ? 'failed' : 'retry' });
+    this.deps.delivered?.({
+      type: delivery.type,
+      outcome: final ? 'failed' : 'retry',
+      storeId: delivery.store_id,
+      storeSlug: delivery.store_slug,
+    });
     const log = this.log(delivery);
     const reason = attempt.status === null ? attempt.error : `answered ${attempt.status}`;
     if (final) log.error({ reason }, 'webhook failed: no more attempts');

@@ -29,6 +29,18 @@ export function wrongPasswordOutcome(operation: string): Outcome {
   };
 }
 
+/**
+ * A sign-in whose credential was right, of a blocked account: `403 account_blocked`, counted and
+ * recorded as a failed login of its method with the reason.
+ */
+export function signInBlocked(method: 'password' | 'code' | 'passkey' | 'provider'): Outcome {
+  return {
+    problem: 'account_blocked',
+    audit: { event: 'login.failed', details: { method, reason: 'blocked' } },
+    metric: 'blocked',
+  };
+}
+
 /** A refused sign-in: counted and recorded as a failed login of its method. */
 export function signInRefused(method: 'password' | 'code', problem: ProblemCode, detail?: FieldMessage): Outcome {
   return {

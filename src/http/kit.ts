@@ -87,6 +87,8 @@ export interface Refusal<E extends string> {
   error: E;
   fields?: FieldErrors;
   customerId?: string | null;
+  /** A block's end, told with `account_blocked` (the credential was right). */
+  until?: Date | null;
 }
 
 /** The request's identity, parsed once for both the limiter and the domain. */
@@ -187,12 +189,17 @@ function refusals(audit: RequestAuditor) {
     {
       customerId = failure.customerId ?? null,
       count,
-    }: { customerId?: string | null; count?: (label: string) => void } = {},
+    }: { customerId?: string | null; count?: (label: string, request: FastifyRequest) => void } = {},
   ): ProblemError => {
     const outcome: Outcome = outcomes[failure.error];
-    if (outcome.metric !== undefined) count?.(outcome.metric);
+    if (outcome.metric !== undefined) count?.(outcome.metric, request);
     if (outcome.audit !== undefined) audit(request, outcome.audit.event, customerId, outcome.audit.details);
-    return new ProblemError(outcome.problem, failure.fields ? { errors: failure.fields } : {}, {}, outcome.detail);
+    const extras = failure.fields
+      ? { errors: failure.fields }
+      : failure.until
+        ? { until: failure.until.toISOString() }
+        : {};
+    return new ProblemError(outcome.problem, extras, {}, outcome.detail);
   };
 }
 
@@ -230,7 +237,7 @@ export function routeKit(services: KitSource) {
     identityKey?: string,
     details?: Record<string, string>,
   ) {
-    metrics.logins.inc({ outcome: 'success' });
+    metrics.logins.inc({ outcome: 'success', store: request.storeLabel });
     audit(request, 'login.succeeded', signedIn.customer.id, { method, ...details });
     reportSignInNotice(request.log, metrics, signedIn.signInNotice);
     if (identityKey !== undefined) forget(request, limits.failedLogins, identityKey);

@@ -12,6 +12,7 @@ export const problemCatalogue = {
   invalid_identity_challenge: { status: 422 },
   unauthenticated: { status: 401 },
   identity_unverified: { status: 403 },
+  account_blocked: { status: 403 },
   untrusted_origin: { status: 403 },
   not_found: { status: 404 },
   last_sign_in_method: { status: 409 },
@@ -86,6 +87,12 @@ export const adminProblemCatalogue = {
     title: 'Delivery erased',
     detail: "The event's customer was deleted and its body erased with them: it can no longer be sent.",
   },
+  message_not_retryable: {
+    status: 409,
+    title: 'Message not retryable',
+    detail:
+      'Only a failed message can be sent again: a pending one is still being tried, a sent one went out, and a dropped one has no body left.',
+  },
   idempotency_key_reused: {
     status: 422,
     title: 'Idempotency key reused',
@@ -131,6 +138,8 @@ export interface ProblemExtras {
   errors?: Record<string, FieldMessage[]>;
   checks?: Record<string, boolean>;
   details?: Record<string, string>;
+  /** When a block ends (`account_blocked`), where one was set. */
+  until?: string;
 }
 
 /** Thrown anywhere at the edge; the error handler turns it into a problem document. */

@@ -1,5 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Metrics } from '../metrics.js';
+import { noStoreLabel, type Metrics } from '../metrics.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The `store` label of the request's metrics (Metrics.storeLabels): set by the store gate
+     * (http/scopes.ts) from the request's store, `""` on every request no store gate named one for.
+     */
+    storeLabel: string;
+  }
+}
 
 /*
  * The one line each listener writes per request, and the only form in which a request's URL
@@ -36,20 +46,29 @@ export function requestForLog(request: LoggableRequest): { method: string | unde
 export interface RequestLogOptions {
   /** Requests neither logged nor counted (the customer app's successful health probes). */
   skip?: (request: FastifyRequest, reply: FastifyReply) => boolean;
-  /** Fields of this listener's own, written before the common ones. */
-  fields?: (request: FastifyRequest) => Record<string, unknown>;
+  /** Fields of this listener's own, written before the common ones (none: undefined). */
+  fields?: (request: FastifyRequest) => Record<string, unknown> | undefined;
 }
 
-/** One line per answered request (method, route, url, status, ms) and the request metrics. */
+/**
+ * One line per answered request (method, route, url, status, ms) and the request metrics, labelled
+ * with the request's `storeLabel`, which this decorates every request of `app` with.
+ */
 export function addRequestLog(
   app: FastifyInstance,
   metrics: Pick<Metrics, 'requests' | 'requestDuration'>,
   { skip, fields }: RequestLogOptions = {},
 ): void {
+  app.decorateRequest('storeLabel', noStoreLabel);
   app.addHook('onResponse', async function requestLog(request, reply) {
     if (skip?.(request, reply) === true) return;
     const route = request.routeOptions.url ?? null;
-    const labels = { method: request.method, route: route ?? 'unmatched', status: reply.statusCode };
+    const labels = {
+      method: request.method,
+      route: route ?? 'unmatched',
+      status: reply.statusCode,
+      store: request.storeLabel,
+    };
     metrics.requests.inc(labels);
     metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
     request.log.info(

@@ -266,6 +266,7 @@ function problemSchema(codes: AnyProblemCode[], own: ProblemExamples): TSchema {
   const [first] = codes as [AnyProblemCode, ...AnyProblemCode[]];
   const carriesErrors = codes.includes('validation_failed');
   const carriesChecks = codes.includes('deployment_not_ready');
+  const carriesUntil = codes.includes('account_blocked');
   const example = {
     ...problemDocument(
       first,
@@ -293,6 +294,13 @@ function problemSchema(codes: AnyProblemCode[], own: ProblemExamples): TSchema {
                 description:
                   'Every failing field (by its request name, or `body`) with its messages, all in one answer, in the language of `title`.',
               }),
+            ),
+          }
+        : {}),
+      ...(carriesUntil
+        ? {
+            until: Type.Optional(
+              Type.String({ format: 'date-time', description: 'When the block ends; absent: until lifted.' }),
             ),
           }
         : {}),

@@ -21,7 +21,8 @@ import { requestHost, type StoreContext } from '../store/store.js';
  *   the customer's prefix: the any-call limit, then the CSRF check, then the unknown path's answer.
  * - customer: the store gate, then the any-call limit, then the CSRF check, then the unknown path's
  *   answer, which is also a route's while the store setting it belongs to (`feature`) is off;
- *   every answer no-store.
+ *   every answer no-store. Only here does a request get a store, and with it the `store` of its
+ *   metrics and its log line.
  */
 
 type Routes = FastifyPluginAsyncTypebox;
@@ -60,7 +61,7 @@ declare module 'fastify' {
 }
 
 export interface ScopeDeps {
-  services: Pick<Edge, 'store' | 'limiter' | 'probeLimiter' | 'db' | 'clock' | 'config'>;
+  services: Pick<Edge, 'store' | 'limiter' | 'probeLimiter' | 'db' | 'clock' | 'config' | 'metrics'>;
   csrf: CsrfOptions;
   /** Answers a path no route has; see `unknownPathAnswer`. */
   unknownPath: (request: FastifyRequest) => Promise<never>;
@@ -142,6 +143,8 @@ export function customerScope(deps: ScopeDeps, routes: Routes, options: { answer
       }
       request.store = store;
       request.answerLanguages = store;
+      // Its label in this request's metrics (and its logins'): one Map read, nothing built.
+      request.storeLabel = deps.services.metrics.storeLabels.of(store.id, store.slug);
       const callback = request.routeOptions.config.providerCallback === true;
       if (store.status !== 'active' && !callback) throw new ProblemError('store_unavailable');
       // Cookies for COOKIE_DOMAIN set on another host would be dropped by the browser: say so instead.

@@ -577,6 +577,30 @@ export const migrations: Migration[] = [
       CREATE INDEX webhook_deliveries_event ON webhook_deliveries (store_id, event_id);
     `,
   },
+  {
+    version: 21,
+    name: 'customers for staff',
+    sql: `
+      -- A block by the platform's staff: while it holds (no end, or an end ahead) no session opens.
+      ALTER TABLE customers ADD COLUMN blocked_at timestamptz, ADD COLUMN blocked_until timestamptz,
+        ADD COLUMN blocked_reason text;
+      -- Staff find customers by the start of their identity or name, a page at a time in that
+      -- order: byte order (COLLATE "C") serves both the prefix match and the order from one index.
+      CREATE INDEX customers_identity_order ON customers (store_id, (identity_value COLLATE "C"), id);
+      CREATE INDEX customers_name_order ON customers (store_id, (lower(name) COLLATE "C"), id);
+    `,
+  },
+  {
+    version: 22,
+    name: 'audit events of a customer by id',
+    sql: `
+      -- A customer's events are read newest first by id, a page at a time (the admin API's trail,
+      -- the data export): by (store_id, customer_id, id) a page reads its own rows only, where
+      -- audit_events_customer (store_id, customer_id, occurred_at) reads all of the customer's and
+      -- sorts them. That one stays for what reads a customer's events by time.
+      CREATE INDEX audit_events_customer_id ON audit_events (store_id, customer_id, id);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -106,4 +106,55 @@ describe('operator commands for sessions', () => {
     const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
     assert.equal(row?.n, 0);
   });
+
+  test('customer block ends the sessions and refuses the right password until unblock; customer unblock lets them in', async () => {
+    const t = await harness.start();
+    const ada = await registeredCustomer(t);
+    const session = await signIn(t, ada);
+    const adminOf = (command: AdminCommand) =>
+      runAdminCommand({ db: t.db, clock: t.clock, config: t.services.config, keys: t.services.keys }, command);
+    const blocked = await adminOf({ name: 'customer.block', identity: ada.identity, reason: 'fraud', until: null });
+    assert.deepEqual(blocked, { ok: true, output: { id: ada.id, status: 'blocked' } });
+    assert.equal((await t.get(`${auth}/session`, { cookie: `storefront_session=${session}` })).status, 401);
+    const refused = await t.post(`${auth}/login`, { identity: ada.identity, password: ada.password });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.code, 'account_blocked');
+    const past = new Date(t.clock.now().getTime() - 1000);
+    assert.deepEqual(await adminOf({ name: 'customer.block', identity: ada.identity, reason: 'x', until: past }), {
+      ok: false,
+      error: '--until must be in the future',
+    });
+    assert.deepEqual(await adminOf({ name: 'customer.unblock', identity: ada.identity }), {
+      ok: true,
+      output: { id: ada.id, status: 'unblocked' },
+    });
+    await signIn(t, ada);
+    const events = await listAudit(defaultStore(t.db), { customerId: ada.id });
+    assert.deepEqual(
+      events.filter((event) => event.event.startsWith('customer.')).map((event) => [event.event, event.details]),
+      [
+        ['customer.unblocked', { by: 'operator' }],
+        ['customer.blocked', { by: 'operator' }],
+        ['customer.verified', events.find((event) => event.event === 'customer.verified')?.details],
+        ['customer.registered', events.find((event) => event.event === 'customer.registered')?.details],
+      ].filter(([, details]) => details !== undefined),
+    );
+  });
+
+  test(
+    'customer block needs a reason and a well-formed --until: exit 2 naming what is wrong',
+    { timeout: 60_000 },
+    async () => {
+      const env = cliEnv(folders.fresh());
+      const noReason = await runCommand(['customer', 'block', 'ada@example.com'], env);
+      assert.equal(noReason.code, 2);
+      assert.match(noReason.stderr, /customer block needs --reason/);
+      const badUntil = await runCommand(
+        ['customer', 'block', 'ada@example.com', '--reason', 'x', '--until', 'tomorrow'],
+        env,
+      );
+      assert.equal(badUntil.code, 2);
+      assert.match(badUntil.stderr, /--until must be an ISO 8601 date and time/);
+    },
+  );
 });

@@ -8,8 +8,7 @@ import {
   type CreatedWebhook,
   type WebhookDelivery,
 } from '../../packages/client/src/admin.js';
-import type { StorefrontAuthErrorCode } from '../../packages/client/src/answers.js';
-import { useClientService } from '../helpers/client-service.js';
+import { refusedWith, useClientService } from '../helpers/client-service.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
@@ -18,15 +17,6 @@ import { WebhookReceiver } from '../helpers/webhook-receiver.js';
  */
 
 const adminToken = 'admin-token-of-the-store-platform-backend-0123456789';
-
-async function refusedWith(promise: Promise<unknown>, code: StorefrontAuthErrorCode, status: number) {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof StorefrontAuthError, String(error));
-    assert.equal(error.code, code);
-    assert.equal(error.status, status);
-    return true;
-  });
-}
 
 function withoutSecret({ secret: _secret, ...endpoint }: CreatedWebhook) {
   return endpoint;

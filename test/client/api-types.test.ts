@@ -7,6 +7,8 @@ import type * as backend from '../../packages/client/src/backend.js';
 import type * as client from '../../packages/client/src/index.js';
 import type * as introspection from '../../src/http/admin/introspect.js';
 import type * as providerAdmin from '../../src/http/admin/providers.js';
+import type * as customerSchemas from '../../src/http/admin/customer-schemas.js';
+import type * as recordSchemas from '../../src/http/admin/store-records-schemas.js';
 import type * as storeSchemas from '../../src/http/admin/store-schemas.js';
 import type * as webhookSchemas from '../../src/http/admin/webhook-schemas.js';
 import { clientTypesFile, clientTypesSource } from '../../scripts/client-types.js';
@@ -76,13 +78,23 @@ export const sameTypes = [
   same<admin.StorePatch, storeSchemas.StorePatch>(true),
   same<admin.StoreList, Static<typeof storeSchemas.StoreList>>(true),
   same<admin.DeletedStore, Static<typeof storeSchemas.DeletedStore>>(true),
-  same<admin.StoreCustomer, Static<typeof storeSchemas.StoreCustomer>>(true),
+  same<admin.ListedCustomer, Static<typeof customerSchemas.ListedCustomer>>(true),
+  same<admin.StaffCustomer, Static<typeof customerSchemas.StaffCustomer>>(true),
+  same<admin.CustomerList, Static<typeof customerSchemas.CustomerList>>(true),
+  same<admin.NewCustomer, Static<typeof customerSchemas.CreateCustomerBody>>(true),
+  same<admin.CustomerPatch, Static<typeof customerSchemas.CustomerPatch>>(true),
   same<backend.InactiveSession, Static<typeof introspection.InactiveSession>>(true),
   same<admin.WebhookEndpoint, Static<typeof webhookSchemas.WebhookEndpoint>>(true),
   same<admin.CreatedWebhook, Static<typeof webhookSchemas.WebhookEndpointWithSecret>>(true),
   same<admin.NewWebhook, Static<typeof webhookSchemas.NewWebhookBody>>(true),
   same<admin.WebhookPatch, Static<typeof webhookSchemas.WebhookPatchBody>>(true),
   same<admin.WebhookDeliveryList, Static<typeof webhookSchemas.DeliveryList>>(true),
+  same<admin.AuditRecord, Static<typeof recordSchemas.AuditRecord>>(true),
+  same<admin.AuditPage, Static<typeof recordSchemas.AuditPage>>(true),
+  same<admin.OutboxEntry, Static<typeof recordSchemas.OutboxEntry>>(true),
+  same<admin.OutboxPage, Static<typeof recordSchemas.OutboxPage>>(true),
+  same<admin.RetriedMessage, Static<typeof recordSchemas.RetriedMessage>>(true),
+  same<admin.OutboxStatus, NonNullable<Static<typeof recordSchemas.OutboxQuery>['status']>>(true),
 ];
 
 describe("the client package's wire types", () => {

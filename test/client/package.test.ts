@@ -145,6 +145,10 @@ describe('the client package, packed and installed as a user installs it', { tim
     const { stdout } = await run('tar', ['-tzf', tarball]);
     assert.deepEqual(stdout.trim().split('\n').sort(), [
       'package/README.md',
+      'package/dist/admin-customers.d.ts',
+      'package/dist/admin-customers.js',
+      'package/dist/admin-records.d.ts',
+      'package/dist/admin-records.js',
       'package/dist/admin-webhooks.d.ts',
       'package/dist/admin-webhooks.js',
       'package/dist/admin.d.ts',

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before } from 'node:test';
 import { createStorefrontAuthClient, type StorefrontAuthClientOptions } from '../../packages/client/src/index.js';
+import { StorefrontAuthError, type StorefrontAuthErrorCode } from '../../packages/client/src/answers.js';
 import { startService, type ServiceProcess } from './service-process.js';
 
 /**
@@ -42,4 +43,14 @@ export function useClientService(folderPrefix: string, env: Record<string, strin
       return createStorefrontAuthClient({ baseUrl: url, headers: { origin: new URL(url).origin }, ...options });
     },
   };
+}
+
+/** Asserts the call was refused with this code and status, as a typed StorefrontAuthError. */
+export async function refusedWith(promise: Promise<unknown>, code: StorefrontAuthErrorCode, status: number) {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof StorefrontAuthError, String(error));
+    assert.equal(error.code, code);
+    assert.equal(error.status, status);
+    return true;
+  });
 }

@@ -291,8 +291,8 @@ describe('signing in with a code', () => {
         ],
       );
       const metrics = await t.services.metrics.registry.getSingleMetricAsString('storefront_login_attempts_total');
-      assert.match(metrics, /storefront_login_attempts_total\{outcome="success"\} 2/);
-      assert.match(metrics, /storefront_login_attempts_total\{outcome="failure"\} 2/);
+      assert.match(metrics, /storefront_login_attempts_total\{outcome="success",store="default"\} 2/);
+      assert.match(metrics, /storefront_login_attempts_total\{outcome="failure",store="default"\} 2/);
     });
   });
 
@@ -391,7 +391,7 @@ describe('signing in with a code', () => {
       assert.equal(limited.status, 429);
       assert.equal(limited.body.code, 'rate_limited');
       const metrics = await t.services.metrics.registry.getSingleMetricAsString('storefront_login_attempts_total');
-      assert.match(metrics, /storefront_login_attempts_total\{outcome="throttled"\} 1/);
+      assert.match(metrics, /storefront_login_attempts_total\{outcome="throttled",store="default"\} 1/);
     });
   });
 

@@ -31,14 +31,17 @@ describe('Prometheus metrics', () => {
       const value = (pattern: RegExp) => Number(text.match(pattern)?.[1] ?? NaN);
       assert.equal(
         value(
-          /storefront_http_requests_total\{method="POST",route="\/api\/v1\/customer\/auth\/login",status="401"\} (\d+)/,
+          /storefront_http_requests_total\{method="POST",route="\/api\/v1\/customer\/auth\/login",status="401",store="default"\} (\d+)/,
         ),
         1,
       );
-      assert.equal(value(/storefront_login_attempts_total\{outcome="success"\} (\d+)/), 1);
-      assert.equal(value(/storefront_login_attempts_total\{outcome="failure"\} (\d+)/), 1);
+      assert.equal(value(/storefront_login_attempts_total\{outcome="success",store="default"\} (\d+)/), 1);
+      assert.equal(value(/storefront_login_attempts_total\{outcome="failure",store="default"\} (\d+)/), 1);
       assert.equal(value(/storefront_rate_limited_total\{limit="message-identity-m"\} (\d+)/), 1);
-      assert.equal(value(/storefront_message_deliveries_total\{channel="email",outcome="sent"\} (\d+)/), 1);
+      assert.equal(
+        value(/storefront_message_deliveries_total\{channel="email",outcome="sent",store="default"\} (\d+)/),
+        1,
+      );
       assert.equal(value(/storefront_outbox_messages\{status="sent"\} (\d+)/), 1);
       assert.equal(value(/storefront_dependency_up\{dependency="database"\} (\d+)/), 1);
       assert.match(text, /storefront_http_request_duration_seconds_bucket/);

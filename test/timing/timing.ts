@@ -604,6 +604,41 @@ async function importAccounts(store: TimingStore, prefix: string | null, count: 
   return identities;
 }
 
+/**
+ * `count` customers registered with `password` and then blocked through the admin API, as the
+ * platform's staff block one; their identities. The right password of the last one must answer
+ * 403 account_blocked, so the block is in force before any sample is taken.
+ */
+async function blockedAccounts(store: TimingStore, count: number): Promise<string[]> {
+  const identities = Array.from({ length: count }, (_, i) => `blocked-${i}@example.com`);
+  const ids: string[] = [];
+  // Eight at a time, as the suite's customers are registered.
+  for (let i = 0; i < identities.length; i += 8) {
+    const batch = identities.slice(i, i + 8);
+    const answers = await Promise.all(
+      batch.map((email) =>
+        send(store.base, '/register', { name: 'Timing', email, password, password_confirmation: password }),
+      ),
+    );
+    for (const [k, answer] of answers.entries()) {
+      assert.equal(answer.status, 201, `registering ${batch[k]}`);
+      ids.push(((await answer.json()) as { id: string }).id);
+    }
+  }
+  for (const id of ids) {
+    const blocked = await fetch(`${store.adminUrl}/admin/v1/stores/default/customers/${id}/block`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${timingAdminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ reason: 'timing' }),
+    });
+    const answer = await blocked.text();
+    assert.equal(blocked.status, 200, answer);
+  }
+  const probe = await post(store.base, '/login', { identity: identities.at(-1)!, password });
+  assert.equal(probe.status, 403, 'a blocked account with its right password answers 403');
+  return identities;
+}
+
 /** The store's old system, on this machine: it says no to every password, at once. */
 async function refusingOldSystem(): Promise<{ url: string; close: () => Promise<void> }> {
   const server = http.createServer((request, response) => {
@@ -634,6 +669,30 @@ function defaultConfigurationPairs(store: TimingStore): void {
       request: (i) => post(store.base, '/login', { identity: customers[i]!, password: 'analytical engine 1844' }),
     };
     await assertIndistinguishable(context, unknown, wrong, samplesPerSlowCase, contractShiftBound);
+  });
+
+  // A blocked account answers a wrong password as any wrong one: its block is looked at only once
+  // the password was found right, so the time tells no more than the answer.
+  test('login: an unknown identity, a wrong password and a blocked account with a wrong password take the same time', async (context) => {
+    const blocked = await blockedAccounts(store, samplesPerSlowCase + warmUpsPerCase);
+    const wrongPassword = 'analytical engine 1844';
+    const unknown: Case = {
+      label: 'unknown identity',
+      status: 401,
+      request: (i) => post(store.base, '/login', { identity: store.unknown(400_000 + i), password: wrongPassword }),
+    };
+    const wrong: Case = {
+      label: 'wrong password',
+      status: 401,
+      request: (i) => post(store.base, '/login', { identity: customers[i]!, password: wrongPassword }),
+    };
+    const blockedWrong: Case = {
+      label: 'blocked account, wrong password',
+      status: 401,
+      request: (i) => post(store.base, '/login', { identity: blocked[i]!, password: wrongPassword }),
+    };
+    await assertIndistinguishable(context, unknown, blockedWrong, samplesPerSlowCase, contractShiftBound);
+    await assertIndistinguishable(context, wrong, blockedWrong, samplesPerSlowCase, contractShiftBound);
   });
 
   // Accounts imported with another system's hash (cheaper than argon2id, then dearer): a wrong

@@ -5,10 +5,31 @@
  * entry point (`@storefront-auth/client/admin`), so a storefront bundle never ships it, and it
  * holds a token that must never reach a browser.
  */
-import type { Customer } from './api-types.js';
+import { customerAdmin, type CustomerAdmin } from './admin-customers.js';
+import { recordsAdmin, type RecordsAdmin } from './admin-records.js';
 import { webhookAdmin, type WebhookAdmin } from './admin-webhooks.js';
 import { answerOf, fetchAnswer } from './answers.js';
 
+export type {
+  CustomerAdmin,
+  CustomerList,
+  CustomerPatch,
+  CustomerSearch,
+  CustomerStatus,
+  ListedCustomer,
+  NewCustomer,
+  StaffCustomer,
+} from './admin-customers.js';
+export type {
+  AuditPage,
+  AuditRecord,
+  OutboxEntry,
+  OutboxPage,
+  OutboxStatus,
+  PageOptions,
+  RecordsAdmin,
+  RetriedMessage,
+} from './admin-records.js';
 export type {
   CreatedWebhook,
   NewWebhook,
@@ -111,12 +132,6 @@ export interface DeletedStore {
   status: 'deleted';
 }
 
-export interface StoreCustomer extends Customer {
-  /** The language of the customer's messages; null: the store's default. */
-  locale: string | null;
-  session_count: number;
-}
-
 /** A store's sign-in provider, as the admin API answers it: never its secret. */
 export interface Provider {
   id: string;
@@ -154,8 +169,12 @@ export interface AdminClientOptions {
   fetch?: typeof globalThis.fetch;
 }
 
-/** The store calls here; the webhook endpoint calls in WebhookAdmin (admin-webhooks.ts). */
-export interface AdminClient extends WebhookAdmin {
+/**
+ * The store calls here; a store's customers in CustomerAdmin (admin-customers.ts), the webhook
+ * endpoint calls in WebhookAdmin (admin-webhooks.ts), a store's audit trail and outbox in
+ * RecordsAdmin (admin-records.ts).
+ */
+export interface AdminClient extends CustomerAdmin, WebhookAdmin, RecordsAdmin {
   /**
    * Makes a store. Give an `idempotencyKey` whenever the call may be retried: within 24 hours a
    * retry with it answers the first answer again and makes nothing.
@@ -173,9 +192,6 @@ export interface AdminClient extends WebhookAdmin {
   addHost(store: string, host: string): Promise<Store>;
   /** `force`: even when it is the last host on the relying party ID of the store's passkeys. */
   removeHost(store: string, host: string, options?: { force?: boolean }): Promise<Store>;
-  findCustomer(store: string, identity: string): Promise<StoreCustomer>;
-  /** Ends every session of the customer; the number ended. */
-  revokeCustomerSessions(store: string, customerId: string): Promise<number>;
   /** Adds a sign-in provider, or replaces the store's provider of that id. */
   addProvider(store: string, provider: NewProvider): Promise<Provider>;
   listProviders(store: string): Promise<Provider[]>;
@@ -232,18 +248,15 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     addHost: (store, host) => call('POST', `/stores/${part(store)}/hosts`, { host }),
     removeHost: (store, host, { force = false } = {}) =>
       call('DELETE', `/stores/${part(store)}/hosts/${part(host)}${force ? '?force=true' : ''}`),
-    findCustomer: (store, identity) =>
-      call('GET', `/stores/${part(store)}/customers?${new URLSearchParams({ identity }).toString()}`),
-    revokeCustomerSessions: async (store, customerId) =>
-      (await call<{ count: number }>('POST', `/stores/${part(store)}/customers/${part(customerId)}/revoke-sessions`))
-        .count,
     addProvider: (store, provider) => call('POST', `/stores/${part(store)}/providers`, provider),
     listProviders: async (store) =>
       (await call<{ providers: Provider[] }>('GET', `/stores/${part(store)}/providers`)).providers,
     removeProvider: async (store, id) => {
       await call('DELETE', `/stores/${part(store)}/providers/${part(id)}`);
     },
+    ...customerAdmin(call),
     ...webhookAdmin(call),
+    ...recordsAdmin(call),
   };
   return client;
 }

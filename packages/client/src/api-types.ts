@@ -9,6 +9,7 @@ export type ProblemCode =
   | 'invalid_identity_challenge'
   | 'unauthenticated'
   | 'identity_unverified'
+  | 'account_blocked'
   | 'untrusted_origin'
   | 'not_found'
   | 'last_sign_in_method'
@@ -37,6 +38,7 @@ export type AdminProblemCode =
   | 'phone_store'
   | 'webhook_limit'
   | 'delivery_erased'
+  | 'message_not_retryable'
   | 'idempotency_key_reused';
 
 export interface RegisterBody {

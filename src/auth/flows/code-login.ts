@@ -2,6 +2,7 @@ import type { StoreContext } from '../../store/store.js';
 import { consumeChallenge } from '../tables/codes.js';
 import { lockCustomer } from '../tables/customers.js';
 import type { MessagingDeps } from '../deps.js';
+import { blockOn } from '../rules/blocking.js';
 import type { ParsedIdentity } from '../rules/identity.js';
 import { isFirstProof, proveControl } from '../rules/ownership.js';
 import { queueCodeIfWanted } from '../rules/queue-code.js';
@@ -39,6 +40,9 @@ export async function loginWithCode(
     const customer = await lockCustomer(tx, identity);
     const accepted = await consumeChallenge(tx, deps, customer?.id ?? null, 'sign_in', code);
     if (!accepted || customer === null) return fail('refused', { customerId: customer?.id ?? null });
+    // No code is sent to a blocked account; a code sent before the block is right, and says so.
+    const block = blockOn(customer, deps.clock.now());
+    if (block !== null) return fail('blocked', { customerId: customer.id, until: block.until });
     // Receiving the code proves the identity, so a store that requires verification lets it in. On
     // an unproven account it is the first proof: what the claimant set up before it ends, and
     // the password too, since this proof set none.

@@ -1,5 +1,6 @@
 import type { AuthDeps, MessagingDeps } from '../deps.js';
 import { fail } from '../result.js';
+import { blockOn } from '../rules/blocking.js';
 import { displayIdentity, type ParsedIdentity } from '../rules/identity.js';
 import { completeSignIn, deviceKeyOf, type LoginResult, type SignInAttempt } from '../rules/sign-in.js';
 import { findCustomerByIdentity, importedFacts, upgradePasswordHash } from '../tables/customers.js';
@@ -39,6 +40,8 @@ export async function login(
   if (!passwordMatches || (attempt.store.verificationRequired && customer.verified_at === null)) {
     return fail('refused', { customerId: customer.id });
   }
+  const block = blockOn(customer, deps.clock.now());
+  if (block !== null) return fail('blocked', { customerId: customer.id, until: block.until });
 
   const passwordHash = customer.password_hash;
   if (passwordHash === null) {

@@ -1,6 +1,7 @@
 import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import { lockCustomer } from '../tables/customers.js';
 import type { AuthDeps, MessagingDeps } from '../deps.js';
+import { blockOn } from '../rules/blocking.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from '../tables/passkey-challenges.js';
 import { counterAdvances, findPasskeyByCredentialId, recordPasskeyUse } from '../tables/passkeys.js';
 import { passkeyCeremonyTimeoutMilliseconds, webauthn, type RelyingParty } from '../rules/relying-party.js';
@@ -29,13 +30,17 @@ export async function startPasskeyLogin(
 }
 
 /** Why a passkey sign-in was refused: for the audit trail only, the answer is the same for all. */
-export type PasskeyLoginFailure = 'challenge' | 'unknown_passkey' | 'verification' | 'counter_regressed' | 'unverified';
+export type PasskeyLoginFailure =
+  'challenge' | 'unknown_passkey' | 'verification' | 'counter_regressed' | 'unverified' | 'blocked';
 
-/** The facts of a refusal are for the audit trail; the answer is the same for all. */
+/**
+ * The facts of a refusal are for the audit trail; the answer is the same for all but `blocked`,
+ * which comes only after the assertion was verified, with the block's end.
+ */
 export type PasskeyLoginResult = Result<
   SignedIn,
   PasskeyLoginFailure,
-  { customerId: string | null; passkeyId?: string }
+  { customerId: string | null; passkeyId?: string; until?: Date | null }
 >;
 
 /** The browser's answer to the sign-in options. */
@@ -103,6 +108,8 @@ export async function loginWithPasskey(
     const row = await lockCustomer(tx, { id: passkey.customerId });
     if (row === null) return 'unknown_passkey' as const;
     if (attempt.store.verificationRequired && row.verified_at === null) return 'unverified' as const;
+    const block = blockOn(row, deps.clock.now());
+    if (block !== null) return block;
     // The counter is written only if it still advances: a parallel use of the same passkey with
     // another challenge that got there first leaves this one refused, never both recorded.
     if (!(await recordPasskeyUse(tx, deps.clock, passkey.publicId, newCounter))) return 'counter_regressed' as const;
@@ -118,5 +125,6 @@ export async function loginWithPasskey(
     return { customer: row, ...session };
   });
   if (typeof opened === 'string') return refused(opened);
+  if ('blocked' in opened) return fail('blocked', { customerId: passkey.customerId, until: opened.until });
   return completeSignIn(deps, attempt.store, { ...opened, device: deviceKeyOf(attempt.client) });
 }

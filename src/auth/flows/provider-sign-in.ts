@@ -8,6 +8,7 @@ import type { StoreContext } from '../../store/store.js';
 import { channelFor, type MessagingDeps } from '../deps.js';
 import { maxNameLength } from '../rules/fields.js';
 import { normalizeEmail } from '../rules/identity.js';
+import { blockOn, type Blocked } from '../rules/blocking.js';
 import { isProven, proveControl } from '../rules/ownership.js';
 import { completeSignIn, deviceKeyOf, type SignedIn, type SignInAttempt } from '../rules/sign-in.js';
 import { fail, ok, type Result } from '../result.js';
@@ -32,10 +33,11 @@ import type { StoreQueryable } from '../../storage/database.js';
 /** Which of the matching cases a sign-in took, for the audit trail. */
 export type ProviderMatch = 'linked' | 'created' | 'linked_proven' | 'first_proof';
 
+/** `blocked`: the account the provider's identity names is blocked; nothing was created or linked. */
 export type ProviderSignInResult = Result<
   SignedIn & { match: ProviderMatch },
-  'email_unverified',
-  { customerId: string | null }
+  'email_unverified' | 'blocked',
+  { customerId: string | null; until?: Date | null }
 >;
 
 /**
@@ -59,7 +61,7 @@ export async function signInWithProvider(
   const email = identity.email === null ? null : normalizeEmail(identity.email);
   const opened = await deps.db.transaction(async (tx) => {
     const matched = await matchCustomer(tx, deps, attempt.store, identity, email, locale);
-    if (matched === null) return null;
+    if (matched === null || 'blocked' in matched) return matched;
     const { client, previousSessionId } = attempt;
     const { customer } = matched;
     const session = await createSession(tx, deps.clock, {
@@ -75,6 +77,7 @@ export async function signInWithProvider(
     return { ...matched, ...session, eventRecorded: session.eventRecorded || announced };
   });
   if (opened === null) return fail('email_unverified', { customerId: null });
+  if ('blocked' in opened) return fail('blocked', { customerId: opened.customerId, until: opened.until });
   // Only a link to a proven account queued a message (its provider_linked notice).
   if (opened.match === 'linked_proven') deps.messagesQueued();
   const signedIn = await completeSignIn(deps, attempt.store, { ...opened, device: deviceKeyOf(attempt.client) });
@@ -88,11 +91,16 @@ async function matchCustomer(
   identity: ProviderIdentity,
   email: string | null,
   locale: string | null,
-): Promise<{ customer: CustomerRow; match: ProviderMatch } | null> {
+): Promise<{ customer: CustomerRow; match: ProviderMatch } | (Blocked & { customerId: string }) | null> {
+  // A blocked account is refused before anything about it changes: no link, no proof, no notice.
+  const unlessBlocked = (customer: CustomerRow) => {
+    const block = blockOn(customer, deps.clock.now());
+    return block === null ? null : { ...block, customerId: customer.id };
+  };
   const linkedId = await findLinkedCustomer(tx, identity.issuer, identity.subject);
   if (linkedId !== null) {
     const linked = await lockCustomer(tx, { id: linkedId });
-    if (linked !== null) return { customer: linked, match: 'linked' };
+    if (linked !== null) return unlessBlocked(linked) ?? { customer: linked, match: 'linked' };
   }
   if (email === null || !identity.emailVerified) return null;
   const link = { providerId: identity.providerId, issuer: identity.issuer, subject: identity.subject, email };
@@ -120,6 +128,8 @@ async function matchCustomer(
       return { customer: created, match: 'created' };
     }
   }
+  const blocked = unlessBlocked(customer);
+  if (blocked !== null) return blocked;
   if (isProven(customer)) {
     await insertProviderLink(tx, deps.clock, { ...link, customerId: customer.id });
     await enqueueMessage(tx, deps, {

@@ -4,6 +4,7 @@ import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
 import { hasLiveChallenge, invitationLifetimeSeconds, issueChallenge, type ChallengePurpose } from '../tables/codes.js';
 import { findCustomerByIdentity, lockCustomer, type CustomerRow } from '../tables/customers.js';
+import { blockOn } from './blocking.js';
 import type { ParsedIdentity } from './identity.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from '../deps.js';
 
@@ -67,11 +68,13 @@ export async function queueCodeIfWanted(
   purpose: ChallengePurpose,
   wants: (customer: CustomerRow) => boolean,
 ): Promise<void> {
-  const found = await findCustomerByIdentity(deps.db, identity);
-  if (found === null || !wants(found)) return;
+  // A blocked account gets nothing: the answer was the same 202 before anything was looked up.
+  const wanted = (customer: CustomerRow | null): customer is CustomerRow =>
+    customer !== null && wants(customer) && blockOn(customer, deps.clock.now()) === null;
+  if (!wanted(await findCustomerByIdentity(deps.db, identity))) return;
   const sent = await deps.db.transaction(async (tx) => {
     const customer = await lockCustomer(tx, identity);
-    if (customer === null || !wants(customer)) return false;
+    if (!wanted(customer)) return false;
     await queueCode(tx, deps, store, customer, purpose);
     return true;
   });

@@ -30,8 +30,11 @@ export interface SignedIn {
   signInNotice: SignInNotice | { failed: unknown };
 }
 
-/** `customerId` is for the audit trail only; the answer never depends on it. */
-export type LoginResult = Result<SignedIn, 'refused', { customerId: string | null }>;
+/**
+ * `customerId` is for the audit trail only; the answer never depends on it. `blocked` comes only
+ * after the credential was found right, with the block's end (`until`, null: none set).
+ */
+export type LoginResult = Result<SignedIn, 'refused' | 'blocked', { customerId: string | null; until?: Date | null }>;
 
 export type SignInNotice = 'sent' | 'known_device' | 'first_sign_in' | 'off';
 

@@ -108,13 +108,14 @@ function insertSessionSql(
   const version = params.add(opening.credentialVersion);
   return `INSERT INTO sessions (store_id, id_hash, customer_id, created_at, last_seen_at, expires_at, user_agent, client_address)
      SELECT store_id, ${idHash}, id, ${at}, ${at}, ${expiresAt}, ${userAgent}, ${address}
-       FROM customers WHERE store_id = ${store} AND id = ${customerId} AND credential_version = ${version} FOR SHARE`;
+       FROM customers WHERE store_id = ${store} AND id = ${customerId} AND credential_version = ${version}
+        AND (blocked_at IS NULL OR blocked_until <= ${at}) FOR SHARE`;
 }
 
 /**
  * Opens a session for the customer, but only while `credentialVersion` (the version the password
- * was checked against) is still current: a login that checked a password a reset has since
- * replaced gets no session (null). FOR SHARE makes the statement wait for a password change in
+ * was checked against) is still current and no block holds: a login that checked a password a
+ * reset has since replaced, or that a block by staff overtook, gets no session (null). FOR SHARE makes the statement wait for a password change in
  * progress and then look at the changed row. Without it, under READ COMMITTED a reset that has
  * deleted the sessions but not yet committed still shows the old version, and this session would
  * outlive the reset. The foreign key's own FOR KEY SHARE does not wait for a non-key update.

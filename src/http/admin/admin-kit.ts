@@ -18,6 +18,26 @@ export const CustomerParams = Type.Composite([
   StoreParams,
   Type.Object({ customer_id: Type.String({ maxLength: 100 }) }),
 ]);
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x21-\\x7e]+$',
+      description:
+        'Any 1 to 255 visible ASCII characters, new for each thing to make. Within 24 hours the same key with the same body answers the first answer again (with `Idempotency-Replayed: true`), without making it twice; with another body it is `422 idempotency_key_reused`.',
+    }),
+  ),
+});
+
+/** A page's size from its `limit` (1 to 500, default 100), or 422. */
+export function pageSize(limit: string | undefined): number {
+  const size = limit === undefined ? 100 : Number(limit);
+  if (size < 1 || size > 500)
+    throw new ProblemError('validation_failed', { errors: { limit: ['Must be from 1 to 500.'] } });
+  return size;
+}
+
 export const storeNotFound = 'No live store has this id or slug.';
 export const storeProblems: AnyProblemCode[] = ['store_not_found'];
 /** What every call of this file can answer besides its own. */

@@ -10,6 +10,8 @@ import { customerTransferRoutes } from './customer-transfer.js';
 import { introspectionRoutes } from './introspect.js';
 import { passwordHookRoutes } from './password-hook.js';
 import { providerAdminRoutes } from './providers.js';
+import { storeRecordRoutes } from './store-records.js';
+import { customerRoutes } from './customers.js';
 import { storeRoutes } from './stores.js';
 import { webhookCatalogue } from './webhook-schemas.js';
 import { webhookRoutes } from './webhooks.js';
@@ -53,10 +55,12 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   await registerAdminOpenApi(app);
   await app.register(introspectionRoutes(services), { prefix: adminPrefix });
   await app.register(storeRoutes(services), { prefix: adminPrefix });
+  await app.register(customerRoutes(services), { prefix: adminPrefix });
   await app.register(customerTransferRoutes(services), { prefix: adminPrefix });
   await app.register(providerAdminRoutes(services), { prefix: adminPrefix });
   await app.register(passwordHookRoutes(services), { prefix: adminPrefix });
   await app.register(webhookRoutes(services), { prefix: adminPrefix });
+  await app.register(storeRecordRoutes(services), { prefix: adminPrefix });
   // Any token may read the document: the backends that introspect are who it is written for.
   app.get(`${adminPrefix}/openapi.json`, { config: { introspectionTokens: true }, schema: { hide: true } }, async () =>
     app.swagger(),

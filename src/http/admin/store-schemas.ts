@@ -1,5 +1,4 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Customer, customerLocale } from '../schemas.js';
 
 /**
  * The admin API's store resources. The schemas check types and sizes; the values themselves (a
@@ -201,13 +200,3 @@ export const HostBody = Type.Object(
   { additionalProperties: false },
 );
 export type HostBody = Static<typeof HostBody>;
-
-export const StoreCustomer = Type.Composite([
-  Customer,
-  Type.Object({
-    locale: customerLocale,
-    session_count: Type.Integer({ description: 'Live sessions (signed in, not expired).' }),
-  }),
-]);
-
-export const RevokedSessions = Type.Object({ count: Type.Integer({ description: 'Sessions ended.' }) });

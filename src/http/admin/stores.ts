@@ -1,13 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { countCustomers, findCustomerById, findCustomerByIdentity, toCustomer } from '../../auth/tables/customers.js';
+import { countCustomers } from '../../auth/tables/customers.js';
 import { countStorePasskeys } from '../../auth/tables/passkeys.js';
-import { revokeSessions } from '../../auth/flows/session-revocation.js';
-import { countLiveCustomerSessions } from '../../auth/tables/sessions.js';
-import { parseIdentity } from '../../auth/rules/identity.js';
 import { deliveryProblem, type IdentityMode } from '../../config.js';
-import { forStore } from '../../storage/database.js';
 import {
   cookieDomainRefusal,
   defaultLanguageRefusal,
@@ -54,9 +50,7 @@ import {
   CreateStoreBody,
   DeletedStore,
   HostBody,
-  RevokedSessions,
   Store,
-  StoreCustomer,
   StoreList,
   StorePatch,
 } from './store-schemas.js';
@@ -64,7 +58,8 @@ import { adminCallerOf } from './tokens.js';
 import {
   adminStoreKit,
   countAdminCalls,
-  CustomerParams,
+  IdempotencyHeaders,
+  pageSize,
   route,
   StoreParams,
   storeNotFound,
@@ -81,16 +76,6 @@ const ListQuery = Type.Object(
     limit: Type.Optional(
       Type.String({ pattern: '^[0-9]{1,3}$', description: 'Stores per page, 1 to 500 (default 100).' }),
     ),
-  },
-  { additionalProperties: false },
-);
-const CustomerQuery = Type.Object(
-  {
-    identity: Type.String({
-      minLength: 1,
-      maxLength: 320,
-      description: "The customer's email or phone number, as they would type it.",
-    }),
   },
   { additionalProperties: false },
 );
@@ -114,17 +99,6 @@ const PatchQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 255,
-      pattern: '^[\\x21-\\x7e]+$',
-      description:
-        'Any 1 to 255 visible ASCII characters, new for each store to make. Within 24 hours the same key with the same body answers the first answer again (with `Idempotency-Replayed: true`), without making a second store; with another body it is `422 idempotency_key_reused`.',
-    }),
-  ),
-});
 
 /**
  * Each field's refusals, all in one answer, as the customer API names every failing field: those
@@ -244,13 +218,6 @@ function slugAfter(cursor: string | undefined): string {
   if (!storeSlugPattern.test(slug))
     throw new ProblemError('validation_failed', { errors: { cursor: ["Is not a page's next_cursor."] } });
   return slug;
-}
-
-function pageSize(limit: string | undefined): number {
-  const size = limit === undefined ? 100 : Number(limit);
-  if (size < 1 || size > 500)
-    throw new ProblemError('validation_failed', { errors: { limit: ['Must be from 1 to 500.'] } });
-  return size;
 }
 
 function refusedCreate(result: Exclude<StoreCreateResult, { ok: true }>, store: NewStore): ProblemError {
@@ -495,52 +462,6 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         audit(request, store.id, 'store.changed', { host_removed: host });
         await changed();
         return describeStore(result.store);
-      },
-    );
-
-    app.get(
-      '/stores/:id/customers',
-      route(
-        'findStoreCustomer',
-        "Find a store's customer",
-        "The customer of this store who holds the identity (an email or a phone number, normalized as at sign-in), with their live sessions counted. A customer of another store is not found. Recorded in the store's audit trail (`customer.looked_up`) with the token's id.",
-        { params: StoreParams, querystring: CustomerQuery },
-        [...storeProblems, 'not_found', 'validation_failed'],
-        { 200: StoreCustomer },
-      ),
-      async (request) => {
-        const store = await storeNamed(request.params.id);
-        const sdb = forStore(db, store.id);
-        const row = await findCustomerByIdentity(sdb, parseIdentity(store.identityMode, request.query.identity));
-        if (row === null) throw new ProblemError('not_found', {}, {}, 'No customer of this store has this identity.');
-        audit(request, store.id, 'customer.looked_up', {}, row.id);
-        return {
-          ...toCustomer(row),
-          locale: row.locale,
-          session_count: await countLiveCustomerSessions(sdb, clock, row.id),
-        };
-      },
-    );
-
-    app.post(
-      '/stores/:id/customers/:customer_id/revoke-sessions',
-      route(
-        'revokeStoreCustomerSessions',
-        "Sign a store's customer out everywhere",
-        "Ends every session of the customer at once: their next call on any instance is unauthenticated. Recorded as `session.revoked` with `count`, `by: admin` and the token's id.",
-        { params: CustomerParams },
-        [...storeProblems, 'not_found'],
-        { 200: RevokedSessions },
-      ),
-      async (request) => {
-        const store = await storeNamed(request.params.id);
-        const sdb = forStore(db, store.id);
-        const row = await findCustomerById(sdb, request.params.customer_id);
-        if (row === null) throw new ProblemError('not_found', {}, {}, 'No customer of this store has this id.');
-        const eventsRecorded = () => services.webhooks.nudge();
-        const count = await revokeSessions({ db: sdb, clock, eventsRecorded }, row.id, { by: 'staff' });
-        audit(request, store.id, 'session.revoked', { count: String(count) }, row.id);
-        return { count };
       },
     );
   };

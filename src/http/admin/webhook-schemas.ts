@@ -154,8 +154,8 @@ const customerEntry = (summary: string, description: string, data: Record<string
 const catalogue: Record<WebhookEventType, EventEntry> = {
   'customer.registered': customerEntry(
     'A customer registered',
-    'A new account: by registration with a password (its identity still unproven), or by a provider sign-in (proven; `customer.verified` follows).',
-    { method: Type.Union([Type.Literal('password'), Type.Literal('provider')]) },
+    'A new account: by registration with a password (its identity still unproven), by a provider sign-in (proven; `customer.verified` follows), or by the platform’s staff (`staff`; `customer.verified` follows when they created it verified).',
+    { method: Type.Union([Type.Literal('password'), Type.Literal('provider'), Type.Literal('staff')]) },
     { method: 'password' },
   ),
   'customer.verified': customerEntry(
@@ -164,14 +164,14 @@ const catalogue: Record<WebhookEventType, EventEntry> = {
   ),
   'customer.identity_changed': customerEntry(
     'A customer changed their email or phone',
-    'The new identity is proven; `previous_identity` is the one it replaced.',
+    'The new identity is proven (or, when staff changed it, as they said: see `customer.identity.verified_at`); `previous_identity` is the one it replaced.',
     { previous_identity: Type.Object({ type: Type.String(), value: Type.String() }) },
     { previous_identity: { type: 'email', value: 'ada@old.example' } },
   ),
   'customer.password_changed': customerEntry(
     'A customer changed or reset their password',
-    '`how`: `changed` (signed in, with the current password) or `reset` (with a code). Their other sessions ended with it.',
-    { how: Type.Union([Type.Literal('changed'), Type.Literal('reset')]) },
+    '`how`: `changed` (signed in, with the current password), `reset` (with a code) or `retired` (staff required a reset: the password no longer signs in, a reset code was sent). Their other sessions ended with it.',
+    { how: Type.Union([Type.Literal('changed'), Type.Literal('reset'), Type.Literal('retired')]) },
     { how: 'reset' },
   ),
   'customer.sessions_revoked': customerEntry(
@@ -183,6 +183,13 @@ const catalogue: Record<WebhookEventType, EventEntry> = {
     },
     { sessions: 'all', by: 'staff' },
   ),
+  'customer.blocked': customerEntry(
+    'Staff blocked a customer',
+    'No sign-in opens a session until the block ends (`until`, null: until lifted); their sessions ended with it. `reason` is what staff wrote.',
+    { reason: Type.String(), until: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]) },
+    { reason: 'chargeback fraud', until: null },
+  ),
+  'customer.unblocked': customerEntry('Staff lifted a block', 'The customer can sign in again.'),
   'customer.deleted': {
     summary: 'A customer was deleted',
     description:

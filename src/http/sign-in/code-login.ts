@@ -1,12 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { loginWithCode, requestSignInCode } from '../../auth/flows/code-login.js';
-import { declareRoute, signInRefused, type Outcomes } from '../declare.js';
+import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../declare.js';
 import { identityOf, messageRequestRoute, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
 import { AuthSession, VerifyBody } from '../schemas.js';
 import { sessionCookieOf } from '../session-cookie.js';
 
-const codeLoginOutcomes: Outcomes<'refused'> = { refused: signInRefused('code', 'invalid_identity_challenge') };
+const codeLoginOutcomes: Outcomes<'refused' | 'blocked'> = {
+  refused: signInRefused('code', 'invalid_identity_challenge'),
+  blocked: signInBlocked('code'),
+};
 
 const loginWithCodeRoute = declareRoute({
   operationId: 'loginWithCode',
@@ -27,7 +30,8 @@ const loginWithCodeRoute = declareRoute({
 export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics } = services;
   const { depsOf, limit, refusal, signInSucceeded } = routeKit(services);
-  const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
+  const countLogin = (outcome: string, request: { storeLabel: string }) =>
+    metrics.logins.inc({ outcome, store: request.storeLabel });
 
   return async (app) => {
     await app.register(
@@ -44,7 +48,7 @@ export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox 
     );
 
     app.post('/code/login', loginWithCodeRoute, async (request, reply) => {
-      await limit(request, [[limits.codeAttempts, request.clientKey]], () => countLogin('throttled'));
+      await limit(request, [[limits.codeAttempts, request.clientKey]], () => countLogin('throttled', request));
       const previous = sessionCookieOf(request, services.config);
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
       const attempt = { store: request.store, client, previousSessionId: previous };

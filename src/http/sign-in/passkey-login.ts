@@ -22,6 +22,8 @@ const passkeyLoginOutcomes: Outcomes<PasskeyLoginFailure> = {
   verification: refused,
   counter_regressed: refused,
   unverified: refused,
+  // After the assertion verified: the holder of the passkey learns of the block, no one else.
+  blocked: { problem: 'account_blocked', metric: 'blocked' },
 };
 
 const passkeyLoginOptionsRoute = declareRoute({
@@ -37,7 +39,7 @@ const loginWithPasskeyRoute = declareRoute({
   operationId: 'loginWithPasskey',
   summary: 'Log in with a passkey',
   description:
-    "Verifies the assertion against this browser's challenge (spent whatever the outcome) and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. A passkey proves the authenticator, not the email or phone: it never sets verified_at, and on a store that requires verification an unproven account is refused like any other failure. Counts against the login limit per address. An unknown passkey, a bad signature, a reused, expired or other browser's challenge, a wrong origin or RP ID and a signature counter that went backwards are one identical 401.",
+    "Verifies the assertion against this browser's challenge (spent whatever the outcome) and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. A passkey proves the authenticator, not the email or phone: it never sets verified_at, and on a store that requires verification an unproven account is refused like any other failure. Counts against the login limit per address. An unknown passkey, a bad signature, a reused, expired or other browser's challenge, a wrong origin or RP ID and a signature counter that went backwards are one identical 401. A verified assertion of a blocked account answers `403 account_blocked` (with `until` when the block has an end).",
   feature: 'passkeys',
   body: PasskeyLoginBody,
   answer: AuthSession,
@@ -50,7 +52,8 @@ export function passkeyLoginRoutes(services: KitSource): FastifyPluginAsyncTypeb
   const { metrics } = services;
   const { depsOf, audit, limit, refusal, signInSucceeded } = routeKit(services);
   const { ceremonyOptions, cookieKeys, secure } = passkeyRouteSupport(services);
-  const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
+  const countLogin = (outcome: string, request: { storeLabel: string }) =>
+    metrics.logins.inc({ outcome, store: request.storeLabel });
 
   return async (app) => {
     app.post('/passkeys/login/options', passkeyLoginOptionsRoute, async (request, reply) => {
@@ -58,7 +61,7 @@ export function passkeyLoginRoutes(services: KitSource): FastifyPluginAsyncTypeb
     });
 
     app.post('/passkeys/login', loginWithPasskeyRoute, async (request, reply) => {
-      await limit(request, [[limits.loginAttempts, request.clientKey]], () => countLogin('throttled'));
+      await limit(request, [[limits.loginAttempts, request.clientKey]], () => countLogin('throttled', request));
       const result = await loginWithPasskey(
         depsOf(request),
         relyingParty(services, request),

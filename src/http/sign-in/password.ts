@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { login } from '../../auth/flows/login.js';
 import { toCustomer } from '../../auth/tables/customers.js';
 import { deleteSession } from '../../auth/tables/sessions.js';
-import { declareRoute, signInRefused, type Outcomes } from '../declare.js';
+import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../declare.js';
 import { accountOf, identityOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { limits, type LimitHit } from '../rate-limit.js';
@@ -13,8 +13,9 @@ import { sessionCookieOf } from '../session-cookie.js';
 export const loginRefusedDetail: Phrase = { key: 'problem.details.login_refused' };
 
 // One text for all three refusals: it must not tell which part was wrong.
-const loginOutcomes: Outcomes<'refused'> = {
+const loginOutcomes: Outcomes<'refused' | 'blocked'> = {
   refused: signInRefused('password', 'unauthenticated', loginRefusedDetail),
+  blocked: signInBlocked('password'),
 };
 
 const loginRoute = declareRoute({
@@ -51,7 +52,8 @@ const logoutRoute = declareRoute({
 export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics, clock } = services;
   const { depsOf, audit, limit, refusal, signInSucceeded, signOut } = routeKit(services);
-  const countLogin = (outcome: string) => metrics.logins.inc({ outcome });
+  const countLogin = (outcome: string, request: { storeLabel: string }) =>
+    metrics.logins.inc({ outcome, store: request.storeLabel });
 
   return async (app) => {
     app.post('/login', loginRoute, async (request, reply) => {
@@ -61,7 +63,7 @@ export function passwordSignInRoutes(services: KitSource): FastifyPluginAsyncTyp
         [limits.loginAttempts, request.clientKey],
         [limits.failedLogins, identity.key],
       ];
-      await limit(request, hits, () => countLogin('throttled'));
+      await limit(request, hits, () => countLogin('throttled', request));
       const previous = sessionCookieOf(request, services.config);
       const client = { userAgent: request.headers['user-agent'], address: request.ip };
       const attempt = { store: request.store, client, previousSessionId: previous };

@@ -36,6 +36,7 @@ export type ProviderErrorCode =
   | 'provider_refused'
   | 'provider_error'
   | 'email_unverified'
+  | 'account_blocked'
   | 'store_unavailable'
   | 'identity_unverified'
   | 'provider_in_use'
@@ -67,7 +68,7 @@ const startRoute = declareRoute({
 });
 
 const callbackDescription =
-  "The provider's way back (register `https://<store host>/api/v1/customer/auth/providers/{id}/callback` at the provider). Checks the state against this browser's cookie (spent once an answer of that state came; an answer of another state is refused and spends nothing), the issuer (with the `iss` parameter, against mix-up), and the ID token's signature, audience, expiry and nonce; then signs in (a session cookie and a fresh XSRF-TOKEN, as a login) or links, and redirects (303) to `return_to`. Matching: a linked account signs in; else a verified email no account holds makes a new account; a verified email of a proven account is linked (the identity gets a notice); a verified email of an unproven account is its first proof of control (what was set up before it ends, the password too); an email the provider does not assert verified creates and links nothing. Failures come back as `?error=`: provider_refused (the provider said no, the shopper declined), provider_error (anything else: a replayed or foreign state, a bad token, a provider too slow), email_unverified (also an email that is not plain ASCII), store_unavailable, identity_unverified and provider_in_use (linking).";
+  "The provider's way back (register `https://<store host>/api/v1/customer/auth/providers/{id}/callback` at the provider). Checks the state against this browser's cookie (spent once an answer of that state came; an answer of another state is refused and spends nothing), the issuer (with the `iss` parameter, against mix-up), and the ID token's signature, audience, expiry and nonce; then signs in (a session cookie and a fresh XSRF-TOKEN, as a login) or links, and redirects (303) to `return_to`. Matching: a linked account signs in; else a verified email no account holds makes a new account; a verified email of a proven account is linked (the identity gets a notice); a verified email of an unproven account is its first proof of control (what was set up before it ends, the password too); an email the provider does not assert verified creates and links nothing. Failures come back as `?error=`: provider_refused (the provider said no, the shopper declined), provider_error (anything else: a replayed or foreign state, a bad token, a provider too slow), email_unverified (also an email that is not plain ASCII), account_blocked (the account is blocked; nothing was linked), store_unavailable, identity_unverified and provider_in_use (linking).";
 
 const callbackRoute = declareRoute({
   operationId: 'providerCallback',
@@ -218,12 +219,12 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       const returnTo = start?.returnTo ?? '/';
       const failed = (error: ProviderErrorCode, reason: string, customerId: string | null = null) => {
         audit(request, 'login.failed', customerId, { method: 'provider', provider: id, reason });
-        metrics.logins.inc({ outcome: 'failure' });
+        metrics.logins.inc({ outcome: reason === 'blocked' ? 'blocked' : 'failure', store: request.storeLabel });
         return reply.redirect(withError(returnTo, error), 303);
       };
       if (store.status !== 'active') return reply.redirect(withError(returnTo, 'store_unavailable'), 303);
       await limit(request, [[limits.loginAttempts, request.clientKey]], () =>
-        metrics.logins.inc({ outcome: 'throttled' }),
+        metrics.logins.inc({ outcome: 'throttled', store: request.storeLabel }),
       );
       if (start === undefined) return failed('provider_error', 'no_start');
       if (!ours) return failed('provider_error', 'state_mismatch');
@@ -245,7 +246,10 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
         finished.identity,
         requestedLanguage(request.headers['accept-language'], store.languages),
       );
-      if (!result.ok) return failed('email_unverified', 'email_unverified');
+      if (!result.ok)
+        return result.error === 'blocked'
+          ? failed('account_blocked', 'blocked', result.customerId)
+          : failed('email_unverified', 'email_unverified');
       const { match, ...signedIn } = result.value;
       const customerId = signedIn.customer.id;
       if (match === 'created') audit(request, 'customer.registered', customerId, { method: 'provider', provider: id });

@@ -1,0 +1,398 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { eraseAccount } from '../../auth/flows/erasure.js';
+import { revokeSessions } from '../../auth/flows/session-revocation.js';
+import {
+  blockCustomer,
+  changeCustomer,
+  createCustomer,
+  customerDetails,
+  requirePasswordReset,
+  unblockCustomer,
+  type CustomerDetails,
+  type StaffChange,
+} from '../../auth/flows/staff.js';
+import { addFieldError, type AuthDeps, type FieldErrors } from '../../auth/deps.js';
+import type { AuditEvent } from '../../audit.js';
+import type { FastifyRequest } from 'fastify';
+import { blockOn } from '../../auth/rules/blocking.js';
+import { validateIdentity, validateName } from '../../auth/rules/fields.js';
+import { parseIdentity } from '../../auth/rules/identity.js';
+import { parseImportLine } from '../../auth/rules/import-line.js';
+import { validateLocale } from '../../auth/rules/locale.js';
+import {
+  findCustomerByIdentity,
+  searchCustomers,
+  toCustomer,
+  type SearchPosition,
+  type StaffCustomerRow,
+} from '../../auth/tables/customers.js';
+import type { IdentityMode } from '../../config.js';
+import { forStore, inStore } from '../../storage/database.js';
+import { requestHash, runOnce } from '../../store/idempotency.js';
+import type { StoreContext } from '../../store/store.js';
+import type { Edge } from '../edge.js';
+import { authDeps } from '../kit.js';
+import { ProblemError } from '../problems.js';
+import {
+  adminStoreKit,
+  countAdminCalls,
+  CustomerParams,
+  IdempotencyHeaders,
+  pageSize,
+  route,
+  StoreParams,
+  storeProblems,
+  withBody,
+} from './admin-kit.js';
+import {
+  BlockBody,
+  CreateCustomerBody,
+  CustomerList,
+  CustomerListQuery,
+  CustomerPatch,
+  DeletedCustomer,
+  RevokedSessions,
+  StaffCustomer,
+} from './customer-schemas.js';
+
+type Deps = Pick<
+  Edge,
+  'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'webhooks' | 'logger'
+>;
+
+const noSuchCustomer = 'No customer of this store has this id.';
+const notFound = () => new ProblemError('not_found', {}, {}, noSuchCustomer);
+
+function listed(row: StaffCustomerRow, now: Date) {
+  const block = blockOn(row, now);
+  return {
+    ...toCustomer(row),
+    status:
+      block !== null ? ('blocked' as const) : row.verified_at === null ? ('unverified' as const) : ('active' as const),
+    locale: row.locale,
+    external_id: row.external_id,
+    created_at: new Date(row.created_at).toISOString(),
+    block:
+      block === null
+        ? null
+        : {
+            reason: row.blocked_reason ?? '',
+            blocked_at: new Date(row.blocked_at!).toISOString(),
+            until: block.until === null ? null : block.until.toISOString(),
+          },
+  };
+}
+
+function described(details: CustomerDetails, now: Date) {
+  return {
+    ...listed(details.row, now),
+    last_sign_in_at: details.lastSignInAt,
+    session_count: details.sessions,
+    passkey_count: details.passkeys,
+    providers: details.providers,
+  };
+}
+
+function cursorOf(position: SearchPosition): string {
+  return Buffer.from(JSON.stringify([position.by, position.key, position.id])).toString('base64url');
+}
+
+function positionOf(cursor: string | undefined): SearchPosition | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const [by, key, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown[];
+    if (
+      (by === 'identity' || by === 'name') &&
+      typeof key === 'string' &&
+      typeof id === 'string' &&
+      /^[0-9a-f-]{36}$/.test(id)
+    )
+      return { by, key, id };
+  } catch {
+    // answered below
+  }
+  throw new ProblemError('validation_failed', { errors: { cursor: ["Is not a page's next_cursor."] } });
+}
+
+/** What a search matches an identity against: as identities are stored (lower case; a phone's digits and `+`). */
+function identityPrefixOf(mode: IdentityMode, query: string): string {
+  const text = query.trim().toLowerCase();
+  return mode === 'phone' ? text.replace(/[\s().-]/g, '') : text;
+}
+
+function refuse(errors: FieldErrors): void {
+  if (Object.keys(errors).length > 0) throw new ProblemError('validation_failed', { errors });
+}
+
+/** A patch's fields in the staff flow's terms, every value checked by the rules a customer's own change meets. */
+function changeOf(store: StoreContext, body: CustomerPatch, allowedCallingCodes: readonly string[]): StaffChange {
+  const errors: FieldErrors = {};
+  const change: StaffChange = {};
+  if (body.name !== undefined) change.name = validateName(body.name, errors);
+  if (body.locale !== undefined) change.locale = validateLocale(store, body.locale, errors);
+  const other = store.identityMode === 'email' ? 'phone' : 'email';
+  if (body[other] !== undefined)
+    addFieldError(errors, other, other === 'phone' ? 'email_store_phone' : 'phone_store_email');
+  else if (body[store.identityMode] !== undefined)
+    change.identity = validateIdentity(store, body, allowedCallingCodes, errors);
+  if (body.verified !== undefined) change.verified = body.verified;
+  if (body.external_id !== undefined) change.externalId = body.external_id;
+  refuse(errors);
+  return change;
+}
+
+/**
+ * The platform's staff and a store's customers, on the admin listener: find them, read one, make
+ * one, change, block, require a reset, sign out, delete. Each call is in the store's audit trail
+ * with the token's id, and each change writes its event for the store's webhook endpoints.
+ */
+export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
+  const { db, clock, config, limiter } = services;
+  const { storeNamed, audit } = adminStoreKit(services);
+
+  /** The customer as the answer of every call about one shows them. */
+  async function answerOf(store: StoreContext, id: string) {
+    const details = await customerDetails({ db: forStore(db, store.id), clock }, id);
+    if (details === null) throw notFound();
+    return described(details, clock.now());
+  }
+
+  /** A change of one customer by staff: the flow, its audit entry, then the customer as they now are. */
+  async function changeOne(
+    request: FastifyRequest & { params: { id: string; customer_id: string } },
+    event: AuditEvent,
+    work: (deps: AuthDeps, store: StoreContext, id: string) => Promise<{ ok: boolean }>,
+    details: Record<string, string> = {},
+  ) {
+    const store = await storeNamed(request.params.id);
+    const id = request.params.customer_id;
+    if (!(await work(authDeps(services, store), store, id)).ok) throw notFound();
+    audit(request, store.id, event, details, id);
+    return answerOf(store, id);
+  }
+
+  return async (app) => {
+    countAdminCalls(app, limiter);
+
+    app.get(
+      '/stores/:id/customers',
+      route(
+        'listStoreCustomers',
+        "Find a store's customers",
+        "A page of the store's customers: with `query`, those whose email, phone or name starts with it; with `identity`, the one who holds exactly that identity (normalized as at sign-in); with neither, all, in identity order. `status` keeps those in that state. Each page reads only its own rows from an index, whatever the store's size. A customer of another store is never listed. Recorded as `customer.looked_up` when `identity` names one.",
+        { params: StoreParams, querystring: CustomerListQuery },
+        [...storeProblems, 'validation_failed'],
+        { 200: CustomerList },
+      ),
+      async (request) => {
+        const store = await storeNamed(request.params.id);
+        const sdb = forStore(db, store.id);
+        const now = clock.now();
+        const { query, identity, status, cursor, limit } = request.query;
+        if (identity !== undefined) {
+          const row = await findCustomerByIdentity(sdb, parseIdentity(store.identityMode, identity));
+          const found = row === null ? null : await customerDetails({ db: sdb, clock }, row.id);
+          if (found !== null) audit(request, store.id, 'customer.looked_up', {}, found.row.id);
+          const matches = found !== null && (status === undefined || listed(found.row, now).status === status);
+          return { customers: matches ? [listed(found.row, now)] : [], next_cursor: null };
+        }
+        const page = await searchCustomers(sdb, {
+          identityPrefix: query === undefined ? '' : identityPrefixOf(store.identityMode, query),
+          namePrefix: query === undefined ? '' : query.trim().toLowerCase(),
+          status,
+          after: positionOf(cursor),
+          limit: pageSize(limit),
+          now,
+        });
+        return {
+          customers: page.rows.map((row) => listed(row, now)),
+          next_cursor: page.next === null ? null : cursorOf(page.next),
+        };
+      },
+    );
+
+    app.get(
+      '/stores/:id/customers/:customer_id',
+      route(
+        'getStoreCustomer',
+        "Read a store's customer",
+        "The customer with where their account stands and what support asks about: their block, last sign-in, live sessions, passkeys and linked providers. Recorded as `customer.looked_up` with the token's id.",
+        { params: CustomerParams },
+        [...storeProblems, 'not_found'],
+        { 200: StaffCustomer },
+      ),
+      async (request) => {
+        const store = await storeNamed(request.params.id);
+        const answer = await answerOf(store, request.params.customer_id);
+        audit(request, store.id, 'customer.looked_up', {}, answer.id);
+        return answer;
+      },
+    );
+
+    app.post(
+      '/stores/:id/customers',
+      route(
+        'createStoreCustomer',
+        'Create a customer',
+        "Makes one customer as an import line would: `verified` is the staff's word that the customer controls the identity (a `customer.verified` follows); `password_hash` in any format an import takes; `invite` sends a customer without one a set-password code valid for a week. With an `Idempotency-Key`, a retry of the same call within 24 hours answers the first answer again and makes nothing. `422 identity_unavailable` when the identity has an account. Recorded as `customer.created` with the token's id; raises `customer.registered` (`method: staff`).",
+        { params: StoreParams, headers: IdempotencyHeaders, body: CreateCustomerBody },
+        [...withBody, ...storeProblems, 'identity_unavailable', 'idempotency_key_reused'],
+        { 201: StaffCustomer },
+      ),
+      async (request, reply) => {
+        const store = await storeNamed(request.params.id);
+        const { identity, ...fields } = request.body;
+        const line = JSON.stringify({ [store.identityMode]: identity, ...fields });
+        const parsed = parseImportLine(store, line, 1, {
+          now: clock.now(),
+          allowedCallingCodes: config.smsAllowedCallingCodes,
+        });
+        if ('refusals' in parsed) {
+          const errors: Record<string, string[]> = {};
+          for (const { field, reason } of parsed.refusals) {
+            const name = field === store.identityMode ? 'identity' : field;
+            (errors[name] ??= []).push(reason);
+          }
+          throw new ProblemError('validation_failed', { errors });
+        }
+        const deps = authDeps(services, store);
+        const make = async (tx: Parameters<typeof createCustomer>[0]) => {
+          const id = await createCustomer(tx, deps, store, parsed.record);
+          if (id === null) throw new ProblemError('identity_unavailable');
+          return { status: 201, body: { id } };
+        };
+        const key = request.headers['idempotency-key'];
+        const call = `POST /stores/${store.id}/customers`;
+        const result =
+          key === undefined
+            ? { ...(await deps.db.transaction(make)), replayed: false }
+            : await runOnce(db, clock, key, requestHash(call, request.body), (tx) => make(inStore(tx, store.id)));
+        if ('mismatch' in result) throw new ProblemError('idempotency_key_reused');
+        const { id } = result.body as { id: string };
+        if (result.replayed) reply.header('idempotency-replayed', 'true');
+        else {
+          deps.messagesQueued();
+          deps.eventsRecorded();
+          audit(request, store.id, 'customer.created', {}, id);
+        }
+        return reply.code(201).send(await answerOf(store, id));
+      },
+    );
+
+    app.patch(
+      '/stores/:id/customers/:customer_id',
+      route(
+        'changeStoreCustomer',
+        "Change a store's customer",
+        "A JSON merge patch of `name`, `email` or `phone` (as the store signs in), `verified`, `locale` (null: the store's default) and `external_id`. A new email or phone is proven as `verified` says (absent: not proven), ends every session and live code, and the old one gets the notice a customer's own change sends (`customer.identity_changed`). `verified: true` on an unproven account is its first proof of control: what was set up before it (sessions, passkeys, links) ends, as with any first proof. `422 identity_unavailable` when another account has the identity. Recorded as `customer.changed` naming the fields.",
+        { params: CustomerParams, body: CustomerPatch },
+        [...withBody, ...storeProblems, 'not_found', 'identity_unavailable'],
+        { 200: StaffCustomer },
+      ),
+      async (request) => {
+        const store = await storeNamed(request.params.id);
+        const change = changeOf(store, request.body, config.smsAllowedCallingCodes);
+        const result = await changeCustomer(authDeps(services, store), store, request.params.customer_id, change);
+        if (!result.ok) throw result.error === 'not_found' ? notFound() : new ProblemError('identity_unavailable');
+        audit(
+          request,
+          store.id,
+          'customer.changed',
+          { fields: Object.keys(request.body).sort().join(',') },
+          result.value,
+        );
+        return answerOf(store, result.value);
+      },
+    );
+
+    app.post(
+      '/stores/:id/customers/:customer_id/block',
+      route(
+        'blockStoreCustomer',
+        "Block a store's customer",
+        'Every session ends at once, and none opens while the block holds: a sign-in with the right password, code, passkey or provider answers `403 account_blocked` (with `until` when set); a wrong one answers as any wrong one. Forgot, resend and code requests still answer `202` and send nothing. Blocking again replaces the reason and end. Recorded as `customer.blocked`; raises `customer.blocked`.',
+        { params: CustomerParams, body: BlockBody },
+        [...withBody, ...storeProblems, 'not_found'],
+        { 200: StaffCustomer },
+      ),
+      async (request) => {
+        const { reason, until } = request.body;
+        const end = until === undefined ? null : new Date(until);
+        if (end !== null && end.getTime() <= clock.now().getTime())
+          throw new ProblemError('validation_failed', { errors: { until: ['Must be in the future.'] } });
+        const block = { reason, until: end };
+        const details: Record<string, string> = until === undefined ? {} : { until };
+        return changeOne(request, 'customer.blocked', (deps, _store, id) => blockCustomer(deps, id, block), details);
+      },
+    );
+
+    app.post(
+      '/stores/:id/customers/:customer_id/unblock',
+      route(
+        'unblockStoreCustomer',
+        "Unblock a store's customer",
+        'The customer can sign in again. A customer not blocked is left as they are. Recorded as `customer.unblocked`; raises `customer.unblocked` when a block was lifted.',
+        { params: CustomerParams },
+        [...storeProblems, 'not_found'],
+        { 200: StaffCustomer },
+      ),
+      async (request) => changeOne(request, 'customer.unblocked', (deps, _store, id) => unblockCustomer(deps, id)),
+    );
+
+    app.post(
+      '/stores/:id/customers/:customer_id/require-password-reset',
+      route(
+        'requireStoreCustomerPasswordReset',
+        "Require a store's customer to reset their password",
+        "The password stops signing in at once (a login checking it now opens nothing), every session and live code ends, and a reset code is sent (none while a block holds): the customer sets a new password with forgot/reset's second step, or asks for a new code with forgot. Recorded as `customer.reset_required`; raises `customer.password_changed` (`how: retired`).",
+        { params: CustomerParams },
+        [...storeProblems, 'not_found'],
+        { 200: StaffCustomer },
+      ),
+      async (request) => changeOne(request, 'customer.reset_required', requirePasswordReset),
+    );
+
+    app.post(
+      '/stores/:id/customers/:customer_id/revoke-sessions',
+      route(
+        'revokeStoreCustomerSessions',
+        "Sign a store's customer out everywhere",
+        "Ends every session of the customer at once: their next call on any instance is unauthenticated. Recorded as `session.revoked` with `count`, `by: admin` and the token's id.",
+        { params: CustomerParams },
+        [...storeProblems, 'not_found'],
+        { 200: RevokedSessions },
+      ),
+      async (request) => {
+        const store = await storeNamed(request.params.id);
+        const deps = authDeps(services, store);
+        const details = await customerDetails(deps, request.params.customer_id);
+        if (details === null) throw notFound();
+        const count = await revokeSessions(deps, details.row.id, { by: 'staff' });
+        audit(request, store.id, 'session.revoked', { count: String(count) }, details.row.id);
+        return { count };
+      },
+    );
+
+    app.delete(
+      '/stores/:id/customers/:customer_id',
+      route(
+        'deleteStoreCustomer',
+        "Delete a store's customer",
+        "Erases the account as the customer's own deletion does, in one transaction: sessions, codes, passkeys, provider links, messages; the audit trail keeps the id without the identity; an `account_deleted` notice goes to the identity. The identity is free at once. Recorded as `account.deleted` with the token's id; raises `customer.deleted`.",
+        { params: CustomerParams },
+        [...storeProblems, 'not_found'],
+        { 202: DeletedCustomer },
+      ),
+      async (request, reply) => {
+        const store = await storeNamed(request.params.id);
+        const id = request.params.customer_id;
+        const deps = authDeps(services, store);
+        if ((await customerDetails(deps, id)) === null) throw notFound();
+        const result = await eraseAccount(deps, store, id);
+        if (!result.ok) throw notFound();
+        audit(request, store.id, 'account.deleted', {}, id);
+        return reply.code(202).send({ id, status: 'deleted' as const });
+      },
+    );
+  };
+}
