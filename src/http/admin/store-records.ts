@@ -5,7 +5,7 @@ import { listOutbox, retryOutboxMessage } from '../../delivery/outbox.js';
 import { forStore } from '../../storage/database.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems } from './admin-kit.js';
+import { adminStoreKit, countAdminCalls, pageSize, route, StoreParams, storeProblems } from './admin-kit.js';
 import { AuditPage, AuditQuery, OutboxPage, OutboxQuery, RetriedMessage } from './store-records-schemas.js';
 
 type Deps = Pick<Edge, 'db' | 'clock' | 'store' | 'limiter' | 'audit' | 'dispatcher'>;
@@ -22,13 +22,6 @@ function idBefore(cursor: string | undefined): string | undefined {
   if (!/^[1-9][0-9]{0,17}$/.test(id))
     throw new ProblemError('validation_failed', { errors: { cursor: ["Is not a page's next_cursor."] } });
   return id;
-}
-
-function pageSize(limit: string | undefined): number {
-  const size = limit === undefined ? 100 : Number(limit);
-  if (size < 1 || size > 500)
-    throw new ProblemError('validation_failed', { errors: { limit: ['Must be from 1 to 500.'] } });
-  return size;
 }
 
 /** One more row than the page is read: whether a next page exists, without a count. */
