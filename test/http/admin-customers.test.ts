@@ -131,6 +131,13 @@ describe("the platform's staff and a store's customers", () => {
     );
     assertProblem(await call('GET', `${customers(b)}/${customer.id}`), 404, 'not_found');
     assertProblem(await call('GET', `${customers(a)}/not-an-id`), 404, 'not_found');
+    // An id that is not one names no customer, whatever the call: never a 500.
+    const notAnId = `${customers(a)}/not-an-id`;
+    assertProblem(await call('POST', `${notAnId}/block`, { reason: 'x' }), 404, 'not_found');
+    assertProblem(await call('POST', `${notAnId}/unblock`), 404, 'not_found');
+    assertProblem(await call('POST', `${notAnId}/require-password-reset`), 404, 'not_found');
+    assertProblem(await call('PATCH', notAnId, { name: 'X' }), 404, 'not_found');
+    assertProblem(await call('DELETE', notAnId), 404, 'not_found');
   });
 
   test('create: as an import line, verified by the staff’s word, once per Idempotency-Key, and a taken identity refused', async () => {

@@ -152,8 +152,12 @@ const byId = prepared(`SELECT ${customerColumns} FROM customers WHERE store_id =
 const byIdentity = prepared(`SELECT ${customerColumns} FROM customers
   WHERE store_id = $1 AND identity_type = $2 AND identity_value = $3`);
 
+/** An id that is not a UUID names no customer: it is answered as one that does not exist, never sent to the server. */
 async function selectCustomer(db: StoreQueryable, key: CustomerKey, locking: string): Promise<CustomerRow | null> {
-  if ('id' in key) return (await db.query<CustomerRow>(byId + locking, [db.storeId, key.id]))[0] ?? null;
+  if ('id' in key) {
+    if (!isUuid(key.id)) return null;
+    return (await db.query<CustomerRow>(byId + locking, [db.storeId, key.id]))[0] ?? null;
+  }
   if (key.value === null) return null;
   return (await db.query<CustomerRow>(byIdentity + locking, [db.storeId, key.mode, key.value]))[0] ?? null;
 }
@@ -168,7 +172,6 @@ export async function findCustomerByIdentity(
 
 /** The customer with this id; null when none has it, or it is not an id at all. */
 export async function findCustomerById(db: StoreQueryable, id: string): Promise<CustomerRow | null> {
-  if (!isUuid(id)) return null;
   return selectCustomer(db, { id }, '');
 }
 
