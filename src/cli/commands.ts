@@ -321,6 +321,9 @@ async function setStore(
   };
 }
 
+/** A command has no dispatchers to wake: a running service's find what it queued on their next poll. */
+const noNudges = { messagesQueued: () => {}, eventsRecorded: () => {} };
+
 async function deleteCustomer(
   { sdb: db, clock, keys, store }: StoreCommandDeps,
   identity: string,
@@ -330,11 +333,7 @@ async function deleteCustomer(
   if (row === null) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
   // The same erasure as the customer's own, without a password; a running service's
   // dispatcher finds the queued notice on its next poll.
-  const result = await eraseAccount(
-    { db, clock, keys, messagesQueued: () => {}, eventsRecorded: () => {} },
-    store,
-    row.id,
-  );
+  const result = await eraseAccount({ db, clock, keys, ...noNudges }, store, row.id);
   if (!result.ok) return { ok: false, error: `no customer with ${store.identityMode} ${identity}` };
   await writeAuditEntry(db, clock, {
     event: 'account.deleted',
@@ -352,7 +351,7 @@ async function blockCommand(
   if (keys === undefined) return { ok: false, error: `${command.name.replace('.', ' ')} needs the deployment keys` };
   const row = await customerNamed(db, store, command.identity);
   if (typeof row === 'string') return { ok: false, error: row };
-  const deps = { db, clock, keys, messagesQueued: () => {}, eventsRecorded: () => {} };
+  const deps = { db, clock, keys, ...noNudges };
   if (command.name === 'customer.block') {
     if (command.until !== null && command.until.getTime() <= clock.now().getTime())
       return { ok: false, error: '--until must be in the future' };

@@ -7,7 +7,7 @@ import {
   type AuditRecord,
   type OutboxEntry,
 } from '../../packages/client/src/admin.js';
-import { refusedWith, useClientService } from '../helpers/client-service.js';
+import { eventually, refusedWith, useClientService } from '../helpers/client-service.js';
 import { sparePort } from '../helpers/ports.js';
 
 /**
@@ -16,17 +16,6 @@ import { sparePort } from '../helpers/ports.js';
  */
 
 const adminToken = 'admin-token-of-the-store-platform-backend-0123456789';
-
-/** Asks until `check` answers something. */
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await check();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error('the condition did not come true in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 const smtpPort = await sparePort();
 

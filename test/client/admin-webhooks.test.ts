@@ -8,7 +8,7 @@ import {
   type CreatedWebhook,
   type WebhookDelivery,
 } from '../../packages/client/src/admin.js';
-import { refusedWith, useClientService } from '../helpers/client-service.js';
+import { eventually, refusedWith, useClientService } from '../helpers/client-service.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
@@ -20,17 +20,6 @@ const adminToken = 'admin-token-of-the-store-platform-backend-0123456789';
 
 function withoutSecret({ secret: _secret, ...endpoint }: CreatedWebhook) {
   return endpoint;
-}
-
-/** Asks until `check` answers something; the dispatcher notes an answer just after the receiver has it. */
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await check();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error('the condition did not come true in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe("the admin client's webhook calls against a running service", { timeout: 120_000 }, () => {
@@ -69,7 +58,7 @@ describe("the admin client's webhook calls against a running service", { timeout
     const sent = await eventually(async () => {
       const [delivery] = (await admin.listWebhookDeliveries('default', created.id)).deliveries;
       return delivery?.status === 'sent' ? delivery : undefined;
-    });
+    }, 15_000);
     assert.equal(sent.type, 'webhook.test');
     assert.equal(sent.event_id, receiver.received[0]!.id);
     assert.equal(sent.attempts.at(-1)?.status, 204);

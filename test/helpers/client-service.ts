@@ -54,3 +54,14 @@ export async function refusedWith(promise: Promise<unknown>, code: StorefrontAut
     return true;
   });
 }
+
+/** Asks until `check` answers something, every 100 ms, for at most `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await check();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error('the condition did not come true in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

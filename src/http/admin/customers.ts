@@ -20,7 +20,9 @@ import { parseIdentity } from '../../auth/rules/identity.js';
 import { parseImportLine } from '../../auth/rules/import-line.js';
 import { validateLocale } from '../../auth/rules/locale.js';
 import {
+  findCustomerById,
   findCustomerByIdentity,
+  findStaffCustomer,
   searchCustomers,
   toCustomer,
   type SearchPosition,
@@ -191,10 +193,11 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
         const { query, identity, status, cursor, limit } = request.query;
         if (identity !== undefined) {
           const row = await findCustomerByIdentity(sdb, parseIdentity(store.identityMode, identity));
-          const found = row === null ? null : await customerDetails({ db: sdb, clock }, row.id);
-          if (found !== null) audit(request, store.id, 'customer.looked_up', {}, found.row.id);
-          const matches = found !== null && (status === undefined || listed(found.row, now).status === status);
-          return { customers: matches ? [listed(found.row, now)] : [], next_cursor: null };
+          const found = row === null ? null : await findStaffCustomer(sdb, row.id);
+          if (found === null) return { customers: [], next_cursor: null };
+          audit(request, store.id, 'customer.looked_up', {}, found.id);
+          const shown = listed(found, now);
+          return { customers: status === undefined || shown.status === status ? [shown] : [], next_cursor: null };
         }
         const page = await searchCustomers(sdb, {
           identityPrefix: query === undefined ? '' : identityPrefixOf(store.identityMode, query),
@@ -365,10 +368,10 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
       async (request) => {
         const store = await storeNamed(request.params.id);
         const deps = authDeps(services, store);
-        const details = await customerDetails(deps, request.params.customer_id);
-        if (details === null) throw notFound();
-        const count = await revokeSessions(deps, details.row.id, { by: 'staff' });
-        audit(request, store.id, 'session.revoked', { count: String(count) }, details.row.id);
+        const row = await findCustomerById(deps.db, request.params.customer_id);
+        if (row === null) throw notFound();
+        const count = await revokeSessions(deps, row.id, { by: 'staff' });
+        audit(request, store.id, 'session.revoked', { count: String(count) }, row.id);
         return { count };
       },
     );
@@ -386,9 +389,8 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const id = request.params.customer_id;
-        const deps = authDeps(services, store);
-        if ((await customerDetails(deps, id)) === null) throw notFound();
-        const result = await eraseAccount(deps, store, id);
+        // An unknown id is `gone`: the erasure locks the row it erases.
+        const result = await eraseAccount(authDeps(services, store), store, id);
         if (!result.ok) throw notFound();
         audit(request, store.id, 'account.deleted', {}, id);
         return reply.code(202).send({ id, status: 'deleted' as const });
