@@ -31,6 +31,8 @@ const defaultLimits: BackgroundLimits = { concurrency: 4, maxPending: 10_000 };
  */
 export class BackgroundWork {
   private readonly pending = new Set<Promise<void>>();
+  /** The last task admitted in each lane, which the next one in that lane waits for. */
+  private readonly lanes = new Map<string, Promise<void>>();
   private readonly waiting: Array<() => void> = [];
   private active = 0;
   private readonly limits: BackgroundLimits;
@@ -62,11 +64,13 @@ export class BackgroundWork {
 
   /**
    * Admits `work` or throws BackgroundBusyError, before the caller answers: a 202 is then never
-   * given for work that is dropped. Nothing of the refused work is kept.
+   * given for work that is dropped. Nothing of the refused work is kept. Work in the same `lane`
+   * runs one at a time in the order admitted, so of two requests about the same thing (an
+   * identity change to one address, then to another) the later one's work is the one that stays.
    */
-  admit(label: string, work: () => Promise<void>): void {
+  admit(label: string, work: () => Promise<void>, lane?: string): void {
     this.assertRoom(label);
-    this.start(label, work);
+    this.start(label, work, lane);
   }
 
   /** Admits `work`; false when it was dropped, so a caller keeping state for it can undo that. */
@@ -86,11 +90,14 @@ export class BackgroundWork {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
-  private start(label: string, work: () => Promise<void>): void {
-    const task = (async () => {
+  private start(label: string, work: () => Promise<void>, lane?: string): void {
+    const before = lane === undefined ? undefined : this.lanes.get(lane);
+    const task: Promise<void> = (async () => {
       // Started a moment after the answer, never while it is still being written or while the
       // client's next request is arriving: the work some answers leave behind must not show in time.
       await new Promise<void>((resolve) => setTimeout(resolve, backgroundDelayMs));
+      // Waited for before taking a slot, so a lane never holds one idle. `before` never rejects.
+      await before;
       await this.acquire();
       try {
         await work();
@@ -99,8 +106,12 @@ export class BackgroundWork {
       } finally {
         this.release();
       }
-    })().finally(() => this.pending.delete(task));
+    })().finally(() => {
+      this.pending.delete(task);
+      if (lane !== undefined && this.lanes.get(lane) === task) this.lanes.delete(lane);
+    });
     this.pending.add(task);
+    if (lane !== undefined) this.lanes.set(lane, task);
   }
 
   private async acquire(): Promise<void> {

@@ -66,6 +66,43 @@ describe('background work', () => {
     assert.ok(!lines.some((line) => String(line['msg']).startsWith('background work dropped')), 'nothing dropped');
   });
 
+  test('work in one lane runs in the order admitted, one at a time, whatever each waits on', async () => {
+    const { logger } = capturingLogger();
+    const background = new BackgroundWork(logger, { concurrency: 4 });
+    let releaseFirst = () => {};
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const order: string[] = [];
+    background.admit(
+      'identity-change',
+      async () => {
+        order.push('first started');
+        await firstHeld;
+        order.push('first done');
+      },
+      'customer-1',
+    );
+    background.admit('identity-change', async () => void order.push('second'), 'customer-1');
+    background.admit('identity-change', async () => void order.push('other lane'), 'customer-2');
+    await new Promise<void>((resolve) => {
+      const poll = () => (order.includes('other lane') ? resolve() : setImmediate(poll));
+      poll();
+    });
+    assert.deepEqual(order, ['first started', 'other lane'], 'the second waits; another lane does not');
+    releaseFirst();
+    await background.drain();
+    assert.deepEqual(order, ['first started', 'other lane', 'first done', 'second']);
+  });
+
+  test('a failed task in a lane does not stop the next one', async () => {
+    const { logger } = capturingLogger();
+    const background = new BackgroundWork(logger, { concurrency: 1 });
+    let done = 0;
+    background.admit('broken', async () => Promise.reject(new Error('boom')), 'lane');
+    background.admit('fine', async () => void (done += 1), 'lane');
+    await background.drain();
+    assert.equal(done, 1);
+  });
+
   test('a failing task is logged and does not stop the others', async () => {
     const { logger, lines } = capturingLogger();
     const background = new BackgroundWork(logger, { concurrency: 1 });

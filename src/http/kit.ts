@@ -211,8 +211,8 @@ function refusals(audit: RequestAuditor) {
  * same answer, and never a 202 for work that is then dropped.
  */
 function accepting(background: Edge['background']) {
-  return (reply: FastifyReply, operation: string, work: () => Promise<void>) => {
-    background.admit(operation, work);
+  return (reply: FastifyReply, operation: string, work: () => Promise<void>, lane?: string) => {
+    background.admit(operation, work, lane);
     reply.code(202);
     return { status: 'accepted' as const };
   };
@@ -335,7 +335,7 @@ export function messageRequestRoute(
         ]);
         const store = request.store;
         const deps = depsOf(request);
-        return accept(reply, route.operation, () => route.work(deps, store, identity));
+        return accept(reply, route.operation, () => route.work(deps, store, identity), subject);
       },
     );
   };

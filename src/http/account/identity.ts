@@ -84,9 +84,13 @@ export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       ];
       await limit(request, hits, () => countRequest('throttled'));
       // Answered before the new identity is looked up, so the time to answer cannot tell whether
-      // it has an account (as forgot-password does).
-      const accepted = accept(reply, 'identity-change', () =>
-        requestIdentityChange(depsOf(request), store, customer.id, newIdentityValue),
+      // it has an account (as forgot-password does). One lane per customer: each request voids the
+      // codes before it, so the last one asked for must be the last one made.
+      const accepted = accept(
+        reply,
+        'identity-change',
+        () => requestIdentityChange(depsOf(request), store, customer.id, newIdentityValue),
+        `identity-change:${customer.id}`,
       );
       countRequest('accepted');
       audit(request, 'identity.change_requested', customer.id);
