@@ -18,6 +18,39 @@ import { language, ltr, t, tNodes } from './strings.js';
   // Whether the store lets customers sign in with a code sent to them instead of a password.
   const signInWithCode = document.body.dataset.signInWithCode === 'true';
 
+  // ---- The store's bot check ----------------------------------------------------------------
+
+  // Rendered only when the store has one: the provider's widget, which keeps its token in a field
+  // of its own inside the container. The operations it lists send that token as X-Captcha-Token.
+  const botCheck = document.getElementById('bot-check');
+  const botCheckPaths = {
+    register: '/register',
+    forgot: '/password/forgot',
+    resend: '/verification/resend',
+    code_request: '/code/request',
+    identity_change: '/identity/change',
+  };
+  const checkedPaths = botCheck === null ? [] : botCheck.dataset.on.split(' ').map((name) => botCheckPaths[name]);
+  const tokenFields = '[name="cf-turnstile-response"], [name="h-captcha-response"], [name="g-recaptcha-response"]';
+
+  /** The widget's token for a request to `path`, when the store checks it; null otherwise. */
+  function botCheckToken(path) {
+    if (botCheck === null || !checkedPaths.some((end) => end !== undefined && path.endsWith(end))) return null;
+    const field = botCheck.querySelector(tokenFields);
+    return field !== null && field.value !== '' ? field.value : null;
+  }
+
+  /** A token is good for one check: the widget makes a new one for the next request. */
+  function resetBotCheck() {
+    for (const widget of [window.turnstile, window.hcaptcha, window.grecaptcha]) {
+      try {
+        widget?.reset();
+      } catch {
+        // Not loaded (yet), or nothing rendered to reset.
+      }
+    }
+  }
+
   // ---- The API ------------------------------------------------------------------------------
 
   class ApiError extends Error {
@@ -56,6 +89,8 @@ import { language, ltr, t, tNodes } from './strings.js';
     if (body !== undefined) headers['content-type'] = 'application/json';
     const token = readCookie('XSRF-TOKEN');
     if (method !== 'GET' && token !== null) headers['x-xsrf-token'] = token;
+    const captcha = method === 'POST' ? botCheckToken(path) : null;
+    if (captcha !== null) headers['x-captcha-token'] = captcha;
     let response;
     try {
       response = await fetch(path, {
@@ -66,6 +101,8 @@ import { language, ltr, t, tNodes } from './strings.js';
       });
     } catch {
       throw new ApiError(0, 'network_error');
+    } finally {
+      if (captcha !== null) resetBotCheck();
     }
     const text = await response.text().catch(() => '');
     let parsed = null;

@@ -91,7 +91,8 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
 const corsOptions = {
   credentials: true,
   methods: ['GET', 'POST'],
-  allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id'],
+  // x-captcha-token: a storefront on another origin sends the store's bot check token (bot-check.ts).
+  allowedHeaders: ['content-type', csrfHeaderName, 'x-request-id', 'x-captcha-token'],
   exposedHeaders: [
     'x-request-id',
     'retry-after',

@@ -9,10 +9,17 @@ import { sslModeOf } from './storage/postgres-tls.js';
 import { isRedisClusterUrl, parseRedisClusterUrl, RedisAddressError } from './storage/redis-address.js';
 
 /** The delivery settings' defaults, which the dispatcher also starts from when built directly. */
-export const deliveryDefaults: { retryBaseSeconds: number; windowSeconds: number; budgetPerHour: number } = {
+export const deliveryDefaults: {
+  retryBaseSeconds: number;
+  windowSeconds: number;
+  budgetPerHour: number;
+  /** SMS each store may send to one country calling code in any hour; 0: no such budget. */
+  smsBudgetPerCountryPerHour: number;
+} = {
   retryBaseSeconds: 5,
   windowSeconds: 60 * 60,
   budgetPerHour: 1000,
+  smsBudgetPerCountryPerHour: 0,
 };
 
 export type IdentityMode = 'email' | 'phone';
@@ -97,6 +104,11 @@ export interface Config {
   smsWebhook: { url: string; secret: string } | undefined;
   /** Calling codes (without '+') a phone store accepts at registration; empty means all. */
   smsAllowedCallingCodes: string[];
+  /**
+   * BREACHED_PASSWORDS_URL: a Pwned-Passwords-compatible range API new passwords are checked
+   * against; undefined: the local copy (`breached load`) when it has rows, else no check.
+   */
+  breachedPasswordsUrl: string | undefined;
   delivery: typeof deliveryDefaults;
   /**
    * Where webhooks may go: `https://` only in production; private, loopback and link-local
@@ -169,9 +181,11 @@ export const configurationVariables: readonly string[] = [
   'SMTP_CA_FILE',
   'SMS_WEBHOOK_URL',
   'SMS_WEBHOOK_SECRET',
+  'BREACHED_PASSWORDS_URL',
   'DELIVERY_LOG_IN_PRODUCTION',
   'SMS_ALLOWED_COUNTRY_CODES',
   'DELIVERY_BUDGET_PER_HOUR',
+  'DELIVERY_SMS_BUDGET_PER_COUNTRY_PER_HOUR',
   'DELIVERY_RETRY_BASE_SECONDS',
   'DELIVERY_WINDOW_SECONDS',
   'WEBHOOK_ALLOW_PRIVATE',
@@ -676,6 +690,7 @@ export function loadConfig(env: Env = process.env): Config {
     mail,
     smsWebhook,
     smsAllowedCallingCodes: readCallingCodes(env, 'SMS_ALLOWED_COUNTRY_CODES'),
+    breachedPasswordsUrl: readBreachedPasswordsUrl(env),
     delivery: readDelivery(env),
     webhooks: { httpsOnly: production, allowPrivate: readBoolean(env, 'WEBHOOK_ALLOW_PRIVATE', false) },
     retention: readRetention(env),
@@ -794,6 +809,20 @@ function readAdminListener(env: Env, servicePort: number, metrics: Config['metri
   return { port, host, adminTokens, introspectionTokens };
 }
 
+/** https://, or http:// on a loopback address (a local mirror, a test): the prefixes must not travel in clear. */
+function readBreachedPasswordsUrl(env: Env): string | undefined {
+  const url = readUrl(env, 'BREACHED_PASSWORDS_URL', ['https:', 'http:']);
+  if (url === undefined) return undefined;
+  const { protocol, hostname, search, hash } = new URL(url);
+  if (protocol === 'http:' && !isLoopbackHost(hostname)) {
+    throw new ConfigError('BREACHED_PASSWORDS_URL', 'plain http:// is allowed only for a loopback address');
+  }
+  if (search !== '' || hash !== '') {
+    throw new ConfigError('BREACHED_PASSWORDS_URL', 'expected the base URL the range API is under, without ? or #');
+  }
+  return url;
+}
+
 /** The SMS hook and the secret that signs its requests: both or neither. */
 function readSmsWebhook(env: Env): Config['smsWebhook'] {
   const url = readUrl(env, 'SMS_WEBHOOK_URL', ['https:', 'http:']);
@@ -893,6 +922,12 @@ function readDelivery(env: Env): Config['delivery'] {
       max: maxDeliveryBudgetPerHour,
       integer: true,
     }),
+    smsBudgetPerCountryPerHour: readNumber(
+      env,
+      'DELIVERY_SMS_BUDGET_PER_COUNTRY_PER_HOUR',
+      deliveryDefaults.smsBudgetPerCountryPerHour,
+      { min: 0, max: maxDeliveryBudgetPerHour, integer: true },
+    ),
   };
 }
 

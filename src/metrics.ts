@@ -102,6 +102,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly breachedPasswordChecks = new Counter({
+    name: 'storefront_breached_password_checks_total',
+    help: 'New passwords checked against the breach corpus, by source (range_api, local) and outcome (breached, clean, failed_open).',
+    labelNames: ['source', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly identityChanges = new Counter({
     name: 'storefront_identity_changes_total',
     help: 'Changes of email or phone by signed-in customers, by step (request, confirm) and outcome.',

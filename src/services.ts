@@ -6,6 +6,7 @@ import { systemClock, type Clock } from './clock.js';
 import { ConfigError, deliveryProblem, type Config, type LogLevel } from './config.js';
 import { sharedHashPool } from './auth/rules/hash-pool.js';
 import { createArgon2Hasher, productionArgon2, type PasswordHasher } from './auth/rules/password.js';
+import { createBreachedPasswords, type BreachedPasswords } from './auth/rules/breached.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './delivery/dispatcher.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from './hooks/webhook-dispatcher.js';
 import { countDeliveriesByStatus } from './hooks/webhook-outbox.js';
@@ -39,6 +40,8 @@ export interface Services {
   clock: Clock;
   hasher: PasswordHasher;
   keys: Keys;
+  /** The breach corpus new passwords are checked against (BREACHED_PASSWORDS_URL or the local copy). */
+  breachedPasswords: BreachedPasswords;
   /** The stores, resolved by host; follows the change feed in the background. */
   store: StoreDirectory;
   /** The relying party of the stores' sign-in providers, with their discovered metadata and keys. */
@@ -73,6 +76,8 @@ export interface ServiceOverrides {
   manualJanitor?: boolean;
   /** How long a call to a sign-in provider may take (a test's slow provider). */
   providerTimeoutSeconds?: number;
+  /** How long the breached-password range API is waited for (a test's slow server). */
+  breachedPasswordsTimeoutMs?: number;
   /** Bounds of the work behind the answers (a test fills the queue). */
   background?: Partial<BackgroundLimits>;
 }
@@ -288,6 +293,20 @@ export async function openServices(
     clock,
     hasher: overrides.hasher ?? configuredHasher(config),
     keys,
+    breachedPasswords: createBreachedPasswords({
+      url: config.breachedPasswordsUrl,
+      db,
+      timeoutMs: overrides.breachedPasswordsTimeoutMs,
+      checked: (outcome, source, error) => {
+        metrics.breachedPasswordChecks.inc({ source, outcome });
+        if (outcome === 'failed_open') {
+          logger.warn(
+            { err: error, source },
+            'breached-password check failed: the new password was accepted unchecked',
+          );
+        }
+      },
+    }),
     store,
     providers: new RelyingParties({ clock, timeoutSeconds: overrides.providerTimeoutSeconds }),
     transports,
@@ -387,6 +406,7 @@ function startDispatcher(
       retryBaseSeconds: config.delivery.retryBaseSeconds,
       deliveryWindowSeconds: config.delivery.windowSeconds,
       budgetPerHour: config.delivery.budgetPerHour,
+      smsBudgetPerCountryPerHour: config.delivery.smsBudgetPerCountryPerHour,
       ...overrides.dispatcher,
     },
   );

@@ -495,3 +495,19 @@ describe('a variable one or two letters off a setting', () => {
     assert.deepEqual([...read].sort(), [...configurationVariables].sort());
   });
 });
+
+describe('BREACHED_PASSWORDS_URL', () => {
+  test('is unset by default: no range API is asked', () => {
+    assert.equal(loadConfig({}).breachedPasswordsUrl, undefined);
+  });
+
+  test('takes an https:// base URL, and http:// only on a loopback address', () => {
+    const url = 'https://api.pwnedpasswords.com';
+    assert.equal(loadConfig({ BREACHED_PASSWORDS_URL: url }).breachedPasswordsUrl, url);
+    const local = 'http://127.0.0.1:8099/pwned';
+    assert.equal(loadConfig({ BREACHED_PASSWORDS_URL: local }).breachedPasswordsUrl, local);
+    assert.equal(refusal({ BREACHED_PASSWORDS_URL: 'http://pwned.example' }).variable, 'BREACHED_PASSWORDS_URL');
+    assert.equal(refusal({ BREACHED_PASSWORDS_URL: 'ftp://pwned.example' }).variable, 'BREACHED_PASSWORDS_URL');
+    assert.equal(refusal({ BREACHED_PASSWORDS_URL: `${url}/?key=1` }).variable, 'BREACHED_PASSWORDS_URL');
+  });
+});

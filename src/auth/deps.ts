@@ -7,6 +7,7 @@ import type { Keys } from '../keys.js';
 import type { StoreDatabase } from '../storage/database.js';
 import type { OldPasswordQuestion } from '../hooks/ask-password-hook.js';
 import type { PasswordHasher } from './rules/password.js';
+import type { BreachedPasswords } from './rules/breached.js';
 
 /**
  * What the auth flows may touch. Each flow names the parts it uses (`Pick<AuthDeps, …>`), so a
@@ -30,6 +31,13 @@ export interface AuthDeps {
    * brought without a hash (the password migration hook); null when the store has none.
    */
   passwordHook: (db: StoreDatabase) => Promise<OldPasswordCheck | null>;
+  /** Whether a new password is in the breach corpus (see rules/breached.ts); false when none is configured. */
+  breachedPasswords: BreachedPasswords;
+  /**
+   * Told when a password an import brought, right at sign-in and re-hashed there, is in the breach
+   * corpus: the sign-in goes on, and the deployment hears of it (a log line an operator acts on).
+   */
+  legacyPasswordBreached: (customerId: string) => void;
 }
 
 /** True only when the old system said the password is right; false for any other answer or none. */

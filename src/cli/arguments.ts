@@ -20,9 +20,17 @@ import {
   storeOrigin,
   storeSlug,
   storeSmsSender,
+  storePhoneCountry,
 } from '../store/fields.js';
-import { storeStatuses, type NewStore, type StoreChanges, type StoreStatus } from '../store/store.js';
-import type { AdminCommand, StoreCommand } from './commands.js';
+import {
+  botCheckOperations,
+  botCheckProviders,
+  storeStatuses,
+  type NewStore,
+  type StoreChanges,
+  type StoreStatus,
+} from '../store/store.js';
+import type { AdminCommand, BotCheckCommand, StoreCommand } from './commands.js';
 import type { CustomersCommand } from './customer-transfer.js';
 
 export const usage = `Usage: storefront-auth <command>
@@ -39,12 +47,18 @@ export const usage = `Usage: storefront-auth <command>
             [--passkeys true|false] [--status active|paused|closed] [--force]
             [--allowed-origin O]... [--mail-from "Name <address>"] [--sms-sender LABEL]
             [--webauthn-rp-id HOST] [--cookie-domain DOMAIN] [--languages en,ar]
-            [--default-language en]
+            [--default-language en] [--phone-countries DE,AT]
                                           --allowed-origin replaces the list; an empty value
                                           clears --allowed-origin, --mail-from, --sms-sender,
                                           --webauthn-rp-id and --cookie-domain; --languages replaces the list
                                           and must keep the default unless --default-language
-                                          names a new one (on create: the first language)
+                                          names a new one (on create: the first language);
+                                          --phone-countries: the only countries a phone store's
+                                          numbers may be in (an empty value: any)
+  store set [--store S] --bot-check turnstile|hcaptcha|recaptcha --bot-check-site-key K
+            --bot-check-secret-file FILE --bot-check-on register,forgot,resend,code_request,identity_change
+            [--bot-check-verify-url URL]  | --bot-check off
+                                          a bot check on those operations (the secret is stored sealed)
   store hosts add [--store S] <host>      let the store answer on a host (no port, no wildcard)
   store hosts remove [--store S] [--force] <host>
                                           --force: even when it is the last host on the relying
@@ -92,6 +106,9 @@ export const usage = `Usage: storefront-auth <command>
   backup <file>                           save every table, read in one snapshot, into a gzip file
                                           (also while the service runs); written under a temporary
                                           name and renamed when complete
+  breached load <file>                    load breached-password SHA-1s (HEX40:COUNT lines, the Pwned
+                                          Passwords download or part of it) as the local copy new
+                                          passwords are checked against; run again to resume
   restore [--force] <file>                load a backup into an empty database (a fresh DATA_DIR),
                                           in one transaction; --force replaces what it holds
 
@@ -111,6 +128,12 @@ export interface ImportCommand {
 
 /** `backup <file>` and `restore <file>`: not admin commands, they read or replace the whole database. */
 export type BackupCommand = { name: 'backup'; file: string } | { name: 'restore'; file: string; force: boolean };
+
+/** `breached load <file>`: not an admin command, it fills the deployment's corpus table from a file. */
+export interface BreachedLoadCommand {
+  name: 'breached.load';
+  file: string;
+}
 
 function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
@@ -134,6 +157,12 @@ function readArguments(argv: string[]) {
       'sign-in-with-code': { type: 'string' },
       'sign-in-notices': { type: 'string' },
       passkeys: { type: 'string' },
+      'phone-countries': { type: 'string' },
+      'bot-check': { type: 'string' },
+      'bot-check-site-key': { type: 'string' },
+      'bot-check-secret-file': { type: 'string' },
+      'bot-check-on': { type: 'string' },
+      'bot-check-verify-url': { type: 'string' },
       status: { type: 'string' },
       'allowed-origin': { type: 'string', multiple: true },
       'mail-from': { type: 'string' },
@@ -173,6 +202,14 @@ function readArguments(argv: string[]) {
 type Flags = ReturnType<typeof readArguments>['values'];
 type Flag = keyof Flags;
 
+const botCheckFlags = [
+  'bot-check',
+  'bot-check-site-key',
+  'bot-check-secret-file',
+  'bot-check-on',
+  'bot-check-verify-url',
+] as const satisfies readonly Flag[];
+
 /** What `store set` changes, and `store create` may set from the start. */
 const storeSettingFlags = [
   'name',
@@ -181,6 +218,7 @@ const storeSettingFlags = [
   'sign-in-with-code',
   'sign-in-notices',
   'passkeys',
+  'phone-countries',
   'status',
   'allowed-origin',
   'mail-from',
@@ -205,7 +243,7 @@ const commands: Record<string, CommandShape> = {
   'store list': { flags: [], arguments: 0 },
   'store create': { flags: ['slug', 'host', ...storeSettingFlags], arguments: 0 },
   'store show': { flags: ['store'], arguments: 0 },
-  'store set': { flags: ['store', 'force', ...storeSettingFlags], arguments: 0 },
+  'store set': { flags: ['store', 'force', ...storeSettingFlags, ...botCheckFlags], arguments: 0 },
   'store hosts add': { flags: ['store'], arguments: 1 },
   'store hosts remove': { flags: ['store', 'force'], arguments: 1 },
   'store providers add': {
@@ -261,7 +299,7 @@ function refuseOtherFlags(key: string, flags: Flags, allowed: readonly Flag[]): 
 
 export function parseCommand(
   argv: string[],
-): AdminCommand | ImportCommand | BackupCommand | CustomersCommand | 'serve' | 'help' {
+): AdminCommand | ImportCommand | BackupCommand | BreachedLoadCommand | CustomersCommand | 'serve' | 'help' {
   const { values, positionals } = readArguments(argv);
   const [noun, verb, ...rest] = positionals;
   if (values.help === true || noun === 'help') return 'help';
@@ -272,6 +310,14 @@ export function parseCommand(
     if (rest[0] !== undefined) throw new UsageError(`unexpected argument "${rest[0]}"`);
     refuseOtherFlags('import', values, []);
     return { name: 'import', folder: verb };
+  }
+  if (noun === 'breached') {
+    if (verb !== 'load') throw new UsageError('breached needs load, and the file to read');
+    const [file, unexpected] = rest;
+    if (file === undefined) throw new UsageError('breached load needs the file to read (HEX40:COUNT lines)');
+    if (unexpected !== undefined) throw new UsageError(`unexpected argument "${unexpected}"`);
+    refuseOtherFlags('breached load', values, []);
+    return { name: 'breached.load', file };
   }
   if (noun === 'backup' || noun === 'restore') {
     if (verb === undefined)
@@ -424,6 +470,12 @@ function storeSettings(values: Flags): StoreChanges {
   if (notices !== undefined) changes.signInNotices = notices === 'true';
   const passkeys = choice('--passkeys', values.passkeys, ['true', 'false'] as const);
   if (passkeys !== undefined) changes.passkeys = passkeys === 'true';
+  const countries = values['phone-countries'];
+  if (countries !== undefined)
+    changes.phoneCountries = distinct(
+      countries.split(',').filter((country) => country.trim() !== ''),
+      (country) => flagValue('--phone-countries', storePhoneCountry, country),
+    );
   const status = choice<StoreStatus>('--status', values.status, storeStatuses);
   if (status !== undefined) changes.status = status;
   // An empty value clears: `--allowed-origin ''` leaves only https:// and each host.
@@ -486,9 +538,44 @@ function storeCreateCommand(values: Flags): AdminCommand {
 
 function storeSetCommand(values: Flags): AdminCommand {
   const changes = storeSettings(values);
-  if (Object.keys(changes).length === 0)
-    throw new UsageError(`store set needs at least one of ${storeSettingFlags.map((flag) => `--${flag}`).join(', ')}`);
-  return { name: 'store.set', changes, force: values.force === true };
+  const botCheck = botCheckOf(values);
+  if (Object.keys(changes).length === 0 && botCheck === undefined)
+    throw new UsageError(
+      `store set needs at least one of ${storeSettingFlags.map((flag) => `--${flag}`).join(', ')}, --bot-check`,
+    );
+  return { name: 'store.set', changes, force: values.force === true, ...(botCheck !== undefined && { botCheck }) };
+}
+
+/** `--bot-check` and its parts; the secret's file is read when the command runs, as a provider's. */
+function botCheckOf(values: Flags): BotCheckCommand | null | undefined {
+  const provider = choice('--bot-check', values['bot-check'], ['off', ...botCheckProviders] as const);
+  const parts = botCheckFlags.slice(1).filter((flag) => values[flag] !== undefined);
+  if (provider === undefined) {
+    if (parts.length > 0) throw new UsageError(`--${parts[0]} needs --bot-check`);
+    return undefined;
+  }
+  if (provider === 'off') {
+    if (parts.length > 0) throw new UsageError(`--bot-check off takes no --${parts[0]}`);
+    return null;
+  }
+  const siteKey = values['bot-check-site-key'];
+  const secretFile = values['bot-check-secret-file'];
+  const on = values['bot-check-on'];
+  if (siteKey === undefined || secretFile === undefined || on === undefined)
+    throw new UsageError('--bot-check needs --bot-check-site-key, --bot-check-secret-file and --bot-check-on');
+  const operations = on
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '')
+    .map((name) => choice('--bot-check-on', name, botCheckOperations)!);
+  const verifyUrl = values['bot-check-verify-url'];
+  return {
+    provider,
+    site_key: siteKey,
+    on: operations,
+    secretFile,
+    ...(verifyUrl !== undefined && { verify_url: verifyUrl }),
+  };
 }
 
 /** The provider's fields by the admin API's names; the key file is read when the command runs. */

@@ -11,6 +11,7 @@ import {
 } from '../storage/backup-file.js';
 import type { Database, Queryable } from '../storage/database.js';
 import { serverFolder } from '../storage/embedded-postgres-folder.js';
+import { breachedHashesTable } from '../auth/tables/breached-hashes.js';
 import { describeTables, migrationTable, parentsFirst, readTable } from '../storage/table-copy.js';
 import { packageVersion } from '../version.js';
 import { tableProgress, type TableProgress } from './table-progress.js';
@@ -81,7 +82,7 @@ export async function backupDatabase(
       // Parents first, so a restore can write the rows in the order they come.
       for (const name of parentsFirst(
         tables,
-        [...tables.keys()].filter((table) => table !== migrationTable),
+        [...tables.keys()].filter((table) => table !== migrationTable && table !== breachedHashesTable),
       )) {
         const table = tables.get(name)!;
         if (table.key.length === 0) throw new Error(`the table ${name} has no primary key to read it by`);

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { domainToUnicode } from 'node:url';
 import { listAudit, writeAuditEntry, type AuditEvent } from '../audit.js';
 import { eraseAccount } from '../auth/flows/erasure.js';
@@ -24,6 +25,7 @@ import {
   onlyStore,
   removeStoreHost,
   updateStore,
+  type BotCheck,
   type NewStore,
   type StoreChanges,
   type StoreContext,
@@ -35,8 +37,11 @@ import {
   cookieDomainRefusal,
   defaultLanguageRefusal,
   describeStore,
+  FieldError,
   relyingPartyInUse,
+  sealBotCheck,
   strandedPasskeysWarning,
+  type BotCheckInput,
 } from '../store/fields.js';
 
 /** What an operator can ask for. */
@@ -53,7 +58,7 @@ export type AdminCommand =
  */
 export type StoreCommand = { store?: string | undefined } & (
   | { name: 'store.show' }
-  | { name: 'store.set'; changes: StoreChanges; force: boolean }
+  | { name: 'store.set'; changes: StoreChanges; force: boolean; botCheck?: BotCheckCommand | null }
   /** `host` normalized (normalizeHost). */
   | { name: 'store.hosts.add'; host: string }
   | { name: 'store.hosts.remove'; host: string; force: boolean }
@@ -290,15 +295,43 @@ function noStore(): AdminResult {
   return { ok: false, error: 'the deployment has no store: start the service once, or create one with store create' };
 }
 
+/** `store set --bot-check`: the check as the admin API takes it, its secret in a file read when the command runs. */
+export type BotCheckCommand = Omit<BotCheckInput, 'secret'> & { secretFile: string };
+
+/** The bot check sealed with the deployment's keys, or what is wrong with it. */
+function sealedBotCheck(command: BotCheckCommand, keys: Keys | undefined): BotCheck | string {
+  if (keys === undefined) return 'store set --bot-check needs the deployment keys';
+  const { secretFile, ...check } = command;
+  let secret: string;
+  try {
+    // A secret file's trailing newline (echo … > file) is not part of the secret.
+    secret = fs.readFileSync(secretFile, 'utf8').replace(/\r?\n$/, '');
+  } catch (error) {
+    return `--bot-check-secret-file ${secretFile} cannot be read: ${(error as Error).message}`;
+  }
+  try {
+    return sealBotCheck({ ...check, secret }, keys.hooks);
+  } catch (error) {
+    if (error instanceof FieldError) return `--bot-check ${error.message}`;
+    throw error;
+  }
+}
+
 async function setStore(
-  { db, clock, config, store }: StoreCommandDeps,
+  { db, clock, config, keys, store }: StoreCommandDeps,
   command: CommandNamed<'store.set'>,
 ): Promise<AdminResult> {
   const mode = command.changes.identityMode;
   const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
   if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
+  const changes = { ...command.changes };
+  if (command.botCheck !== undefined) {
+    const botCheck = command.botCheck === null ? null : sealedBotCheck(command.botCheck, keys);
+    if (typeof botCheck === 'string') return { ok: false, error: botCheck };
+    changes.botCheck = botCheck;
+  }
   const options = { store: store.id, force: command.force, countCustomers, countPasskeys: countStorePasskeys };
-  const result = await updateStore(db, clock, command.changes, options);
+  const result = await updateStore(db, clock, changes, options);
   if (result.ok) {
     const stranded = result.strandedPasskeys;
     const warning = stranded > 0 ? { warning: strandedPasskeysWarning(stranded, store.webauthnRpId) } : {};

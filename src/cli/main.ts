@@ -17,6 +17,7 @@ import { ImportRefusedError, importLegacyFolder, type ImportSummary } from './im
 import { BackupRefusedError, runBackup } from './backup.js';
 import { runRestore } from './restore.js';
 import { runCustomersCommand } from './customer-transfer.js';
+import { BreachedFileError, loadBreachedFile } from './breached.js';
 import { BackupFileError } from '../storage/backup-file.js';
 
 function oneLine(text: string): string {
@@ -125,6 +126,12 @@ async function main(argv: string[]): Promise<number> {
       if (outcome.output !== undefined) process.stdout.write(`${JSON.stringify(outcome.output, null, 2)}\n`);
       return outcome.code;
     }
+    if (command.name === 'breached.load') {
+      const file = path.resolve(command.file);
+      const summary = await withStore(config, (db) => loadBreachedFile(db, file));
+      process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+      return 0;
+    }
     if (command.name === 'backup' || command.name === 'restore') {
       const file = path.resolve(command.file);
       const summary =
@@ -157,6 +164,7 @@ async function main(argv: string[]): Promise<number> {
       error instanceof LegacyFolderError ||
       error instanceof ImportRefusedError ||
       error instanceof BackupRefusedError ||
+      error instanceof BreachedFileError ||
       error instanceof BackupFileError
     ) {
       process.stderr.write(`storefront-auth: ${oneLine(error.message)}\n`);

@@ -9,6 +9,7 @@ import type { Channel, Transports } from './message.js';
 import {
   claimDueMessages,
   countSentSince,
+  countSmsSentSince,
   markDropped,
   markFailed,
   markSent,
@@ -17,6 +18,7 @@ import {
   type ClaimedMessage,
 } from './outbox.js';
 import { unsealContent } from './seal.js';
+import { inPhoneCountries, smsDestination } from './sms-countries.js';
 
 export interface DispatcherOptions {
   /** How often to look for due messages when nothing nudges the dispatcher. */
@@ -35,6 +37,12 @@ export interface DispatcherOptions {
    * and other stores' messages go out as before.
    */
   budgetPerHour: number;
+  /**
+   * SMS each store may send to one country calling code in any hour, on top of `budgetPerHour`;
+   * 0: none. Pumping sends to ranges of one or two countries: past it, the store's SMS to that
+   * country wait like messages past the store's budget, and the rest go out.
+   */
+  smsBudgetPerCountryPerHour: number;
 }
 
 export const defaultDispatcherOptions: DispatcherOptions = {
@@ -45,6 +53,7 @@ export const defaultDispatcherOptions: DispatcherOptions = {
   deliveryWindowSeconds: deliveryDefaults.windowSeconds,
   leaseSeconds: 60,
   budgetPerHour: deliveryDefaults.budgetPerHour,
+  smsBudgetPerCountryPerHour: deliveryDefaults.smsBudgetPerCountryPerHour,
 };
 
 export interface DispatcherDeps {
@@ -132,12 +141,28 @@ export class Dispatcher {
     return new Map([...sent].map(([storeId, n]) => [storeId, this.options.budgetPerHour - n]));
   }
 
+  /** How many more SMS each store may send to each calling code (`<store id> <code>`) now; empty without a per-country budget. */
+  private async remainingSmsBudgets(now: Date): Promise<Map<string, number>> {
+    const budget = this.options.smsBudgetPerCountryPerHour;
+    const remaining = new Map<string, number>();
+    if (budget === 0) return remaining;
+    for (const row of await countSmsSentSince(this.deps.db, secondsBefore(now, 60 * 60))) {
+      const key = smsDestination(row.store_id, row.recipient);
+      if (key !== null) remaining.set(key, (remaining.get(key) ?? budget) - row.n);
+    }
+    return remaining;
+  }
+
   private warnBudgetSpent(stores: string[]): void {
     if (performance.now() - this.lastBudgetWarningMs <= 60_000) return;
     this.lastBudgetWarningMs = performance.now();
     this.deps.logger.error(
-      { budget_per_hour: this.options.budgetPerHour, store_ids: stores },
-      'hourly message budget spent: messages wait in the outbox (raise DELIVERY_BUDGET_PER_HOUR if this is real traffic)',
+      {
+        budget_per_hour: this.options.budgetPerHour,
+        sms_budget_per_country_per_hour: this.options.smsBudgetPerCountryPerHour,
+        store_ids: stores,
+      },
+      'hourly message budget spent: messages wait in the outbox (raise DELIVERY_BUDGET_PER_HOUR, or DELIVERY_SMS_BUDGET_PER_COUNTRY_PER_HOUR, if this is real traffic)',
     );
   }
 
@@ -150,21 +175,31 @@ export class Dispatcher {
     const now = clock.now();
     const remaining = await this.remainingBudgets(now);
     const spent = [...remaining].filter(([, n]) => n <= 0).map(([storeId]) => storeId);
+    const smsRemaining = await this.remainingSmsBudgets(now);
+    const smsSpent = [...smsRemaining].filter(([, n]) => n <= 0).map(([key]) => `${key.replace(' ', ' +')}%`);
     const leaseEnd = new Date(now.getTime() + this.options.leaseSeconds * 1000);
-    const claimed = await claimDueMessages(db, now, leaseEnd, this.options.batchSize, spent);
+    const claimed = await claimDueMessages(db, now, leaseEnd, this.options.batchSize, spent, smsSpent);
     const sending: ClaimedMessage[] = [];
     const over: ClaimedMessage[] = [];
     for (const row of claimed) {
       const left = remaining.get(row.store_id) ?? this.options.budgetPerHour;
-      remaining.set(row.store_id, left - 1);
-      (left > 0 ? sending : over).push(row);
+      const perCountry = this.options.smsBudgetPerCountryPerHour;
+      const country = row.channel === 'sms' && perCountry > 0 ? smsDestination(row.store_id, row.recipient) : null;
+      const countryLeft = country === null ? Infinity : (smsRemaining.get(country) ?? perCountry);
+      const allowed = left > 0 && countryLeft > 0;
+      if (allowed) {
+        remaining.set(row.store_id, left - 1);
+        if (country !== null) smsRemaining.set(country, countryLeft - 1);
+      }
+      (allowed ? sending : over).push(row);
     }
     await releaseMessages(db, over);
-    if (spent.length > 0 || over.length > 0) {
-      this.warnBudgetSpent([...new Set([...spent, ...over.map((row) => row.store_id)])]);
+    if (spent.length > 0 || over.length > 0 || smsSpent.length > 0) {
+      const stores = [...spent, ...over.map((row) => row.store_id), ...smsSpent.map((prefix) => prefix.split(' ')[0]!)];
+      this.warnBudgetSpent([...new Set(stores)]);
     }
-    // Nudges wait for the regular pass while what is due belongs to spent stores only.
-    this.budgetSpent = sending.length === 0 && (spent.length > 0 || over.length > 0);
+    // Nudges wait for the regular pass while what is due belongs to spent budgets only.
+    this.budgetSpent = sending.length === 0 && (spent.length > 0 || over.length > 0 || smsSpent.length > 0);
     await Promise.all(sending.map((row) => this.deliver(row)));
     return sending.length;
   }
@@ -172,6 +207,14 @@ export class Dispatcher {
   private async deliver(row: ClaimedMessage): Promise<void> {
     const { db, clock, logger } = this.deps;
     const log = logger.child({ store: row.store_slug, message_id: row.id, channel: row.channel, purpose: row.purpose });
+    if (row.channel === 'sms' && !inPhoneCountries(row.recipient, row.phone_countries)) {
+      // The store stopped serving the number's country (`auth.phone_countries`) since it was queued,
+      // or it came some way that does not check (an import): sent nothing, like any brake on pumping.
+      await markDropped(db, row, clock.now());
+      this.deps.delivered?.(row.channel, 'dropped', row);
+      log.warn('message dropped: the number is outside the store’s phone countries');
+      return;
+    }
     if (row.pointless === true || row.sealed_body === null) {
       // Its code was used, replaced or expired: sending it now would only confuse the customer.
       await markDropped(db, row, clock.now());

@@ -235,6 +235,8 @@ export interface ClaimedMessage {
   store_slug: string;
   mail_from: string | null;
   sms_sender: string | null;
+  /** The store's `auth.phone_countries` (ISO 3166 codes) as its settings hold them; null: any. */
+  phone_countries: unknown;
 }
 
 /** A message by its key. */
@@ -253,6 +255,11 @@ export async function claimDueMessages(
   limit: number,
   /** Stores whose hourly budget is spent: their messages wait. */
   skipStores: readonly string[] = [],
+  /**
+   * SMS destinations whose store's budget for them is spent, as `<store id> +<calling code>%`:
+   * their messages wait. Calling codes are prefix-free, so the pattern matches that code alone.
+   */
+  skipSmsPrefixes: readonly string[] = [],
 ): Promise<ClaimedMessage[]> {
   return db.query<ClaimedMessage>(
     // The delivery window opens at the first attempt, not at enqueue: a message that waited for its
@@ -264,15 +271,17 @@ export async function claimDueMessages(
        SELECT o.store_id, o.id FROM outbox o JOIN stores live ON live.id = o.store_id AND live.deleted_at IS NULL
         WHERE o.status = 'pending' AND o.next_attempt_at <= $1
           AND (o.locked_until IS NULL OR o.locked_until <= $1) AND o.store_id <> ALL ($4::text[])
+          AND NOT (o.channel = 'sms' AND o.store_id || ' ' || o.recipient LIKE ANY ($5::text[]))
         ORDER BY o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED)
      UPDATE outbox SET locked_until = $2, attempts = attempts + 1, updated_at = $1,
             window_started_at = CASE WHEN outbox.attempts = 0 THEN $1 ELSE outbox.window_started_at END
       FROM batch, stores s WHERE outbox.store_id = batch.store_id AND outbox.id = batch.id AND s.id = outbox.store_id
       RETURNING outbox.store_id, outbox.id::text AS id, channel, purpose, recipient, sealed_body, attempts,
         window_started_at, s.name AS store_name, s.slug AS store_slug, s.mail_from, s.sms_sender,
+        s.settings -> 'auth.phone_countries' AS phone_countries,
         (SELECT c.consumed_at IS NOT NULL OR c.voided_at IS NOT NULL OR c.expires_at <= $1
            FROM challenges c WHERE c.store_id = outbox.store_id AND c.id = outbox.challenge_id) AS pointless`,
-    [now, leaseEnd, limit, skipStores],
+    [now, leaseEnd, limit, skipStores, skipSmsPrefixes],
   );
 }
 
@@ -283,6 +292,21 @@ export async function countSentSince(db: Queryable, since: Date): Promise<Map<st
     [since],
   );
   return new Map(rows.map((row) => [row.store_id, row.n]));
+}
+
+/**
+ * SMS sent since `since`, per store and recipient: the dispatcher sums them by country calling code.
+ * At most the stores' hourly budgets of rows, and only read while a per-country budget is set.
+ */
+export async function countSmsSentSince(
+  db: Queryable,
+  since: Date,
+): Promise<{ store_id: string; recipient: string; n: number }[]> {
+  return db.query(
+    `SELECT store_id, recipient, count(*)::int AS n FROM outbox WHERE sent_at > $1 AND channel = 'sms'
+      GROUP BY store_id, recipient`,
+    [since],
+  );
 }
 
 /** Gives leased messages back untried: their store's budget was spent before their turn came. */

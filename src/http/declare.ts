@@ -1,4 +1,5 @@
-import type { TObject, TSchema } from '@sinclair/typebox';
+import { Type, type TObject, type TSchema } from '@sinclair/typebox';
+import type { BotCheckOperation } from '../store/store.js';
 import type { AuditEvent } from '../audit.js';
 import type { FieldMessage, ProblemCode } from './problems.js';
 import { bodyProblemResponses, customerProblems, problemResponses, type ProblemExamples } from './schemas.js';
@@ -93,7 +94,24 @@ export interface RouteDeclaration<
    */
   problems?: Array<ProblemCode | Outcomes<string>>;
   examples?: ProblemExamples;
+  /**
+   * The operation a store's bot check may cover (see bot-check.ts): the route takes the token as
+   * `X-Captcha-Token` besides its body's `captcha_token`, and may answer 503 while the provider cannot.
+   */
+  botCheck?: BotCheckOperation;
 }
+
+const botCheckHeaders = Type.Object({
+  'x-captcha-token': Type.Optional(
+    Type.String({
+      description:
+        "The token of the store's bot check, where the body has no `captcha_token`: needed when the store's `auth.bot_check` lists the operation.",
+    }),
+  ),
+});
+
+const botCheckNote =
+  " When the store's bot check (`auth.bot_check`) lists this operation, the request carries the widget's token (`captcha_token` or `X-Captcha-Token`): a missing or refused one is a 422 on `captcha_token`, and while the provider cannot answer, 503 service_unavailable with Retry-After.";
 
 /** The problem codes a list of codes and outcome tables can answer, in their order. */
 function problemCodes(problems: Array<ProblemCode | Outcomes<string>>): ProblemCode[] {
@@ -117,6 +135,7 @@ export function declareRoute<
     ...(session === true ? (['unauthenticated'] as const) : []),
     ...problemCodes(declaration.problems ?? []),
     ...(feature ? (['not_found'] as const) : []),
+    ...(declaration.botCheck ? (['validation_failed', 'service_unavailable'] as const) : []),
   ];
   const tag = declaration.tag ?? (session ? 'account' : 'auth');
   return {
@@ -130,12 +149,13 @@ export function declareRoute<
       tags: [tag],
       operationId: declaration.operationId,
       summary: declaration.summary,
-      description: declaration.description,
+      description: declaration.botCheck ? `${declaration.description}${botCheckNote}` : declaration.description,
       security: session ? [{ session: [] as string[] }] : ([] as Array<Record<string, string[]>>),
       // Only the parts the route has; typed as declared, so the handler's request is typed by them.
       ...((body ? { body } : {}) as { body: Body }),
       ...((params ? { params } : {}) as { params: Params }),
       ...((query ? { querystring: query } : {}) as { querystring: Query }),
+      ...(declaration.botCheck && { headers: botCheckHeaders }),
       response: {
         [declaration.status ?? 200]: declaration.answer,
         ...declaration.answers,

@@ -4,11 +4,12 @@ import type { AuditEvent } from '../audit.js';
 import type { CustomerRow } from '../auth/tables/customers.js';
 import type { AuthDeps, FieldErrors } from '../auth/deps.js';
 import type { SignedIn } from '../auth/rules/sign-in.js';
-import type { StoreContext } from '../store/store.js';
+import type { BotCheckOperation, StoreContext } from '../store/store.js';
+import { botCheckGate } from './bot-check.js';
 import { askPasswordHook } from '../hooks/ask-password-hook.js';
 import { loadPasswordHook } from '../hooks/password-hooks.js';
 import { forStore, type StoreDatabase } from '../storage/database.js';
-import { parseIdentity, type ParsedIdentity } from '../auth/rules/identity.js';
+import { parseIdentity, phoneAllowed, type ParsedIdentity } from '../auth/rules/identity.js';
 import { findSessionCustomer } from '../auth/tables/sessions.js';
 import type { Edge } from './edge.js';
 import { storeCsrfKey } from './csrf.js';
@@ -35,7 +36,7 @@ import { loggedUrl } from './request-log.js';
 /** The parts of the edge the domain's dependencies are made from (see authDeps). */
 export type AuthDepsSource = Pick<
   Edge,
-  'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'webhooks' | 'logger'
+  'db' | 'clock' | 'hasher' | 'keys' | 'config' | 'dispatcher' | 'webhooks' | 'logger' | 'breachedPasswords'
 >;
 
 /** What the kit is made from: every customer route module takes exactly this. */
@@ -62,6 +63,12 @@ export function authDeps(services: AuthDepsSource, store: Pick<StoreContext, 'id
       });
       return hook === null ? null : (question) => askPasswordHook(hook, question, services.logger);
     },
+    breachedPasswords: services.breachedPasswords,
+    legacyPasswordBreached: (customerId) =>
+      services.logger.warn(
+        { customer_id: customerId, store_id: store.id },
+        'an imported password that signed in is in the breach corpus: ask the customer to change it',
+      ),
   };
 }
 
@@ -261,6 +268,7 @@ export function routeKit(services: KitSource) {
     signOut: (request: FastifyRequest, reply: FastifyReply) =>
       endSessionCookies(reply, requestCookies(config, request), storeCsrfKey(keys.csrf, request.store.id)),
     accept: accepting(services.background),
+    passBotCheck: botCheckGate(services),
   };
 }
 
@@ -306,10 +314,12 @@ export function messageRequestRoute(
     description?: string;
     /** The store setting the route belongs to (404 not_found while it is off). */
     feature?: StoreFeature;
+    /** The operation a store's bot check names it by. */
+    botCheck: BotCheckOperation;
     work: (deps: AuthDeps, store: StoreContext, identity: ParsedIdentity) => Promise<void>;
   },
 ): FastifyPluginAsyncTypebox {
-  const { depsOf, limit, accept } = routeKit(services);
+  const { depsOf, limit, accept, passBotCheck } = routeKit(services);
   const { feature } = route;
   return async (app) => {
     app.post(
@@ -322,8 +332,10 @@ export function messageRequestRoute(
         body: IdentityBody,
         answer: AcceptedStatus,
         status: 202,
+        botCheck: route.botCheck,
       }),
       async (request, reply) => {
+        await passBotCheck(request, route.botCheck);
         const identity = identityOf(request);
         // A full queue refuses before the limits count, so the retry it asks for is not a 429.
         services.background.assertRoom(route.operation);
@@ -335,7 +347,13 @@ export function messageRequestRoute(
         ]);
         const store = request.store;
         const deps = depsOf(request);
-        return accept(reply, route.operation, () => route.work(deps, store, identity), subject);
+        // A number the store may not send to gets the same 202 and nothing behind it (SMS pumping).
+        const sendable =
+          identity.value === null ||
+          identity.mode !== 'phone' ||
+          phoneAllowed(identity.value, deps.allowedCallingCodes, store.phoneCountries);
+        const work = sendable ? () => route.work(deps, store, identity) : async () => {};
+        return accept(reply, route.operation, work, subject);
       },
     );
   };

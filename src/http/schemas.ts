@@ -23,6 +23,17 @@ const codeField = Type.String({
     'The six-digit code that was sent; Arabic-Indic (U+0660–U+0669) and Extended Arabic-Indic (U+06F0–U+06F9) digits are read as ASCII digits.',
 });
 
+/** Long enough for every bot check provider's token (reCAPTCHA's run to a few thousand characters). */
+export const maxCaptchaTokenLength = 8192;
+
+const captchaTokenField = Type.Optional(
+  Type.String({
+    maxLength: maxCaptchaTokenLength,
+    description:
+      "The token of the store's bot check widget, when the store's `auth.bot_check` lists the operation (or send `X-Captcha-Token`).",
+  }),
+);
+
 const localeField = Type.String({
   maxLength: 35,
   description:
@@ -53,13 +64,14 @@ export const RegisterBody = Type.Object({
   }),
   password_confirmation: Type.String({ maxLength: maxPasswordLength, description: 'Must equal password.' }),
   locale: Type.Optional(localeField),
+  captcha_token: captchaTokenField,
 });
 export type RegisterBody = Static<typeof RegisterBody>;
 
 export const VerifyBody = Type.Object({ identity: identityField, code: codeField });
 export type VerifyBody = Static<typeof VerifyBody>;
 
-export const IdentityBody = Type.Object({ identity: identityField });
+export const IdentityBody = Type.Object({ identity: identityField, captcha_token: captchaTokenField });
 export type IdentityBody = Static<typeof IdentityBody>;
 
 export const LoginBody = Type.Object({
@@ -128,6 +140,7 @@ export const IdentityChangeBody = Type.Object({
     maxLength: maxPasswordLength,
     description: 'The password the account has now.',
   }),
+  captcha_token: captchaTokenField,
 });
 export type IdentityChangeBody = Static<typeof IdentityChangeBody>;
 

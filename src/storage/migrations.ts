@@ -601,6 +601,18 @@ export const migrations: Migration[] = [
       CREATE INDEX audit_events_customer_id ON audit_events (store_id, customer_id, id);
     `,
   },
+  {
+    version: 23,
+    name: 'breached password hashes',
+    sql: `
+      -- The local copy of the breach corpus (storefront-auth breached load): the SHA-1 of each
+      -- breached password, 20 bytes, the key itself, so a check is one read of the primary key.
+      -- The whole deployment's, like the corpus: it names no store and holds no customer's data.
+      CREATE TABLE breached_hashes (
+        sha1 bytea PRIMARY KEY CHECK (octet_length(sha1) = 20)
+      );
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

@@ -1,7 +1,13 @@
+import { isSupportedCountry } from 'libphonenumber-js/max';
+import { isLoopbackHost } from '../config.js';
 import { controlCharacter } from '../i18n/controls.js';
 import { canonicalTag, catalogue } from '../i18n/strings.js';
+import { seal } from '../keys.js';
 import {
   mergeLanguages,
+  type BotCheck,
+  type BotCheckOperation,
+  type BotCheckProvider,
   normalizeHost,
   storeSlugPattern,
   type CookieDomainRefusal,
@@ -134,6 +140,66 @@ export function storeSmsSender(input: string): string {
   return sender;
 }
 
+/** A country a phone store serves: an ISO 3166 alpha-2 code with a numbering plan, kept upper-case. */
+export function storePhoneCountry(input: string): string {
+  const country = input.trim().toUpperCase();
+  if (!isSupportedCountry(country)) throw new FieldError(`${shown(input)} is not an ISO 3166 country code such as DE`);
+  return country;
+}
+
+/** A bot check's siteverify address: https://, or http:// on this machine (a test's server). */
+export function botCheckVerifyUrl(input: string): string {
+  let url: URL;
+  try {
+    url = new URL(input.trim());
+  } catch {
+    throw new FieldError(`${shown(input)} is not a URL`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname)))
+    throw new FieldError(`${shown(input)} must be an https:// URL (http:// only on localhost)`);
+  return url.href;
+}
+
+/** A bot check's site key or secret: what the provider issued, printable and short. */
+export function botCheckKey(input: string): string {
+  const key = input.trim();
+  if (key === '' || key.length > 200 || /[^\x21-\x7e]/.test(key))
+    throw new FieldError('must be 1 to 200 printable ASCII characters without spaces');
+  return key;
+}
+
+/** A bot check as an operator gives it, its secret in the clear. */
+export interface BotCheckInput {
+  provider: BotCheckProvider;
+  site_key: string;
+  secret: string;
+  on: readonly BotCheckOperation[];
+  verify_url?: string | undefined;
+}
+
+/**
+ * A bot check as a store keeps it: the secret sealed with the deployment's key for store secrets
+ * (Keys.hooks, as a webhook's secret), so a settings dump or backup does not hold it in the clear.
+ */
+export function sealBotCheck(input: BotCheckInput, key: Buffer): BotCheck {
+  const prefix = (field: string) => (error: unknown) => {
+    throw error instanceof FieldError ? new FieldError(`auth.bot_check.${field}: ${error.message}`) : error;
+  };
+  const siteKey = attempt(() => botCheckKey(input.site_key), prefix('site_key'));
+  const secret = attempt(() => botCheckKey(input.secret), prefix('secret'));
+  const verifyUrl =
+    input.verify_url === undefined ? null : attempt(() => botCheckVerifyUrl(input.verify_url!), prefix('verify_url'));
+  return { provider: input.provider, siteKey, sealedSecret: seal(key, secret), on: [...new Set(input.on)], verifyUrl };
+}
+
+function attempt<T>(run: () => T, failed: (error: unknown) => never): T {
+  try {
+    return run();
+  } catch (error) {
+    return failed(error);
+  }
+}
+
 /** One of the languages the service ships strings for, as its tag (`en`, `ar`). */
 export function storeLanguage(input: string): string {
   const language = canonicalTag(input.trim());
@@ -195,6 +261,18 @@ export function describeStore(store: StoreContext) {
       'auth.sign_in_with_code': store.signInWithCode,
       'auth.sign_in_notices': store.signInNotices,
       'auth.passkeys': store.passkeys,
+      'auth.phone_countries': store.phoneCountries,
+      // The secret is write-only: an answer says only that it is set.
+      'auth.bot_check':
+        store.botCheck === null
+          ? null
+          : {
+              provider: store.botCheck.provider,
+              site_key: store.botCheck.siteKey,
+              on: store.botCheck.on,
+              verify_url: store.botCheck.verifyUrl,
+              secret_set: true,
+            },
     },
     hosts: store.hosts,
     allowed_origins: store.allowedOrigins,

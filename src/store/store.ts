@@ -8,6 +8,27 @@ import { inStore, isUuid, type Database, type Queryable, type StoreQueryable } f
 export type StoreStatus = 'active' | 'paused' | 'closed';
 export const storeStatuses: readonly StoreStatus[] = ['active', 'paused', 'closed'];
 
+export type BotCheckProvider = 'turnstile' | 'hcaptcha' | 'recaptcha';
+export const botCheckProviders: readonly BotCheckProvider[] = ['turnstile', 'hcaptcha', 'recaptcha'];
+export type BotCheckOperation = 'register' | 'forgot' | 'resend' | 'code_request' | 'identity_change';
+export const botCheckOperations: readonly BotCheckOperation[] = [
+  'register',
+  'forgot',
+  'resend',
+  'code_request',
+  'identity_change',
+];
+
+/** A store's bot check as kept in its settings: the secret sealed (keys.ts, purpose `hooks`), never plain. */
+export interface BotCheck {
+  provider: BotCheckProvider;
+  siteKey: string;
+  sealedSecret: string;
+  on: BotCheckOperation[];
+  /** The provider's siteverify address unless set (a test's server, a proxy). */
+  verifyUrl: string | null;
+}
+
 export interface StoreContext {
   id: string;
   /** 3–63 of a–z, 0–9 and '-', unique: how an operator names the store. */
@@ -22,6 +43,13 @@ export interface StoreContext {
   signInNotices: boolean;
   /** `auth.passkeys`: customers may add passkeys and sign in with them. */
   passkeys: boolean;
+  /**
+   * `auth.phone_countries`: the countries (ISO 3166 alpha-2) a phone store's numbers may be in; a
+   * number elsewhere cannot register and is sent nothing (a brake on SMS pumping). Empty: any.
+   */
+  phoneCountries: string[];
+  /** `auth.bot_check`: the bot check the store's shoppers pass on the listed operations; null: none. */
+  botCheck: BotCheck | null;
   /** The host names the store answers on, normalized (lowercase, IDNA, no port). */
   hosts: string[];
   /** Storefronts allowed to call with credentials, besides https:// and each host. */
@@ -81,6 +109,8 @@ function toStore(row: StoreRow): StoreContext {
     signInNotices: row.settings['auth.sign_in_notices'] !== false,
     // Off unless an operator turned it on, like signing in with a code.
     passkeys: row.settings['auth.passkeys'] === true,
+    phoneCountries: stringList(row.settings['auth.phone_countries']),
+    botCheck: botCheckOf(row.settings['auth.bot_check']),
     hosts: row.hosts,
     allowedOrigins: row.allowed_origins,
     mailFrom: row.mail_from,
@@ -91,6 +121,23 @@ function toStore(row: StoreRow): StoreContext {
     version: Number(row.version),
     updatedAt: new Date(row.updated_at).toISOString(),
   };
+}
+
+function stringList(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/** The stored form is written only by settingsOf; anything else (a hand edit) reads as no check. */
+function botCheckOf(value: unknown): BotCheck | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const stored = value as Record<string, unknown>;
+  const provider = botCheckProviders.find((name) => name === stored['provider']);
+  const { site_key: siteKey, sealed_secret: sealedSecret, verify_url: verifyUrl } = stored;
+  if (provider === undefined || typeof siteKey !== 'string' || typeof sealedSecret !== 'string') return null;
+  const on = stringList(stored['on']).filter((name): name is BotCheckOperation =>
+    botCheckOperations.includes(name as BotCheckOperation),
+  );
+  return { provider, siteKey, sealedSecret, on, verifyUrl: typeof verifyUrl === 'string' ? verifyUrl : null };
 }
 
 export type StoreLanguages = Pick<StoreContext, 'languages' | 'defaultLanguage'>;
@@ -314,6 +361,9 @@ export interface StoreChanges {
   signInWithCode?: boolean;
   signInNotices?: boolean;
   passkeys?: boolean;
+  phoneCountries?: string[];
+  /** Null removes the store's bot check. */
+  botCheck?: BotCheck | null;
   allowedOrigins?: string[];
   mailFrom?: string | null;
   smsSender?: string | null;
@@ -408,7 +458,15 @@ function settingsOf(changes: StoreChanges): Record<string, unknown> {
     ...(changes.signInWithCode === undefined ? {} : { 'auth.sign_in_with_code': changes.signInWithCode }),
     ...(changes.signInNotices === undefined ? {} : { 'auth.sign_in_notices': changes.signInNotices }),
     ...(changes.passkeys === undefined ? {} : { 'auth.passkeys': changes.passkeys }),
+    ...(changes.phoneCountries === undefined ? {} : { 'auth.phone_countries': changes.phoneCountries }),
+    ...(changes.botCheck === undefined ? {} : { 'auth.bot_check': storedBotCheck(changes.botCheck) }),
   };
+}
+
+function storedBotCheck(check: BotCheck | null): Record<string, unknown> | null {
+  if (check === null) return null;
+  const { provider, siteKey, sealedSecret, on, verifyUrl } = check;
+  return { provider, site_key: siteKey, sealed_secret: sealedSecret, on, verify_url: verifyUrl };
 }
 
 /** Adds hosts to a store in `tx`; those another store holds are left out. The hosts added. */

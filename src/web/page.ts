@@ -8,7 +8,7 @@ import { setLanguageHeaders } from '../http/language-headers.js';
 import { hostOf } from '../http/scopes.js';
 import { negotiate } from '../i18n/negotiate.js';
 import { catalogue, type Params } from '../i18n/strings.js';
-import type { StoreContext } from '../store/store.js';
+import type { BotCheckProvider, StoreContext } from '../store/store.js';
 
 // public/ sits at the package root, two levels above this file in both src/ and dist/.
 const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../public');
@@ -42,6 +42,46 @@ function webauthnBundlePath(): string {
 // The page loads only its own script and style; nothing inline, no framing, no foreign origins.
 const pageCsp =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+/**
+ * What each bot check provider's widget needs beyond the page's own origin: its script (rendering
+ * every element of its class), and the origins its script, frames and calls come from. Allowed
+ * in the CSP only on the pages of a store that has the check.
+ */
+const botCheckWidgets: Record<BotCheckProvider, { script: string; className: string; origins: string }> = {
+  turnstile: {
+    script: 'https://challenges.cloudflare.com/turnstile/v0/api.js',
+    className: 'cf-turnstile',
+    origins: 'https://challenges.cloudflare.com',
+  },
+  hcaptcha: {
+    script: 'https://js.hcaptcha.com/1/api.js',
+    className: 'h-captcha',
+    origins: 'https://hcaptcha.com https://*.hcaptcha.com',
+  },
+  recaptcha: {
+    script: 'https://www.google.com/recaptcha/api.js',
+    className: 'g-recaptcha',
+    origins: 'https://www.google.com https://www.gstatic.com',
+  },
+};
+
+/** The page's CSP: its own, plus the widget's origins when the store has a bot check. */
+export function pageCspOf(store: Pick<StoreContext, 'botCheck'>): string {
+  if (store.botCheck === null) return pageCsp;
+  const { origins } = botCheckWidgets[store.botCheck.provider];
+  return `default-src 'none'; script-src 'self' ${origins}; style-src 'self' ${origins}; connect-src 'self' ${origins}; frame-src ${origins}; img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`;
+}
+
+/** The widget's script and its container, which the page's script reads the token from; none without a check. */
+function botCheckParts(store: Pick<StoreContext, 'botCheck'>): { script: string; widget: string } {
+  if (store.botCheck === null) return { script: '', widget: '' };
+  const { script, className } = botCheckWidgets[store.botCheck.provider];
+  return {
+    script: `<script src="${script}" async defer></script>`,
+    widget: `<div id="bot-check" class="${className}" data-sitekey="${escapeAttribute(store.botCheck.siteKey)}" data-provider="${store.botCheck.provider}" data-on="${escapeAttribute(store.botCheck.on.join(' '))}"></div>`,
+  };
+}
 
 function escapeAttribute(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -124,9 +164,12 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
 
     app.get('/', { schema: { hide: true } }, async (request, reply) => {
       const store = await services.store.resolve(hostOf(request));
-      reply.header('content-security-policy', pageCsp).header('cache-control', 'no-store');
+      reply
+        .header('content-security-policy', store === null ? pageCsp : pageCspOf(store))
+        .header('cache-control', 'no-store');
       // A host that names no store gets a page that says so, nothing of any store.
       if (store === null) return reply.code(404).type('text/plain; charset=utf-8').send(unknownStorePage);
+      const botCheck = botCheckParts(store);
       const language = pageLanguage(request.query, request.headers['accept-language'], store);
       setLanguageHeaders(reply, language);
       // The page learns the store's name, identity mode and whether it offers sign-in codes and
@@ -142,6 +185,8 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
           IDENTITY_MODE: store.identityMode,
           SIGN_IN_WITH_CODE: String(store.signInWithCode),
           PASSKEYS: String(store.passkeys),
+          BOT_CHECK_SCRIPT: botCheck.script,
+          BOT_CHECK_WIDGET: botCheck.widget,
         },
         language,
         store.identityMode,

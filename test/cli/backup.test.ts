@@ -114,6 +114,7 @@ describe(`storefront-auth backup and restore (${testBackends.database})`, () => 
     // customers register and sign in; only its snapshot keeps those writes out of every table.
     const lock = new pg.Client({ connectionString: databaseUrl(source) });
     await lock.connect();
+    await lock.query(`INSERT INTO breached_hashes (sha1) VALUES (decode(repeat('ab', 20), 'hex'))`);
     await lock.query('BEGIN; LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE');
     backupFile = path.join(folders.fresh(), 'shop.backup.gz');
     const child = spawnCli(['backup', backupFile], envOf(source));
@@ -160,6 +161,7 @@ describe(`storefront-auth backup and restore (${testBackends.database})`, () => 
     assert.equal(rows.customers, 2, 'Carol registered after the snapshot');
     assert.equal(rows.sessions, 1, "only Ada's session: Grace signed in after the snapshot");
     assert.equal(rows.outbox, 2, "the two customers' verification messages, not Carol's");
+    assert.equal(rows.breached_hashes, undefined, 'the breach corpus is loaded again from its file, not backed up');
     assert.equal(backup.summary.schema_version, latest);
     assert.ok(backup.stderr.includes('storefront-auth: customers: 2 rows'), backup.stderr.join('\n'));
     assert.equal(fs.statSync(backupFile).mode & 0o777, 0o600, 'it holds password hashes: the owner reads it alone');

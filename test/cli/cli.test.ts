@@ -307,6 +307,8 @@ describe('the command line on its own', () => {
         'auth.sign_in_with_code': false,
         'auth.sign_in_notices': true,
         'auth.passkeys': false,
+        'auth.phone_countries': [],
+        'auth.bot_check': null,
       });
       assert.equal(serverPid(dataDir), undefined, 'the command stopped the server it started');
       assert.ok(fs.existsSync(path.join(dataDir, 'secret')), 'a deployment secret was made on first start');
@@ -328,6 +330,8 @@ describe('the command line on its own', () => {
         'true',
         '--passkeys',
         'true',
+        '--phone-countries',
+        'de, AT',
       ],
       env,
     );
@@ -343,6 +347,8 @@ describe('the command line on its own', () => {
       'auth.sign_in_with_code': true,
       'auth.sign_in_notices': true,
       'auth.passkeys': true,
+      'auth.phone_countries': ['DE', 'AT'],
+      'auth.bot_check': null,
     });
   });
 

@@ -172,7 +172,7 @@ export async function createScratchDatabase(prefix: string): Promise<ScratchData
 
 export async function truncateAll(db: Database): Promise<void> {
   await db.query(
-    'TRUNCATE audit_events, outbox, sessions, challenges, customers, store_hosts, stores, idempotency_keys RESTART IDENTITY CASCADE',
+    'TRUNCATE audit_events, outbox, sessions, challenges, customers, store_hosts, stores, idempotency_keys, breached_hashes RESTART IDENTITY CASCADE',
   );
 }
 

@@ -38,6 +38,8 @@ export function domainOf(t: TestApp): Domain {
       // The test delivers by draining the outbox itself.
       messagesQueued: () => {},
       eventsRecorded: () => {},
+      breachedPasswords: t.services.breachedPasswords,
+      legacyPasswordBreached: () => {},
       passwordHook: authDeps(t.services, { id: firstStoreId }).passwordHook,
     },
     store,

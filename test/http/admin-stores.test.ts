@@ -133,6 +133,8 @@ describe('the platform admin API', () => {
           'auth.sign_in_with_code': false,
           'auth.sign_in_notices': true,
           'auth.passkeys': true,
+          'auth.phone_countries': [],
+          'auth.bot_check': null,
         },
         hosts: ['books.example.com', 'xn--bcher-kva.example'],
         allowed_origins: ['https://www.books.example.com'],

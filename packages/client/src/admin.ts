@@ -45,12 +45,42 @@ export { StorefrontAuthError } from './answers.js';
 export type StoreStatus = 'active' | 'paused' | 'closed';
 export type IdentityMode = 'email' | 'phone';
 
+export type BotCheckProvider = 'turnstile' | 'hcaptcha' | 'recaptcha';
+export type BotCheckOperation = 'register' | 'forgot' | 'resend' | 'code_request' | 'identity_change';
+
+/** A store's bot check as answered: the secret is write-only. */
+export interface BotCheck {
+  provider: BotCheckProvider;
+  site_key: string;
+  on: BotCheckOperation[];
+  /** The provider's siteverify address when null. */
+  verify_url: string | null;
+  secret_set: boolean;
+}
+
+/** A store's bot check as set, whole: its secret replaces the one set. */
+export interface BotCheckInput {
+  provider: BotCheckProvider;
+  site_key: string;
+  secret: string;
+  on: BotCheckOperation[];
+  verify_url?: string;
+}
+
 export interface StoreSettings {
   'auth.customer_verification_required': boolean;
   'auth.sign_in_with_code': boolean;
   'auth.sign_in_notices': boolean;
   'auth.passkeys': boolean;
+  /** ISO 3166 codes a phone store's numbers may be in; empty: any. */
+  'auth.phone_countries': string[];
+  'auth.bot_check': BotCheck | null;
 }
+
+/** The settings as a create or a patch gives them. */
+export type StoreSettingsInput = Partial<
+  Omit<StoreSettings, 'auth.bot_check'> & { 'auth.bot_check': BotCheckInput | null }
+>;
 
 export interface Store {
   id: string;
@@ -91,7 +121,7 @@ export interface NewStore {
   identity_mode?: IdentityMode;
   status?: StoreStatus;
   hosts?: string[];
-  settings?: Partial<StoreSettings>;
+  settings?: StoreSettingsInput;
   allowed_origins?: string[];
   mail_from?: string | null;
   sms_sender?: string | null;
@@ -108,7 +138,7 @@ export interface StorePatch {
   name?: string;
   identity_mode?: IdentityMode;
   status?: StoreStatus;
-  settings?: Partial<StoreSettings>;
+  settings?: StoreSettingsInput;
   allowed_origins?: string[] | null;
   mail_from?: string | null;
   sms_sender?: string | null;

@@ -54,6 +54,8 @@ export interface RegisterBody {
   password_confirmation: string;
   /** The language of the customer's messages: one of the store's languages (`en`, `ar`, …). Left out at registration: the store language `Accept-Language` asks for, if any. */
   locale?: string;
+  /** The token of the store's bot check widget, when the store's `auth.bot_check` lists the operation (or send `X-Captcha-Token`). */
+  captcha_token?: string;
 }
 
 export interface VerifyBody {
@@ -66,6 +68,8 @@ export interface VerifyBody {
 export interface IdentityBody {
   /** The account's email address or phone number (E.164), by the store's identity mode. */
   identity: string;
+  /** The token of the store's bot check widget, when the store's `auth.bot_check` lists the operation (or send `X-Captcha-Token`). */
+  captcha_token?: string;
 }
 
 export interface LoginBody {
@@ -106,6 +110,8 @@ export interface IdentityChangeBody {
   phone?: string;
   /** The password the account has now. */
   current_password: string;
+  /** The token of the store's bot check widget, when the store's `auth.bot_check` lists the operation (or send `X-Captcha-Token`). */
+  captcha_token?: string;
 }
 
 export interface IdentityConfirmBody {

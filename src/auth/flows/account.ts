@@ -13,6 +13,7 @@ import {
 import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from '../deps.js';
 import { fail, failFields, ok, type Result } from '../result.js';
 import { validateName, validateNewPassword } from '../rules/fields.js';
+import { validateNotBreached } from '../rules/breached.js';
 import { validateLocale } from '../rules/locale.js';
 import { credentialsChanged } from '../rules/ownership.js';
 import { checkCurrentPassword, currentPasswordRefused } from '../rules/reauthentication.js';
@@ -55,7 +56,7 @@ export interface SignedInCaller {
  * that checked the old password wait on the lock and then find the version gone (createSession).
  */
 export async function changePassword(
-  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher' | 'breachedPasswords'>,
   store: StoreContext,
   { customer, sessionId, client }: SignedInCaller,
   input: ChangePasswordInput,
@@ -63,6 +64,7 @@ export async function changePassword(
   const errors: FieldErrors = {};
   const currentMatches = await checkCurrentPassword(deps, customer, input.current_password, errors);
   validateNewPassword(input.password, input.password_confirmation, errors);
+  await validateNotBreached(deps.breachedPasswords, input.password, errors);
   if (Object.keys(errors).length > 0) return failFields(currentMatches ? 'invalid' : 'wrong_password', errors);
 
   const passwordHash = await deps.hasher.hash(input.password);

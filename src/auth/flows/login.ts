@@ -12,7 +12,7 @@ import { createSession } from '../tables/sessions.js';
  * three cases cannot be told apart by answer or by time.
  */
 export async function login(
-  deps: MessagingDeps & Pick<AuthDeps, 'hasher' | 'passwordHook'>,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher' | 'passwordHook' | 'breachedPasswords' | 'legacyPasswordBreached'>,
   attempt: SignInAttempt,
   identity: ParsedIdentity,
   password: string,
@@ -44,14 +44,19 @@ export async function login(
   if (block !== null) return fail('blocked', { customerId: customer.id, until: block.until });
 
   const passwordHash = customer.password_hash;
+  const rehashed = passwordHash === null || deps.hasher.needsRehash(passwordHash);
   if (passwordHash === null) {
     // The old system vouched for it: from now on it is this service's password, the hook's no longer.
     await upgradePasswordHash(deps.db, customer.id, null, await deps.hasher.hash(password));
-  } else if (deps.hasher.needsRehash(passwordHash)) {
+  } else if (rehashed) {
     // The same password under new parameters: the credential version stays, and so do sessions.
     const upgraded = await deps.hasher.hash(password);
     await upgradePasswordHash(deps.db, customer.id, passwordHash, upgraded);
   }
+  // A password re-hashed here (an import's, most often: another system took it, no corpus saw it) is
+  // checked once, after it proved right, so a wrong guess is never timed by it. It is the customer's
+  // own password and it opened the account: the sign-in goes on, and the deployment is told.
+  if (rehashed && (await deps.breachedPasswords.isBreached(password))) deps.legacyPasswordBreached(customer.id);
   // One statement opens the session, ends the one the request carried and refreshes a known
   // device; no transaction is needed around it.
   const device = deviceKeyOf(attempt.client);

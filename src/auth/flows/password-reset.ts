@@ -8,6 +8,7 @@ import { lockCustomer, replacePassword } from '../tables/customers.js';
 import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from '../deps.js';
 import type { ParsedIdentity } from '../rules/identity.js';
 import { validateNewPassword } from '../rules/fields.js';
+import { validateNotBreached } from '../rules/breached.js';
 import { fail, failFields, ok, type Result } from '../result.js';
 import { deleteCustomerSessions } from '../tables/sessions.js';
 import { credentialsChanged, proveControl } from '../rules/ownership.js';
@@ -36,12 +37,13 @@ export type ResetPasswordResult = Result<{ customerId: string }, 'invalid' | 'in
  * transaction. It never signs anyone in.
  */
 export async function resetPassword(
-  deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
+  deps: MessagingDeps & Pick<AuthDeps, 'hasher' | 'breachedPasswords'>,
   store: StoreContext,
   input: ResetPasswordInput,
 ): Promise<ResetPasswordResult> {
   const errors: FieldErrors = {};
   validateNewPassword(input.password, input.password_confirmation, errors);
+  await validateNotBreached(deps.breachedPasswords, input.password, errors);
   if (Object.keys(errors).length > 0) return failFields('invalid', errors);
 
   const passwordHash = await deps.hasher.hash(input.password);

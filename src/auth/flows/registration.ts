@@ -6,6 +6,7 @@ import { identityTaken, insertCustomer, toCustomer, type Customer } from '../tab
 import type { AuthDeps, FieldErrors } from '../deps.js';
 import { validateIdentity, validateName, validateNewPassword } from '../rules/fields.js';
 import { validateLocale } from '../rules/locale.js';
+import { validateNotBreached } from '../rules/breached.js';
 import { fail, failFields, ok, type Result } from '../result.js';
 
 export interface RegisterInput {
@@ -54,6 +55,8 @@ export async function register(
   const identity = validateIdentity(store, input, deps.allowedCallingCodes, errors);
   validateNewPassword(input.password, input.password_confirmation, errors);
   const locale = input.locale === undefined ? requestedLocale : validateLocale(store, input.locale, errors);
+  // Before the identity is looked up: the check's time is the same for a taken identity and a free one.
+  await validateNotBreached(deps.breachedPasswords, input.password, errors);
   if (Object.keys(errors).length > 0) return failFields('invalid', errors);
 
   const type = store.identityMode;

@@ -1,7 +1,7 @@
 import { controlCharacter } from '../../i18n/controls.js';
 import type { StoreContext } from '../../store/store.js';
 import { addFieldError, type FieldErrors } from '../deps.js';
-import { callingCodeOf, normalizeEmail, normalizePhone } from './identity.js';
+import { normalizeEmail, normalizePhone, phoneAllowed } from './identity.js';
 import { newPasswordProblems } from './password.js';
 
 /**
@@ -59,7 +59,7 @@ export function validateIdentity(
     addFieldError(errors, used, used === 'email' ? 'email' : 'phone');
     return '';
   }
-  if (used === 'phone' && allowedCallingCodes.length > 0 && !allowedCallingCodes.includes(callingCodeOf(value) ?? '')) {
+  if (used === 'phone' && !phoneAllowed(value, allowedCallingCodes, store.phoneCountries)) {
     addFieldError(errors, 'phone', 'calling_code');
     return '';
   }

@@ -97,6 +97,25 @@ export function callingCodeOf(e164: string): string | undefined {
   return parsePhoneNumberFromString(e164)?.countryCallingCode;
 }
 
+/** The country (ISO 3166 alpha-2) of an E.164 number by its numbering plan ("CA" for +16135550123). */
+export function countryOf(e164: string): string | undefined {
+  return parsePhoneNumberFromString(e164)?.country;
+}
+
+/**
+ * Whether a store may send to, and register, a number: one in the deployment's calling codes
+ * (SMS_ALLOWED_COUNTRY_CODES) and the store's countries (`auth.phone_countries`), each when set.
+ * A brake on SMS pumping: premium-rate ranges of countries the store does not serve get nothing.
+ */
+export function phoneAllowed(
+  e164: string,
+  allowedCallingCodes: readonly string[],
+  phoneCountries: readonly string[],
+): boolean {
+  if (allowedCallingCodes.length > 0 && !allowedCallingCodes.includes(callingCodeOf(e164) ?? '')) return false;
+  return phoneCountries.length === 0 || phoneCountries.includes(countryOf(e164) ?? '');
+}
+
 /**
  * An identity as a notice may show it to someone who may not own it: the first character of an
  * email's local part and its domain, or a number's country code and last two digits. The hidden

@@ -33,6 +33,7 @@ const changeIdentityRoute = declareRoute({
   answer: AcceptedStatus,
   status: 202,
   problems: [changeOutcomes],
+  botCheck: 'identity_change',
   examples: {
     fieldErrors: { email: [fieldPhrase('email')], current_password: [fieldPhrase('wrong_current_password')] },
   },
@@ -52,7 +53,7 @@ const confirmIdentityRoute = declareRoute({
 /** The signed-in customer moving their account to another email address or phone number. */
 export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
   const { metrics } = services;
-  const { depsOf, audit, limit, refusal, reauthenticated, accept } = routeKit(services);
+  const { depsOf, audit, limit, refusal, reauthenticated, accept, passBotCheck } = routeKit(services);
   const countStep = (step: string) => (outcome: string) => metrics.identityChanges.inc({ step, outcome });
   const countRequest = countStep('request');
   const countConfirm = countStep('confirm');
@@ -64,6 +65,7 @@ export function identityRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       refuseInvalidBody(request, (fields) =>
         identityChangeErrors(store, fields, services.config.smsAllowedCallingCodes),
       );
+      await passBotCheck(request, 'identity_change');
       // A full queue refuses before the password is checked or anything counted.
       services.background.assertRoom('identity-change');
       const checked = await reauthenticated(

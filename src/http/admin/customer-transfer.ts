@@ -13,7 +13,7 @@ import { importLines } from '../../auth/rules/import-line.js';
 import { findImport, noImportCounts, recordImport, startImport } from '../../auth/tables/customer-imports.js';
 import { forStore } from '../../storage/database.js';
 import type { Edge } from '../edge.js';
-import { authDeps } from '../kit.js';
+import { authDeps, type AuthDepsSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { adminStoreKit, countAdminCalls, CustomerParams, route, StoreParams, storeProblems } from './admin-kit.js';
 
@@ -66,10 +66,8 @@ const ImportParams = Type.Object({
   import_id: Type.String({ maxLength: 100 }),
 });
 
-type Deps = Pick<
-  Edge,
-  'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'webhooks' | 'logger'
->;
+/** What authDeps needs, and the admin routes' own store, limiter and audit trail. */
+type Deps = AuthDepsSource & Pick<Edge, 'store' | 'limiter' | 'audit'>;
 
 const importDescription = [
   'One customer a line (`Content-Type: application/x-ndjson`), in the format the export writes:',

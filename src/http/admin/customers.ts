@@ -33,7 +33,7 @@ import { forStore, inStore } from '../../storage/database.js';
 import { requestHash, runOnce } from '../../store/idempotency.js';
 import type { StoreContext } from '../../store/store.js';
 import type { Edge } from '../edge.js';
-import { authDeps } from '../kit.js';
+import { authDeps, type AuthDepsSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import {
   adminStoreKit,
@@ -57,10 +57,8 @@ import {
   StaffCustomer,
 } from './customer-schemas.js';
 
-type Deps = Pick<
-  Edge,
-  'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'hasher' | 'keys' | 'dispatcher' | 'webhooks' | 'logger'
->;
+/** What authDeps needs, and the admin routes' own store, limiter and audit trail. */
+type Deps = AuthDepsSource & Pick<Edge, 'store' | 'limiter' | 'audit'>;
 
 const noSuchCustomer = 'No customer of this store has this id.';
 const notFound = () => new ProblemError('not_found', {}, {}, noSuchCustomer);

@@ -23,11 +23,76 @@ const settingFields = {
   'auth.passkeys': Type.Boolean({ description: 'Shoppers may add passkeys and sign in with them.' }),
 };
 
-export const StoreSettings = Type.Object(settingFields);
-const SettingsInput = Type.Partial(Type.Object(settingFields), {
-  additionalProperties: false,
-  description: 'Any of the settings; those left out keep their value (on create: their default).',
+const phoneCountries = Type.Array(Type.String({ minLength: 2, maxLength: 2 }), {
+  maxItems: 250,
+  description:
+    'A phone store: the countries (ISO 3166 alpha-2, such as `DE`) its numbers may be in. A number elsewhere is refused at registration (`422` on `phone`) and sent no message at all, a brake on SMS pumping. Empty: any country.',
 });
+const botCheckProvider = Type.Union([Type.Literal('turnstile'), Type.Literal('hcaptcha'), Type.Literal('recaptcha')]);
+const botCheckOn = Type.Array(
+  Type.Union([
+    Type.Literal('register'),
+    Type.Literal('forgot'),
+    Type.Literal('resend'),
+    Type.Literal('code_request'),
+    Type.Literal('identity_change'),
+  ]),
+  { maxItems: 5, description: 'The operations whose requests must carry a passed check (`captcha_token`).' },
+);
+const botCheckFields = {
+  provider: botCheckProvider,
+  site_key: Type.String({ minLength: 1, maxLength: 200, description: "The widget's public site key." }),
+  on: botCheckOn,
+};
+const botCheckDescription =
+  "A bot check (Cloudflare Turnstile, hCaptcha or reCAPTCHA): the sign-in page shows the provider's widget, and the listed operations need its token, verified with the provider before anything else. Null: none.";
+const verifyUrl = Type.String({
+  minLength: 1,
+  maxLength: 500,
+  description: "The siteverify address; the provider's own unless set (a proxy, a test's server).",
+});
+const BotCheckInput = Type.Union(
+  [
+    Type.Object(
+      {
+        ...botCheckFields,
+        secret: Type.String({
+          minLength: 1,
+          maxLength: 200,
+          description: 'The secret key siteverify takes. Write-only: sealed at rest and never answered.',
+        }),
+        verify_url: Type.Optional(verifyUrl),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  { description: `${botCheckDescription} Given whole, its secret too: it replaces the one set.` },
+);
+const BotCheckOutput = Type.Union(
+  [
+    Type.Object({
+      ...botCheckFields,
+      verify_url: Type.Union([verifyUrl, Type.Null()]),
+      secret_set: Type.Boolean({ description: 'The secret is set; it is never answered.' }),
+    }),
+    Type.Null(),
+  ],
+  { description: botCheckDescription },
+);
+
+export const StoreSettings = Type.Object({
+  ...settingFields,
+  'auth.phone_countries': phoneCountries,
+  'auth.bot_check': BotCheckOutput,
+});
+const SettingsInput = Type.Partial(
+  Type.Object({ ...settingFields, 'auth.phone_countries': phoneCountries, 'auth.bot_check': BotCheckInput }),
+  {
+    additionalProperties: false,
+    description: 'Any of the settings; those left out keep their value (on create: their default).',
+  },
+);
 
 const hostsField = Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
   maxItems: 100,

@@ -22,7 +22,9 @@ import {
   storeOrigin,
   storeSlug,
   storeSmsSender,
+  storePhoneCountry,
   strandedPasskeysWarning,
+  sealBotCheck,
 } from '../../store/fields.js';
 import { requestHash, runOnce } from '../../store/idempotency.js';
 import {
@@ -67,7 +69,7 @@ import {
   withBody,
 } from './admin-kit.js';
 
-type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'limiter' | 'audit' | 'janitor' | 'webhooks'>;
+type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'keys' | 'store' | 'limiter' | 'audit' | 'janitor' | 'webhooks'>;
 
 const HostParams = Type.Composite([StoreParams, Type.Object({ host: Type.String({ minLength: 1, maxLength: 253 }) })]);
 const ListQuery = Type.Object(
@@ -148,7 +150,7 @@ class FieldErrors {
 }
 
 /** A patch's or a new store's fields in the store's terms, every value checked by the store's field rules. */
-function storeChangesOf(body: StorePatch, fields: FieldErrors): StoreChanges {
+function storeChangesOf(body: StorePatch, fields: FieldErrors, keys: Deps['keys']): StoreChanges {
   const changes: StoreChanges = {};
   const set = <K extends keyof StoreChanges>(key: K, value: StoreChanges[K] | undefined) => {
     if (value !== undefined) changes[key] = value;
@@ -161,6 +163,18 @@ function storeChangesOf(body: StorePatch, fields: FieldErrors): StoreChanges {
   set('signInWithCode', settings['auth.sign_in_with_code']);
   set('signInNotices', settings['auth.sign_in_notices']);
   set('passkeys', settings['auth.passkeys']);
+  const countries = settings['auth.phone_countries'];
+  if (countries !== undefined)
+    set(
+      'phoneCountries',
+      fields.value('settings', countries, (list) => distinct(list, storePhoneCountry)),
+    );
+  const botCheck = settings['auth.bot_check'];
+  if (botCheck !== undefined)
+    set(
+      'botCheck',
+      botCheck === null ? null : fields.value('settings', botCheck, (input) => sealBotCheck(input, keys.hooks)),
+    );
   if (body.allowed_origins !== undefined)
     set(
       'allowedOrigins',
@@ -185,10 +199,10 @@ function storeChangesOf(body: StorePatch, fields: FieldErrors): StoreChanges {
   return changes;
 }
 
-function newStoreOf(body: CreateStoreBody, fields: FieldErrors, config: Deps['config']): NewStore {
+function newStoreOf(body: CreateStoreBody, fields: FieldErrors, config: Deps['config'], keys: Deps['keys']): NewStore {
   fields.check('slug', body.slug, storeSlug);
   const hosts = fields.value('hosts', body.hosts ?? [], (hosts) => distinct(hosts, storeHost)) ?? [];
-  const changes = storeChangesOf(body, fields);
+  const changes = storeChangesOf(body, fields, keys);
   const languages = changes.languages && fields.value('default_language', changes.languages, newStoreLanguages);
   const identityMode = body.identity_mode ?? 'email';
   checkTransport(fields, config, identityMode);
@@ -276,7 +290,7 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
         { attachValidation: true },
       ),
       async (request, reply) => {
-        const store = newStoreOf(request.body, FieldErrors.of(request), config);
+        const store = newStoreOf(request.body, FieldErrors.of(request), config, services.keys);
         const before = await onlyStore(db);
         const unhosted = before.ok && before.store.hosts.length === 0 ? before.store.slug : undefined;
         const answer = (made: StoreContext) => ({
@@ -357,7 +371,7 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
       ),
       async (request) => {
         const fields = FieldErrors.of(request);
-        const changes = storeChangesOf(request.body, fields);
+        const changes = storeChangesOf(request.body, fields, services.keys);
         checkTransport(fields, config, changes.identityMode);
         fields.throwIfAny();
         const store = await storeNamed(request.params.id);

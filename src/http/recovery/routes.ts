@@ -31,6 +31,7 @@ export function recoveryRoutes(services: KitSource): FastifyPluginAsyncTypebox {
       messageRequestRoute(services, {
         path: '/password/forgot',
         operation: 'forgot-password',
+        botCheck: 'forgot',
         operationId: 'forgotPassword',
         summary: 'Send a password reset code',
         work: requestPasswordReset,

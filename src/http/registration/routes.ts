@@ -25,6 +25,7 @@ const registerRoute = declareRoute({
   answer: Customer,
   status: 201,
   problems: [registerOutcomes],
+  botCheck: 'register',
   // The identity field is the store's (email or phone), so the schema alone cannot show it.
   examples: {
     fieldErrors: {
@@ -48,13 +49,14 @@ const verifyRoute = declareRoute({
 
 /** Registration: create the account, verify its identity with a code, ask for a new code. */
 export function registrationRoutes(services: KitSource): FastifyPluginAsyncTypebox {
-  const { depsOf, audit, limit, refusal } = routeKit(services);
+  const { depsOf, audit, limit, refusal, passBotCheck } = routeKit(services);
 
   return async (app) => {
     app.post('/register', registerRoute, async (request, reply) => {
       refuseInvalidBody(request, (fields) =>
         registrationErrors(request.store, fields, services.config.smsAllowedCallingCodes),
       );
+      await passBotCheck(request, 'register');
       await limit(request, [[limits.registrations, request.clientKey]]);
       const { store } = request;
       const requested = requestedLanguage(request.headers['accept-language'], store.languages);
@@ -77,6 +79,7 @@ export function registrationRoutes(services: KitSource): FastifyPluginAsyncTypeb
       messageRequestRoute(services, {
         path: '/verification/resend',
         operation: 'resend-verification',
+        botCheck: 'resend',
         operationId: 'resendVerification',
         summary: 'Send a new verification code',
         work: resendVerification,

@@ -38,6 +38,7 @@ export function codeLoginRoutes(services: KitSource): FastifyPluginAsyncTypebox 
       messageRequestRoute(services, {
         path: '/code/request',
         operation: 'sign-in-code',
+        botCheck: 'code_request',
         operationId: 'requestSignInCode',
         summary: 'Send a sign-in code',
         description:
