@@ -3,11 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
-import { parseCommand, UsageError } from '../../src/cli/arguments.js';
-import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
 import { loadConfig } from '../../src/config.js';
 import { deriveKeys, unseal } from '../../src/keys.js';
 import { ensureStore, loadStore } from '../../src/store/store.js';
+import { runAdminInProcess } from '../helpers/admin-cli.js';
 import { FakeClock } from '../helpers/clock.js';
 import { useMigratedDatabase } from '../helpers/database.js';
 import { testSecret } from '../helpers/harness.js';
@@ -19,18 +18,7 @@ describe('store set --bot-check and --phone-countries', () => {
   const database = useMigratedDatabase();
   const clock = new FakeClock();
 
-  /** `storefront-auth …argv` in-process, as main.ts parses and runs it: exit code and output. */
-  async function cli(...argv: string[]): Promise<{ code: number; output?: any; error?: string }> {
-    let command: ReturnType<typeof parseCommand>;
-    try {
-      command = parseCommand(argv);
-    } catch (error) {
-      if (error instanceof UsageError) return { code: 2, error: error.message };
-      throw error;
-    }
-    const result = await runAdminCommand({ db: database.db, clock, config, keys }, command as AdminCommand);
-    return result.ok ? { code: 0, output: result.output } : { code: 1, error: result.error ?? '' };
-  }
+  const cli = (...argv: string[]) => runAdminInProcess({ db: database.db, clock, config, keys }, argv);
 
   beforeEach(async () => {
     await database.db.query('TRUNCATE stores, store_hosts RESTART IDENTITY CASCADE');

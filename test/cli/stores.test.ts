@@ -7,12 +7,12 @@ import { writeAuditEntry } from '../../src/audit.js';
 import { insertCustomer } from '../../src/auth/tables/customers.js';
 import { insertPasskey } from '../../src/auth/tables/passkeys.js';
 import { parseCommand, UsageError } from '../../src/cli/arguments.js';
-import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
 import { loadConfig } from '../../src/config.js';
 import { deriveKeys } from '../../src/keys.js';
 import { loadProvider } from '../../src/providers/configured.js';
 import { forStore } from '../../src/storage/database.js';
 import { ensureStore, firstStoreId } from '../../src/store/store.js';
+import { runAdminInProcess, type AdminOutcome } from '../helpers/admin-cli.js';
 import { cliEnv, runCommand, tempFolders, type Finished } from '../helpers/cli.js';
 import { FakeClock } from '../helpers/clock.js';
 import { openTestDatabase, useMigratedDatabase, type TestDatabase } from '../helpers/database.js';
@@ -27,31 +27,13 @@ import { testSecret } from '../helpers/harness.js';
 const config = loadConfig({ APP_SECRET: testSecret, DATA_DIR: '/nonexistent' });
 const several = 'the deployment has several stores: name one with --store <slug>';
 
-interface Outcome {
-  /** As the binary exits: 0 done, 1 refused, 2 bad usage. */
-  code: number;
-  output?: any;
-  error?: string;
-}
-
 describe('the store commands against a real database', () => {
   const database = useMigratedDatabase();
   const clock = new FakeClock();
 
-  /** `storefront-auth …argv` in-process: parsed as main.ts parses it, run as main.ts runs it. */
-  async function cli(...argv: string[]): Promise<Outcome> {
-    let command: ReturnType<typeof parseCommand>;
-    try {
-      command = parseCommand(argv);
-    } catch (error) {
-      if (error instanceof UsageError) return { code: 2, error: error.message };
-      throw error;
-    }
-    assert.ok(typeof command === 'object' && command.name !== 'import', `${argv.join(' ')} is an admin command`);
-    const deps = { db: database.db, clock, config, keys: deriveKeys(testSecret) };
-    const result = await runAdminCommand(deps, command as AdminCommand);
-    return result.ok ? { code: 0, output: result.output } : { code: 1, error: result.error ?? '' };
-  }
+  const adminCommand = { what: 'an admin command', is: (name: string) => name !== 'import' };
+  const cli = (...argv: string[]): Promise<AdminOutcome> =>
+    runAdminInProcess({ db: database.db, clock, config, keys: deriveKeys(testSecret) }, argv, adminCommand);
 
   /** Runs a command that must succeed: its output. */
   async function ok(...argv: string[]): Promise<any> {

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { parseCommand, UsageError } from '../../src/cli/arguments.js';
-import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
+import { runAdminCommand } from '../../src/cli/commands.js';
 import { loadConfig } from '../../src/config.js';
 import { deriveKeys } from '../../src/keys.js';
 import { ensureStore } from '../../src/store/store.js';
+import { runAdminInProcess, type AdminOutcome } from '../helpers/admin-cli.js';
 import { cliEnv, runCommand, tempFolders, type Finished } from '../helpers/cli.js';
 import { FakeClock } from '../helpers/clock.js';
 import { openTestDatabase, useMigratedDatabase, type TestDatabase } from '../helpers/database.js';
@@ -21,35 +22,21 @@ const environment = { APP_SECRET: testSecret, DATA_DIR: '/nonexistent' };
 const privateRefusal = (url: string) =>
   `--url ${JSON.stringify(url)} points at a private, loopback or link-local address (WEBHOOK_ALLOW_PRIVATE=true allows it)`;
 
-interface Outcome {
-  /** As the binary exits: 0 done, 1 refused, 2 bad usage. */
-  code: number;
-  output?: any;
-  error?: string;
-}
-
 describe('the webhooks commands against a real database', () => {
   const database = useMigratedDatabase();
   const clock = new FakeClock();
 
+  const webhooksCommand = {
+    what: 'a webhooks command',
+    is: (name: string) => name.startsWith('webhooks.'),
+  };
   /** `storefront-auth …argv` in-process, with the environment given (WEBHOOK_ALLOW_PRIVATE, say). */
-  async function cliWith(env: Record<string, string>, ...argv: string[]): Promise<Outcome> {
-    let command: ReturnType<typeof parseCommand>;
-    try {
-      command = parseCommand(argv);
-    } catch (error) {
-      if (error instanceof UsageError) return { code: 2, error: error.message };
-      throw error;
-    }
-    assert.ok(
-      typeof command === 'object' && command.name.startsWith('webhooks.'),
-      `${argv.join(' ')} is a webhooks command`,
+  const cliWith = (env: Record<string, string>, ...argv: string[]): Promise<AdminOutcome> =>
+    runAdminInProcess(
+      { db: database.db, clock, config: loadConfig({ ...environment, ...env }), keys: deriveKeys(testSecret) },
+      argv,
+      webhooksCommand,
     );
-    const config = loadConfig({ ...environment, ...env });
-    const deps = { db: database.db, clock, config, keys: deriveKeys(testSecret) };
-    const result = await runAdminCommand(deps, command as AdminCommand);
-    return result.ok ? { code: 0, output: result.output } : { code: 1, error: result.error ?? '' };
-  }
   const cli = (...argv: string[]) => cliWith({ WEBHOOK_ALLOW_PRIVATE: 'true' }, ...argv);
 
   async function ok(...argv: string[]): Promise<any> {
