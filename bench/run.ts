@@ -22,6 +22,7 @@ import { figureGrowth, growthSeconds, growthSizes } from './figures-growth.js';
 import { figureImport } from './figures-import.js';
 import { figureWebhooks } from './figures-webhooks.js';
 import { figureSearch } from './figures-search.js';
+import { figureSecondStepSignIn } from './figures-two-factor.js';
 import { figureManyStores } from './figures-stores.js';
 import { figureSizing } from './figures-sizing.js';
 import { loadAverageText, measureHost } from './host.js';
@@ -56,7 +57,7 @@ const minimumRounds = values.only === undefined && values.profile === undefined 
 if (!(rounds >= minimumRounds) || !(seconds > 0))
   throw new Error(`--rounds must be at least ${minimumRounds} and --seconds positive`);
 
-const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14', '15', '16'] as const;
+const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14', '15', '16', '17'] as const;
 type FigureId = (typeof figureOrder)[number];
 const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[]>> = {
   '1': figureFrameworkOverhead,
@@ -73,13 +74,14 @@ const figureRuns: Record<FigureId, (context: BenchContext) => Promise<Row | Row[
   '14': figureImport,
   '15': figureWebhooks,
   '16': figureSearch,
+  '17': figureSecondStepSignIn,
 };
 const selected = new Set<string>(
   values.profile !== undefined ? [values.profile] : (values.only?.split(',') ?? figureOrder),
 );
 for (const id of selected)
   if (!(figureOrder as readonly string[]).includes(id))
-    throw new Error(`no figure ${id} (figures: 1-5 and 8-16; 6 and 7 are measured throughout)`);
+    throw new Error(`no figure ${id} (figures: 1-5 and 8-17; 6 and 7 are measured throughout)`);
 const complete = selected.size === figureOrder.length;
 
 const databaseUrl = process.env['DATABASE_URL'];
@@ -136,6 +138,9 @@ const figureSeconds: Record<FigureId, (rounds: number, seconds: number) => numbe
   '15': (r, s) => 3 * r * s + 30 + memorySeconds(0),
   // The import of 100,000 customers (half a minute or less), then the searches.
   '16': (r, s) => 40 + r * s + memorySeconds(0),
+  // Setting up 1,500 customers with a second step through the API (90 s on a busy 2-core host),
+  // then both loads per round.
+  '17': (r, s) => 90 + r * 2 * (s + 1) + 10 + memorySeconds(0),
 };
 
 /**

@@ -9,6 +9,7 @@ export function accountArea(page) {
   const {
     auth,
     mode,
+    storeName,
     language,
     t,
     tNodes,
@@ -23,6 +24,7 @@ export function accountArea(page) {
     run,
     onSubmit,
     show,
+    asciiDigits,
     isStoreShut,
   } = page;
 
@@ -71,6 +73,9 @@ export function accountArea(page) {
     document.getElementById('delete-needs-password').hidden = has;
     // The passkey form asks for the password only of an account that has one.
     document.getElementById('passkey-add-password').closest('.field').hidden = !has;
+    // So do the two-step sign-in forms.
+    for (const id of ['two-factor-setup-password', 'two-factor-new-codes-password', 'two-factor-off-password'])
+      document.getElementById(id).closest('.field').hidden = !has;
     identityStep(identityConfirming);
     deleteStep(deleteConfirming);
   }
@@ -85,6 +90,7 @@ export function accountArea(page) {
     deleteStep(false);
     passwordSetStep(false);
     sessionsList.replaceChildren();
+    resetTwoFactor();
   }
 
   function signedOutElsewhere() {
@@ -338,10 +344,327 @@ export function accountArea(page) {
     setStatus(t('identity.deleted'), 'success');
   });
 
+  // ---- Two-step sign-in ---------------------------------------------------------------------
+
+  // Shown where the store offers it (GET account/two-factor answers; 404 where it does not):
+  // off → the password, then the QR code and key, then the app's first code turns it on and the
+  // ten recovery codes are shown, once; on → new recovery codes or turning it off, each with the
+  // password and a code.
+  const twoFactorSection = document.getElementById('two-factor-settings');
+  const twoFactorPart = (name) => document.getElementById(`two-factor-${name}`);
+  const twoFactorSetupForm = twoFactorPart('setup-form');
+  const twoFactorConfirmForm = twoFactorPart('confirm-form');
+  const twoFactorCodes = twoFactorPart('codes');
+  const twoFactorCodesList = twoFactorPart('codes-list');
+  const twoFactorNewCodesForm = twoFactorPart('new-codes-form');
+  const twoFactorOffForm = twoFactorPart('off-form');
+  // The store's last answer: { status, store, recovery_codes_left }.
+  let twoFactor = null;
+  let recoveryCodes = [];
+
+  /** The section as the customer's two-step sign-in is now: off, pending (set up, not confirmed) or on. */
+  function showTwoFactor() {
+    const { status, store, recovery_codes_left: left } = twoFactor;
+    const required = store === 'required';
+    twoFactorPart('state').textContent =
+      status === 'on'
+        ? typeof left === 'number'
+          ? t('two_factor.codes_left', { count: left })
+          : t('two_factor.on')
+        : t(status === 'pending' ? 'two_factor.pending' : 'two_factor.off');
+    twoFactorPart('required').hidden = !required || status !== 'on';
+    twoFactorPart('required-setup').hidden = !required || status === 'on';
+    twoFactorSetupForm.hidden = status !== 'off';
+    twoFactorConfirmForm.hidden = status !== 'pending';
+    twoFactorPart('on').hidden = status !== 'on';
+    // A store that requires it: no way to turn it off is offered, and the sentence above says why.
+    twoFactorPart('off-start').hidden = required;
+    if (status !== 'pending') showEnrolment(null);
+    twoFactorManage(null);
+  }
+
+  const svgNamespace = 'http://www.w3.org/2000/svg';
+  // What a QR code is drawn with; anything else (scripts, links, styles, foreign content, event
+  // handlers) is left out of the page.
+  const svgElements = new Set(['svg', 'g', 'path', 'rect']);
+  const svgAttributes = new Set([
+    'xmlns',
+    'version',
+    'viewBox',
+    'width',
+    'height',
+    'preserveAspectRatio',
+    'shape-rendering',
+    'fill',
+    'fill-rule',
+    'stroke',
+    'stroke-width',
+    'stroke-linecap',
+    'd',
+    'x',
+    'y',
+    'transform',
+  ]);
+
+  /**
+   * The store's QR code as a node of this page: parsed as SVG (never as the page's HTML), its root
+   * an <svg>, only drawing elements and attributes kept, then imported. Null when it is not one.
+   */
+  function qrNode(markup) {
+    if (typeof markup !== 'string') return null;
+    const parsed = new DOMParser().parseFromString(markup, 'image/svg+xml');
+    const root = parsed.documentElement;
+    if (root.namespaceURI !== svgNamespace || root.localName !== 'svg') return null;
+    if (parsed.getElementsByTagNameNS('*', 'parsererror').length > 0) return null;
+    for (const element of [root, ...root.querySelectorAll('*')]) {
+      if (element.namespaceURI !== svgNamespace || !svgElements.has(element.localName)) {
+        element.remove();
+        continue;
+      }
+      for (const attribute of [...element.attributes])
+        if (!svgAttributes.has(attribute.name)) element.removeAttribute(attribute.name);
+    }
+    const node = document.importNode(root, true);
+    // The box around it is the image, named in words; the drawing itself is not read out.
+    node.setAttribute('aria-hidden', 'true');
+    node.setAttribute('focusable', 'false');
+    return node;
+  }
+
+  /** The QR code and the key of a setup just made, or (null) none: the app already has it. */
+  function showEnrolment(setup) {
+    const qr = setup === null ? null : qrNode(setup.qr_svg);
+    twoFactorPart('qr').replaceChildren(...(qr === null ? [] : [qr]));
+    twoFactorPart('qr').hidden = qr === null;
+    twoFactorPart('qr-failed').hidden = setup === null || qr !== null;
+    twoFactorPart('secret').textContent = setup === null ? '' : setup.secret;
+    twoFactorPart('enrol').hidden = setup === null;
+  }
+
+  /** The ten recovery codes, shown once; [] puts them away. */
+  function showRecoveryCodes(codes) {
+    recoveryCodes = codes;
+    twoFactorCodesList.replaceChildren(
+      ...codes.map((code) => {
+        const item = document.createElement('li');
+        const text = document.createElement('code');
+        text.textContent = code;
+        item.append(text);
+        return item;
+      }),
+    );
+    twoFactorCodes.hidden = codes.length === 0;
+    if (codes.length > 0) twoFactorPart('codes-title').focus();
+  }
+
+  /** One of the forms of an account with it on, or (null) neither. */
+  function twoFactorManage(form) {
+    for (const each of [twoFactorNewCodesForm, twoFactorOffForm]) {
+      if (each !== form) {
+        each.reset();
+        clearFieldErrors(each);
+      }
+      each.hidden = each !== form;
+    }
+    if (form !== null) {
+      const first = hasPassword ? 'current_password' : 'code';
+      form.elements.namedItem(first).focus();
+    }
+  }
+
+  function resetTwoFactor() {
+    twoFactor = null;
+    twoFactorSection.hidden = true;
+    showEnrolment(null);
+    showRecoveryCodes([]);
+  }
+
+  async function refreshTwoFactor() {
+    twoFactor = await call('GET', `${auth}/account/two-factor`);
+    showTwoFactor();
+    twoFactorSection.hidden = false;
+  }
+
+  function loadTwoFactor() {
+    // The store says on <body> whether it offers it (off, optional, required): when off, the section
+    // stays hidden without a call. A page that does not say asks, and a 404 hides the section.
+    if (document.body.dataset.twoFactor === 'off') return Promise.resolve();
+    return loadList(twoFactorSection, refreshTwoFactor, 'two_factor.failed');
+  }
+
+  /** The body of a call that asks for the password: without it when the account has none. */
+  const withPassword = (values, extra) =>
+    hasPassword && values.current_password !== '' ? { current_password: values.current_password, ...extra } : extra;
+
+  // The store may stop offering it while the page is open: the calls then answer 404.
+  const twoFactorOff = { not_found: () => t('two_factor.off_by_store', { store: storeName }) };
+
+  onSubmit(
+    'two-factor-setup-form',
+    async (values, form) => {
+      let setup;
+      try {
+        setup = await call('POST', `${auth}/account/two-factor/setup`, withPassword(values, {}));
+      } catch (error) {
+        // Turned on meanwhile (on another device): shown as it is.
+        if (!(error instanceof ApiError) || error.status !== 409) throw error;
+        form.reset();
+        await refreshTwoFactor();
+        setStatus(t('two_factor.already_on'), 'success');
+        return;
+      }
+      form.reset();
+      twoFactor = { ...twoFactor, status: 'pending' };
+      showTwoFactor();
+      showEnrolment(setup);
+      twoFactorPart('confirm-code').focus();
+      setStatus(t('two_factor.setup_started'), 'success');
+    },
+    {
+      ...twoFactorOff,
+      identity_unverified: () => t('status.passkey_unverified'),
+      validation_failed: (error) =>
+        error.errors?.current_password ? t('two_factor.wrong_password') : t('errors.validation_failed'),
+    },
+  );
+
+  onSubmit(
+    'two-factor-confirm-form',
+    async (values, form) => {
+      let codes;
+      try {
+        ({ recovery_codes: codes } = await call('POST', `${auth}/account/two-factor/confirm`, {
+          code: asciiDigits(values.code),
+        }));
+      } catch (error) {
+        // The setup is gone (turned on or off on another device meanwhile): shown as it is now.
+        if (!(error instanceof ApiError) || error.status !== 409) throw error;
+        form.reset();
+        await refreshTwoFactor();
+        setStatus(t(twoFactor.status === 'on' ? 'two_factor.already_on' : 'two_factor.setup_gone'), 'error');
+        return;
+      }
+      form.reset();
+      twoFactor = { ...twoFactor, status: 'on', recovery_codes_left: codes.length };
+      showTwoFactor();
+      showRecoveryCodes(codes);
+      setStatus(t('two_factor.enabled'), 'success');
+    },
+    { ...twoFactorOff, validation_failed: () => t('two_factor.wrong_setup_code') },
+  );
+
+  // Set up again: a new key (and QR code) for the app, after the password.
+  twoFactorPart('restart').addEventListener('click', () => {
+    twoFactorConfirmForm.reset();
+    clearFieldErrors(twoFactorConfirmForm);
+    showEnrolment(null);
+    twoFactorConfirmForm.hidden = true;
+    twoFactorSetupForm.hidden = false;
+    setStatus('');
+    if (hasPassword) twoFactorPart('setup-password').focus();
+    else twoFactorSetupForm.querySelector('button[type="submit"]').focus();
+  });
+
+  twoFactorPart('copy').addEventListener('click', () => {
+    const text = recoveryCodes.join('\n');
+    // Refused without a secure context or the page's focus: the codes stay on the page to copy by hand.
+    const copying = navigator.clipboard?.writeText(text) ?? Promise.reject(new Error('no clipboard'));
+    copying.then(
+      () => setStatus(t('two_factor.copied'), 'success'),
+      () => setStatus(t('two_factor.copy_failed'), 'error'),
+    );
+  });
+
+  twoFactorPart('download').addEventListener('click', () => {
+    const filename = 'recovery-codes.txt';
+    const text = `${t('two_factor.file_heading', { store: storeName })}\n\n${recoveryCodes.join('\n')}\n`;
+    const url = URL.createObjectURL(new Blob([text], { type: 'text/plain;charset=utf-8' }));
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = filename;
+    link.hidden = true;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    setStatus(t('two_factor.downloading', { file: ltr(filename) }), 'success');
+  });
+
+  twoFactorPart('codes-done').addEventListener('click', () => {
+    showRecoveryCodes([]);
+    setStatus('');
+    twoFactorPart('settings-title').focus();
+  });
+
+  twoFactorPart('new-codes-start').addEventListener('click', () => {
+    setStatus('');
+    twoFactorManage(twoFactorNewCodesForm);
+  });
+  twoFactorPart('off-start').addEventListener('click', () => {
+    setStatus('');
+    twoFactorManage(twoFactorOffForm);
+  });
+  for (const button of twoFactorSection.querySelectorAll('[data-two-factor-cancel]')) {
+    button.addEventListener('click', () => {
+      twoFactorManage(null);
+      setStatus('');
+      twoFactorPart('settings-title').focus();
+    });
+  }
+
+  /** A refusal of the password or the code, said for the field that was wrong. */
+  const wrongPasswordOrCode = (error) =>
+    error.errors?.current_password ? t('two_factor.wrong_password') : t('two_factor.wrong_code_or_recovery');
+
+  onSubmit(
+    'two-factor-new-codes-form',
+    async (values, form) => {
+      const { recovery_codes: codes } = await call(
+        'POST',
+        `${auth}/account/two-factor/recovery-codes`,
+        withPassword(values, { code: asciiDigits(values.code) }),
+      );
+      form.reset();
+      twoFactor = { ...twoFactor, status: 'on', recovery_codes_left: codes.length };
+      showTwoFactor();
+      showRecoveryCodes(codes);
+      setStatus(t('two_factor.codes_made'), 'success');
+    },
+    { ...twoFactorOff, validation_failed: wrongPasswordOrCode },
+  );
+
+  onSubmit(
+    'two-factor-off-form',
+    async (values, form) => {
+      try {
+        await call(
+          'POST',
+          `${auth}/account/two-factor/disable`,
+          withPassword(values, { code: asciiDigits(values.code) }),
+        );
+      } catch (error) {
+        // The store requires it (perhaps since the page was opened): shown as it is now.
+        if (!(error instanceof ApiError) || error.code !== 'two_factor_enforced') throw error;
+        form.reset();
+        twoFactor = { ...twoFactor, store: 'required' };
+        showTwoFactor();
+        setStatus(t('two_factor.required', { store: storeName }), 'error');
+        return;
+      }
+      form.reset();
+      twoFactor = { ...twoFactor, status: 'off', recovery_codes_left: 0 };
+      showTwoFactor();
+      showRecoveryCodes([]);
+      twoFactorPart('settings-title').focus();
+      setStatus(t('two_factor.disabled'), 'success');
+    },
+    { ...twoFactorOff, validation_failed: wrongPasswordOrCode },
+  );
+
   return {
     section: accountSection,
     update: updateAccount,
-    load: loadSessions,
+    load: () => Promise.all([loadSessions(), loadTwoFactor()]),
     reset: resetAccount,
     signedOutElsewhere,
     // For the passkey list (passkeys.js), which lives in the account area too.

@@ -14,7 +14,7 @@ import { language, ltr, t, tNodes } from './strings.js';
   const mode = document.body.dataset.identityMode === 'phone' ? 'phone' : 'email';
   const storeName = document.body.dataset.storeName;
   const statusBox = document.getElementById('status');
-  const views = ['account', 'login', 'code', 'code-login', 'register', 'verify', 'forgot', 'reset'];
+  const views = ['account', 'login', 'code', 'code-login', 'two-factor', 'register', 'verify', 'forgot', 'reset'];
   // Whether the store lets customers sign in with a code sent to them instead of a password.
   const signInWithCode = document.body.dataset.signInWithCode === 'true';
 
@@ -379,13 +379,96 @@ import { language, ltr, t, tNodes } from './strings.js';
     setStatus(t('identity.verified'), 'success');
   });
 
+  // ---- Signing in, in one or two steps ----------------------------------------------------
+
+  /**
+   * What a sign-in answered: a session (the account, welcomed), or a second step to take first
+   * (`two_factor_required`: the store set an HttpOnly cookie of the pending sign-in; the page only
+   * asks for the code that finishes it). Returns whether the customer is signed in.
+   */
+  function signedIn(session) {
+    if (session !== null && session.auth_type === 'two_factor_required') {
+      startSecondStep();
+      setStatus(t('two_factor.step_needed'), 'success');
+      return false;
+    }
+    showAccount(session.customer);
+    setStatus(t('status.welcome', { name: session.customer.name }), 'success');
+    return true;
+  }
+
+  const secondStepForm = document.getElementById('two-factor-form');
+  let secondStepWith = 'totp'; // or 'recovery_code'
+
+  /** The second step's form with either the app's code field or the recovery code's. */
+  function secondStepMethod(method, focus = true) {
+    secondStepWith = method;
+    const recovery = method === 'recovery_code';
+    clearFieldErrors(secondStepForm);
+    document.getElementById('two-factor-app-field').hidden = recovery;
+    document.getElementById('two-factor-app-intro').hidden = recovery;
+    document.getElementById('two-factor-recovery-field').hidden = !recovery;
+    document.getElementById('two-factor-recovery-intro').hidden = !recovery;
+    document.getElementById('two-factor-use-recovery').hidden = recovery;
+    document.getElementById('two-factor-use-app').hidden = !recovery;
+    if (focus) document.getElementById(recovery ? 'two-factor-recovery-code' : 'two-factor-code').focus();
+  }
+
+  function startSecondStep() {
+    secondStepForm.reset();
+    show('two-factor', false);
+    secondStepMethod('totp');
+  }
+
+  document.getElementById('two-factor-use-recovery').addEventListener('click', () => {
+    setStatus('');
+    secondStepMethod('recovery_code');
+  });
+  document.getElementById('two-factor-use-app').addEventListener('click', () => {
+    setStatus('');
+    secondStepMethod('totp');
+  });
+
+  // Digits typed on an Arabic keyboard are the same digits.
+  const asciiDigits = (text) =>
+    text
+      .trim()
+      .replace(/[\u0660-\u0669]/g, (digit) => String(digit.charCodeAt(0) - 0x660))
+      .replace(/[\u06f0-\u06f9]/g, (digit) => String(digit.charCodeAt(0) - 0x6f0));
+
+  onSubmit(
+    'two-factor-form',
+    async (values, form) => {
+      const body =
+        secondStepWith === 'recovery_code'
+          ? { recovery_code: asciiDigits(values.recovery_code) }
+          : { code: asciiDigits(values.code) };
+      let session;
+      try {
+        session = await call('POST', `${auth}/two-factor/verify`, body);
+      } catch (error) {
+        // The pending sign-in is over (too many wrong codes, too late, or none): from the start.
+        if (!(error instanceof ApiError) || error.code !== 'unauthenticated') throw error;
+        form.reset();
+        show('login');
+        setStatus(t('two_factor.expired'), 'error');
+        return;
+      }
+      form.reset();
+      signedIn(session);
+    },
+    {
+      validation_failed: () =>
+        t(secondStepWith === 'recovery_code' ? 'two_factor.wrong_recovery' : 'two_factor.wrong_code'),
+    },
+  );
+
   onSubmit(
     'login-form',
     async (values, form) => {
       const session = await call('POST', `${auth}/login`, values);
       form.reset();
-      showAccount(session.customer);
-      setStatus(t('status.welcome', { name: session.customer.name }), 'success');
+      signedIn(session);
     },
     {
       unauthenticated: () => t('identity.wrong_login'),
@@ -414,8 +497,7 @@ import { language, ltr, t, tNodes } from './strings.js';
     async (values, form) => {
       const session = await call('POST', `${auth}/code/login`, values);
       form.reset();
-      showAccount(session.customer);
-      setStatus(t('status.welcome', { name: session.customer.name }), 'success');
+      signedIn(session);
     },
     codesOff,
   );
@@ -469,6 +551,8 @@ import { language, ltr, t, tNodes } from './strings.js';
     onSubmit,
     show,
     showAccount,
+    signedIn,
+    asciiDigits,
     isStoreShut: () => storeShut,
   };
   const account = accountArea(page);
@@ -512,17 +596,33 @@ import { language, ltr, t, tNodes } from './strings.js';
   if (signInWithCode) {
     document.getElementById('code-path').hidden = false;
   }
+  // A provider's sign-in of an account with two-step sign-in comes back with `?two_factor=required`:
+  // the page asks for the second step (once: a reload or a bookmark does not ask again).
+  const pageUrl = new URL(window.location.href);
+  let secondStepWaiting = pageUrl.searchParams.get('two_factor') === 'required';
+  if (pageUrl.searchParams.has('two_factor')) {
+    pageUrl.searchParams.delete('two_factor');
+    window.history.replaceState(window.history.state, '', `${pageUrl.pathname}${pageUrl.search}${pageUrl.hash}`);
+  }
+
   /** Shows the account or the log-in form, as the store says who is signed in. */
   function loadSession() {
     return call('GET', `${auth}/session`)
       .then((session) => {
         sessionKnown = true;
+        secondStepWaiting = false;
         showAccount(session.customer, false);
         providers.cameBack(session.customer);
       })
       .catch((error) => {
         const code = error instanceof ApiError ? error.code : '';
         if (code === 'unauthenticated') sessionKnown = true;
+        if (code === 'unauthenticated' && secondStepWaiting) {
+          secondStepWaiting = false;
+          startSecondStep();
+          setStatus(t('two_factor.step_needed'), 'success');
+          return;
+        }
         // Before the first answer no view is shown yet; later, the shopper's view is kept.
         if (views.every((id) => document.getElementById(id).hidden)) show('login', false);
         if (code !== 'unauthenticated' && code !== 'store_unavailable') setStatus(describe(error), 'error');

@@ -7,7 +7,7 @@
 
 /** Wires the passkey controls; returns what the rest of the page needs from them. */
 export function passkeysArea(page, account) {
-  const { auth, storeName, t, tNodes, ApiError, call, describe, setStatus, run, showAccount } = page;
+  const { auth, storeName, t, tNodes, ApiError, call, describe, setStatus, run, signedIn } = page;
   const webauthn = window.SimpleWebAuthnBrowser;
   // The store offers passkeys and this browser can use them.
   const on = document.body.dataset.passkeys === 'true' && webauthn !== undefined && webauthn.browserSupportsWebAuthn();
@@ -112,8 +112,8 @@ export function passkeysArea(page, account) {
     const credential = await webauthn.startAuthentication({ optionsJSON, useBrowserAutofill: autofill });
     const session = await call('POST', `${auth}/passkeys/login`, { credential });
     document.getElementById('login-form').reset();
-    showAccount(session.customer);
-    setStatus(t('status.welcome', { name: session.customer.name }), 'success');
+    // Signed in, or (should the store ask a second step of passkeys too) on to the code.
+    signedIn(session);
   }
 
   const refused = {

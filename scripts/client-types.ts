@@ -1,6 +1,6 @@
 /**
  * `npm run client:types`: writes packages/client/src/api-types.ts, the wire types of the typed
- * client, from the route schemas (src/http/schemas.ts, passkey-schemas.ts, provider-schemas.ts) and the problem
+ * client, from the route schemas (src/http/schemas.ts, passkey-schemas.ts, provider-schemas.ts, two-factor-schemas.ts) and the problem
  * codes (src/http/problems.ts). The client is a package of its own with no dependencies, so it
  * cannot import them: it carries this plain TypeScript copy, which test/client/api-types.test.ts
  * keeps equal to what this script makes now (and to TypeBox's own Static types).
@@ -15,6 +15,7 @@ import * as passkeySchemas from '../src/http/passkey-schemas.js';
 import * as providerSchemas from '../src/http/provider-schemas.js';
 import { adminProblemCatalogue, problemCatalogue } from '../src/http/problems.js';
 import * as schemas from '../src/http/schemas.js';
+import * as twoFactorSchemas from '../src/http/two-factor-schemas.js';
 
 export const clientTypesFile = path.join(import.meta.dirname, '..', 'packages', 'client', 'src', 'api-types.ts');
 
@@ -32,6 +33,8 @@ const exported: Record<string, TSchema> = {
   DeleteAccountBody: schemas.DeleteAccountBody,
   Customer: schemas.Customer,
   AuthSession: schemas.AuthSession,
+  TwoFactorRequired: schemas.TwoFactorRequired,
+  SignInAnswer: schemas.SignInAnswer,
   AcceptedStatus: schemas.AcceptedStatus,
   PasswordResetStatus: schemas.PasswordResetStatus,
   PasswordChangedStatus: schemas.PasswordChangedStatus,
@@ -55,6 +58,14 @@ const exported: Record<string, TSchema> = {
   ProviderList: providerSchemas.ProviderList,
   LinkedProviders: providerSchemas.LinkedProviders,
   UnlinkedStatus: providerSchemas.UnlinkedStatus,
+  SecondStepBody: twoFactorSchemas.SecondStepBody,
+  TwoFactorStatus: twoFactorSchemas.TwoFactorStatus,
+  TwoFactorSetupBody: twoFactorSchemas.TwoFactorSetupBody,
+  TwoFactorSetup: twoFactorSchemas.TwoFactorSetup,
+  TwoFactorConfirmBody: twoFactorSchemas.TwoFactorConfirmBody,
+  TwoFactorChangeBody: twoFactorSchemas.TwoFactorChangeBody,
+  TwoFactorOffStatus: twoFactorSchemas.TwoFactorOffStatus,
+  RecoveryCodes: twoFactorSchemas.RecoveryCodes,
 };
 
 type Schema = TSchema & Record<string, unknown>;
@@ -127,6 +138,9 @@ export function clientTypesSource(): string {
   const declarations = Object.entries(exported).map(([name, schema]) => {
     // The schema itself is not looked up by name here, or it would refer to itself.
     const others = new Map([...names].filter(([other]) => other !== schema));
+    // An object is an interface; anything else (a union of answers) a type.
+    if (schema[Kind] !== 'Object')
+      return `${comment(schema.description, '')}export type ${name} = ${typeOf(schema as Schema, '', others)};\n`;
     const body = objectOf(schema as Schema, '', others);
     return `${comment(schema.description, '')}export interface ${name} ${body}\n`;
   });

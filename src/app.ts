@@ -1,3 +1,5 @@
+import { twoFactorRoutes } from './http/account/two-factor.js';
+import { secondStepSignInRoutes } from './http/sign-in/two-factor.js';
 import cookie from '@fastify/cookie';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -197,6 +199,8 @@ async function browserRoutes(app: App, services: Edge, scopes: ScopeDeps): Promi
     codeLoginRoutes,
     passkeyRoutes,
     passkeyLoginRoutes,
+    twoFactorRoutes,
+    secondStepSignInRoutes,
     providerSignInRoutes,
     providerAccountRoutes,
   ];

@@ -6,6 +6,7 @@ export const auditEvents = [
   'customer.verified',
   'login.succeeded',
   'login.failed',
+  'login.second_step_asked',
   'password.reset',
   'password.changed',
   'profile.changed',
@@ -17,6 +18,9 @@ export const auditEvents = [
   'identity.change_requested',
   'identity.changed',
   'reauthentication.failed',
+  'two_factor.enabled',
+  'two_factor.disabled',
+  'two_factor.recovery_codes_renewed',
   'passkey.added',
   'passkey.removed',
   'provider.linked',
@@ -32,6 +36,7 @@ export const auditEvents = [
   'customer.blocked',
   'customer.unblocked',
   'customer.reset_required',
+  'customer.two_factor_removed',
 ] as const;
 export type AuditEvent = (typeof auditEvents)[number];
 

@@ -7,6 +7,7 @@ import { deleteStoreWebhookEndpoints } from './hooks/webhook-endpoints.js';
 import { deleteFinishedEvents, deleteStoreWebhookEvents } from './hooks/webhook-outbox.js';
 import { deleteOldKnownDevices, knownDeviceDays } from './auth/tables/known-devices.js';
 import { deleteExpiredPasskeyChallenges, deleteStorePasskeyChallenges } from './auth/tables/passkey-challenges.js';
+import { deleteExpiredPendingSignIns } from './auth/tables/pending-sign-ins.js';
 import { deleteStoreCustomers } from './auth/tables/customers.js';
 import { deleteExpiredSessions } from './auth/tables/sessions.js';
 import type { Clock } from './clock.js';
@@ -27,6 +28,7 @@ export const janitorTables = [
   'audit_events',
   'known_devices',
   'passkey_challenges',
+  'pending_sign_ins',
   'idempotency_keys',
   'provider_states',
 ] as const;
@@ -103,6 +105,8 @@ export async function prune(
     known_devices: (limit) => deleteOldKnownDevices(db, clock, days(knownDeviceDays), limit),
     // Nothing to look back on: a passkey challenge is useless once expired, so it goes at once.
     passkey_challenges: (limit) => deleteExpiredPasskeyChallenges(db, clock, limit),
+    // Likewise a sign-in that waited five minutes for its second step.
+    pending_sign_ins: (limit) => deleteExpiredPendingSignIns(db, clock, limit),
     // A retry's answer is kept 24 hours, as the admin API promises; after that the key is free.
     idempotency_keys: (limit) => deleteExpiredIdempotencyKeys(db, clock, limit),
     // A spent state is kept only while its cookie could still be replayed.
@@ -119,6 +123,7 @@ export async function prune(
     'audit_events',
     'known_devices',
     'passkey_challenges',
+    'pending_sign_ins',
     'idempotency_keys',
     'provider_states',
   ] as const) {

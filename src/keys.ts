@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 
-export type KeyPurpose = 'codes' | 'csrf' | 'outbox' | 'counters' | 'providers' | 'providerCookies' | 'hooks';
+export type KeyPurpose =
+  'codes' | 'csrf' | 'outbox' | 'counters' | 'providers' | 'providerCookies' | 'hooks' | 'secondSteps';
 
 /** Separate keys for separate uses, all derived from one deployment secret. */
 export type KeySet = Record<KeyPurpose, Buffer>;
@@ -25,6 +26,7 @@ function deriveKeySet(secret: string): KeySet {
     providers: derive('providers'),
     providerCookies: derive('providerCookies'),
     hooks: derive('hooks'),
+    secondSteps: derive('secondSteps'),
   };
 }
 

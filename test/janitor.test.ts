@@ -31,6 +31,7 @@ const nothing: RemovedRows = {
   audit_events: 0,
   known_devices: 0,
   passkey_challenges: 0,
+  pending_sign_ins: 0,
   idempotency_keys: 0,
   provider_states: 0,
 };
@@ -364,6 +365,7 @@ describe('the janitor', () => {
       ['audit_events', ['audit_events_time']],
       ['known_devices', ['known_devices_last_seen']],
       ['passkey_challenges', ['passkey_challenges_expires']],
+      ['pending_sign_ins', ['pending_sign_ins_expires']],
       ['idempotency_keys', ['idempotency_keys_created']],
       ['provider_states', ['provider_states_expires']],
       ['outbox.challenge_id', ['outbox_challenge']],
@@ -437,6 +439,7 @@ describe('the janitor', () => {
           'audit_events',
           'known_devices',
           'passkey_challenges',
+          'pending_sign_ins',
           'idempotency_keys',
           'provider_states',
         ]

@@ -29,6 +29,7 @@ import {
   type NewStore,
   type StoreChanges,
   type StoreStatus,
+  twoFactorModes,
 } from '../store/store.js';
 import type { AdminCommand, BotCheckCommand, StoreCommand } from './commands.js';
 import type { CustomersCommand } from './customer-transfer.js';
@@ -44,7 +45,8 @@ export const usage = `Usage: storefront-auth <command>
   store show [--store S]                  print a store
   store set [--store S] [--name N] [--identity-mode email|phone] [--verification-required true|false]
             [--sign-in-with-code true|false] [--sign-in-notices true|false]
-            [--passkeys true|false] [--status active|paused|closed] [--force]
+            [--passkeys true|false] [--two-factor off|optional|required]
+            [--status active|paused|closed] [--force]
             [--allowed-origin O]... [--mail-from "Name <address>"] [--sms-sender LABEL]
             [--webauthn-rp-id HOST] [--cookie-domain DOMAIN] [--languages en,ar]
             [--default-language en] [--phone-countries DE,AT]
@@ -157,6 +159,7 @@ function readArguments(argv: string[]) {
       'sign-in-with-code': { type: 'string' },
       'sign-in-notices': { type: 'string' },
       passkeys: { type: 'string' },
+      'two-factor': { type: 'string' },
       'phone-countries': { type: 'string' },
       'bot-check': { type: 'string' },
       'bot-check-site-key': { type: 'string' },
@@ -218,6 +221,7 @@ const storeSettingFlags = [
   'sign-in-with-code',
   'sign-in-notices',
   'passkeys',
+  'two-factor',
   'phone-countries',
   'status',
   'allowed-origin',
@@ -470,6 +474,8 @@ function storeSettings(values: Flags): StoreChanges {
   if (notices !== undefined) changes.signInNotices = notices === 'true';
   const passkeys = choice('--passkeys', values.passkeys, ['true', 'false'] as const);
   if (passkeys !== undefined) changes.passkeys = passkeys === 'true';
+  const twoFactor = choice('--two-factor', values['two-factor'], twoFactorModes);
+  if (twoFactor !== undefined) changes.twoFactor = twoFactor;
   const countries = values['phone-countries'];
   if (countries !== undefined)
     changes.phoneCountries = distinct(

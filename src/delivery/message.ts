@@ -11,6 +11,9 @@ export type MessagePurpose =
   | 'identity_taken'
   | 'identity_changed'
   | 'passkey_added'
+  | 'two_factor_on'
+  | 'two_factor_off'
+  | 'recovery_code_used'
   | 'provider_linked';
 
 export interface MessageContent {

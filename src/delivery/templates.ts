@@ -229,6 +229,9 @@ const wordsOf: { [P in MessagePurpose]: (context: WordsContext) => Words } = {
   account_deleted: noticeWords('account_deleted'),
   identity_taken: noticeWords('identity_taken'),
   passkey_added: noticeWords('passkey_added'),
+  two_factor_on: noticeWords('two_factor_on'),
+  two_factor_off: noticeWords('two_factor_off'),
+  recovery_code_used: noticeWords('recovery_code_used'),
   provider_linked: noticeWords('provider_linked'),
   identity_changed: ({ w, params, input }) => ({
     subject: w.say('identity_changed.subject', params),

@@ -5,7 +5,7 @@ import type { FieldMessage, ProblemCode } from './problems.js';
 import { bodyProblemResponses, customerProblems, problemResponses, type ProblemExamples } from './schemas.js';
 
 /** A part of the API that a store setting turns on: the setting's field in the store context. */
-export type StoreFeature = 'signInWithCode' | 'passkeys';
+export type StoreFeature = 'signInWithCode' | 'passkeys' | 'twoFactorOffered';
 
 /** What a failure of a flow answers: its problem, and what the audit trail and metrics record. */
 export interface Outcome {

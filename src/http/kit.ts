@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../audit.js';
 import type { CustomerRow } from '../auth/tables/customers.js';
 import type { AuthDeps, FieldErrors } from '../auth/deps.js';
-import type { SignedIn } from '../auth/rules/sign-in.js';
+import type { SecondStepAsked, SignedIn } from '../auth/rules/sign-in.js';
+import { secondStepCookie } from './second-step-cookie.js';
 import type { BotCheckOperation, StoreContext } from '../store/store.js';
 import { botCheckGate } from './bot-check.js';
 import { askPasswordHook } from '../hooks/ask-password-hook.js';
@@ -225,6 +226,9 @@ function accepting(background: Edge['background']) {
   };
 }
 
+/** How a pending sign-in may be finished: a code from the app, or a recovery code. */
+const secondStepMethods: Array<'totp' | 'recovery_code'> = ['totp', 'recovery_code'];
+
 /** The kit of one route module, built once from the services. */
 export function routeKit(services: KitSource) {
   const { config, keys, metrics } = services;
@@ -232,18 +236,25 @@ export function routeKit(services: KitSource) {
   const { limit, forget, reauthenticated } = limiting(services.limiter);
 
   /**
-   * The end of every way of signing in, once its session is open (Kratos' post-login hooks):
-   * the login counted and audited, the new-device notice reported, the identity's failed logins
-   * forgiven, and the session cookie and a fresh XSRF-TOKEN handed to the browser.
+   * The end of every way of signing in, once its first step was right (Kratos' post-login hooks).
+   * A session opened: the login counted and audited, the new-device notice reported, the
+   * identity's failed logins forgiven, and the session cookie and a fresh XSRF-TOKEN handed to the
+   * browser. A second step asked for: the cookie of the pending sign-in, and nothing forgiven yet.
    */
   function signInSucceeded(
     request: FastifyRequest,
     reply: FastifyReply,
-    signedIn: SignedIn,
+    signedIn: SignedIn | SecondStepAsked,
     method: 'password' | 'code' | 'passkey' | 'provider',
     identityKey?: string,
     details?: Record<string, string>,
   ) {
+    if ('secondStep' in signedIn) {
+      metrics.logins.inc({ outcome: 'second_step', store: request.storeLabel });
+      audit(request, 'login.second_step_asked', signedIn.customerId, { method, ...details });
+      secondStepCookie.set(reply, keys.csrf, signedIn.secondStep.handle, config.cookieSecure);
+      return { auth_type: 'two_factor_required' as const, methods: secondStepMethods };
+    }
     metrics.logins.inc({ outcome: 'success', store: request.storeLabel });
     audit(request, 'login.succeeded', signedIn.customer.id, { method, ...details });
     reportSignInNotice(request.log, metrics, signedIn.signInNotice);

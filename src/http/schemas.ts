@@ -170,6 +170,18 @@ export const customerLocale = Type.Union([Type.String(), Type.Null()], {
 });
 
 export const AuthSession = Type.Object({ auth_type: Type.Literal('session'), customer: Customer });
+export const TwoFactorRequired = Type.Object(
+  {
+    auth_type: Type.Literal('two_factor_required'),
+    methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('recovery_code')])),
+  },
+  {
+    description:
+      'The first step was right and the customer has a second step: no session yet. An HttpOnly cookie holds the pending sign-in for 5 minutes; finish it with `POST /two-factor/verify`.',
+  },
+);
+/** What a password, code or provider sign-in answers: a session, or a second step to take first. */
+export const SignInAnswer = Type.Union([AuthSession, TwoFactorRequired]);
 export const AcceptedStatus = Type.Object({ status: Type.Literal('accepted') });
 export const PasswordResetStatus = Type.Object({ status: Type.Literal('password_reset') });
 export const PasswordChangedStatus = Type.Object({ status: Type.Literal('password_changed') });
@@ -209,7 +221,14 @@ const isoTime = Type.String({ format: 'date-time' });
 export const AccountExport = Type.Object(
   {
     exported_at: isoTime,
-    customer: Type.Object({ ...Customer.properties, locale: customerLocale, created_at: isoTime }),
+    customer: Type.Object({
+      ...Customer.properties,
+      locale: customerLocale,
+      created_at: isoTime,
+      two_factor: Type.Boolean({
+        description: 'A second step is on (its secret and recovery codes are never exported).',
+      }),
+    }),
     sessions: Type.Array(Session, { description: 'The live sessions, newest first, as `GET /sessions` lists them.' }),
     known_devices: Type.Array(
       Type.Object({ family: Type.String(), masked_address: Type.String(), last_seen_at: isoTime }),

@@ -172,6 +172,11 @@ function urls(dataDir: string): { url: string; adminUrl: string } {
   };
 }
 
+/** The service's own database on the folder's socket (for tools beside a running service). */
+export function embeddedDatabaseUrl(dataDir: string): string {
+  return urls(dataDir).url;
+}
+
 /** Does a server answer (on the folder's socket, or wherever `target` says)? */
 export async function answers(target: string | pg.ClientConfig): Promise<boolean> {
   const config = typeof target === 'string' ? { connectionString: target } : target;

@@ -613,6 +613,44 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 24,
+    name: 'a second step',
+    sql: `
+      -- Whether a customer's sign-ins take a second step sits on the customer row, which every
+      -- sign-in reads already, so a customer without one costs no extra query.
+      ALTER TABLE customers ADD COLUMN two_factor boolean NOT NULL DEFAULT false;
+
+      -- The TOTP secret, sealed (keys.ts); the last step accepted, so none is accepted twice; the
+      -- recovery codes as MACs, each removed when used. Unconfirmed until a code from the app.
+      CREATE TABLE second_steps (
+        store_id text NOT NULL,
+        customer_id uuid NOT NULL,
+        sealed_secret text NOT NULL,
+        confirmed_at timestamptz,
+        last_step bigint NOT NULL DEFAULT 0,
+        recovery_hashes bytea[] NOT NULL DEFAULT '{}',
+        PRIMARY KEY (store_id, customer_id),
+        FOREIGN KEY (store_id, customer_id) REFERENCES customers (store_id, id) ON DELETE CASCADE
+      );
+
+      -- A sign-in whose first step was right, waiting for its second: keyed by the SHA-256 of the
+      -- random handle in the browser's signed cookie, with its wrong tries counted.
+      CREATE TABLE pending_sign_ins (
+        store_id text NOT NULL,
+        handle_hash text NOT NULL,
+        customer_id uuid NOT NULL,
+        credential_version integer NOT NULL,
+        method text NOT NULL CHECK (method IN ('password', 'code', 'provider')),
+        failures integer NOT NULL DEFAULT 0,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (store_id, handle_hash),
+        FOREIGN KEY (store_id, customer_id) REFERENCES customers (store_id, id) ON DELETE CASCADE
+      );
+      CREATE INDEX pending_sign_ins_expires ON pending_sign_ins (expires_at);
+      CREATE INDEX pending_sign_ins_customer ON pending_sign_ins (store_id, customer_id);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

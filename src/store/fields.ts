@@ -261,6 +261,7 @@ export function describeStore(store: StoreContext) {
       'auth.sign_in_with_code': store.signInWithCode,
       'auth.sign_in_notices': store.signInNotices,
       'auth.passkeys': store.passkeys,
+      'auth.two_factor': store.twoFactor,
       'auth.phone_countries': store.phoneCountries,
       // The secret is write-only: an answer says only that it is set.
       'auth.bot_check':

@@ -44,6 +44,13 @@ export interface StoreContext {
   /** `auth.passkeys`: customers may add passkeys and sign in with them. */
   passkeys: boolean;
   /**
+   * `auth.two_factor`: `optional`, a customer may set up a second step (TOTP); `required`, one who
+   * has it may not turn it off; `off`, none is offered or asked for (a customer's is kept, unused).
+   */
+  twoFactor: TwoFactorMode;
+  /** Whether the store offers a second step at all: the account routes of it exist. */
+  twoFactorOffered: boolean;
+  /**
    * `auth.phone_countries`: the countries (ISO 3166 alpha-2) a phone store's numbers may be in; a
    * number elsewhere cannot register and is sent nothing (a brake on SMS pumping). Empty: any.
    */
@@ -109,6 +116,7 @@ function toStore(row: StoreRow): StoreContext {
     signInNotices: row.settings['auth.sign_in_notices'] !== false,
     // Off unless an operator turned it on, like signing in with a code.
     passkeys: row.settings['auth.passkeys'] === true,
+    ...twoFactorOf(row.settings['auth.two_factor']),
     phoneCountries: stringList(row.settings['auth.phone_countries']),
     botCheck: botCheckOf(row.settings['auth.bot_check']),
     hosts: row.hosts,
@@ -121,6 +129,14 @@ function toStore(row: StoreRow): StoreContext {
     version: Number(row.version),
     updatedAt: new Date(row.updated_at).toISOString(),
   };
+}
+
+export const twoFactorModes = ['off', 'optional', 'required'] as const;
+export type TwoFactorMode = (typeof twoFactorModes)[number];
+
+function twoFactorOf(value: unknown): Pick<StoreContext, 'twoFactor' | 'twoFactorOffered'> {
+  const twoFactor = twoFactorModes.find((mode) => mode === value) ?? 'off';
+  return { twoFactor, twoFactorOffered: twoFactor !== 'off' };
 }
 
 function stringList(value: unknown): string[] {
@@ -361,6 +377,7 @@ export interface StoreChanges {
   signInWithCode?: boolean;
   signInNotices?: boolean;
   passkeys?: boolean;
+  twoFactor?: TwoFactorMode;
   phoneCountries?: string[];
   /** Null removes the store's bot check. */
   botCheck?: BotCheck | null;
@@ -458,6 +475,7 @@ function settingsOf(changes: StoreChanges): Record<string, unknown> {
     ...(changes.signInWithCode === undefined ? {} : { 'auth.sign_in_with_code': changes.signInWithCode }),
     ...(changes.signInNotices === undefined ? {} : { 'auth.sign_in_notices': changes.signInNotices }),
     ...(changes.passkeys === undefined ? {} : { 'auth.passkeys': changes.passkeys }),
+    ...(changes.twoFactor === undefined ? {} : { 'auth.two_factor': changes.twoFactor }),
     ...(changes.phoneCountries === undefined ? {} : { 'auth.phone_countries': changes.phoneCountries }),
     ...(changes.botCheck === undefined ? {} : { 'auth.bot_check': storedBotCheck(changes.botCheck) }),
   };

@@ -185,6 +185,7 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
           IDENTITY_MODE: store.identityMode,
           SIGN_IN_WITH_CODE: String(store.signInWithCode),
           PASSKEYS: String(store.passkeys),
+          TWO_FACTOR: store.twoFactor,
           BOT_CHECK_SCRIPT: botCheck.script,
           BOT_CHECK_WIDGET: botCheck.widget,
         },

@@ -21,7 +21,7 @@ async function signedIn(t: TestApp, domain: Domain): Promise<{ customer: Custome
   const registered = await register(domain.deps, await domain.store(), registration());
   assert.ok(registered.ok, JSON.stringify(registered));
   const opened = await login(domain.deps, await domain.attempt(), email('ada@example.com'), password);
-  assert.ok(opened.ok, JSON.stringify(opened));
+  assert.ok(opened.ok && 'sessionId' in opened.value, JSON.stringify(opened));
   const customer = await findCustomerById(domain.deps.db, registered.value.id);
   assert.ok(customer !== null);
   return { customer, sessionId: opened.value.sessionId };

@@ -276,6 +276,8 @@ describe('the customer import', () => {
       }),
       json({ email: 'grace@example.com', name: 'Grace', created_at: '2019-04-01T10:00:00.000Z' }),
     ]);
+    // Ada has a second step on: the line says so, and no more (no secret travels).
+    await t.db.query(`UPDATE customers SET two_factor = true WHERE identity_value = 'ada@example.com'`);
     const exported: string[] = [];
     for await (const line of exportCustomers(domain.deps.db)) exported.push(line);
     assert.equal(exported.length, 2);
@@ -288,6 +290,7 @@ describe('the customer import', () => {
       external_id: 'wc-1',
       created_at: new Date(t.clock.now()).toISOString(),
       locale: 'en',
+      two_factor: true,
     });
     assert.equal(byIdentity.get('grace@example.com').created_at, '2019-04-01T10:00:00.000Z');
     // Into an empty store: the same accounts, and the same password signs in.

@@ -41,7 +41,10 @@ describe('the provider flows’ guards', () => {
     const t = await harness.start();
     const domain = domainOf(t);
     const signedIn = await signInWithProvider(domain.deps, await domain.attempt(), identity, 'ar');
-    assert.ok(signedIn.ok && signedIn.value.match === 'created', JSON.stringify(signedIn));
+    assert.ok(
+      signedIn.ok && signedIn.value.match === 'created' && 'customer' in signedIn.value,
+      JSON.stringify(signedIn),
+    );
     const [row] = await t.db.query<{ locale: string | null }>('SELECT locale FROM customers WHERE id = $1', [
       signedIn.value.customer.id,
     ]);

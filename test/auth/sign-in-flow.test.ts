@@ -37,7 +37,7 @@ describe('the sign-in flows', () => {
     assert.equal(await count(t, 'sessions'), 0);
 
     const result = await login(deps, await attempt(), email('ADA@example.com'), password);
-    assert.ok(result.ok);
+    assert.ok(result.ok && 'customer' in result.value);
     assert.equal(result.value.customer.id, id);
     assert.equal(await count(t, 'sessions WHERE customer_id = $1 AND expires_at > $2', [id, t.clock.now()]), 1);
   });
@@ -95,7 +95,7 @@ describe('the sign-in flows', () => {
     assert.deepEqual(wrong, { ok: false, error: 'refused', customerId: id });
 
     const result = await loginWithCode(deps, await attempt(), email('ada@example.com'), code);
-    assert.ok(result.ok);
+    assert.ok(result.ok && 'customer' in result.value);
     assert.equal(result.value.customer.id, id);
     assert.equal((await verifiedAt(t, id))?.toISOString(), t.clock.now().toISOString());
     assert.equal(await count(t, 'sessions WHERE customer_id = $1', [id]), 1);

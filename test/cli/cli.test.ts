@@ -307,6 +307,7 @@ describe('the command line on its own', () => {
         'auth.sign_in_with_code': false,
         'auth.sign_in_notices': true,
         'auth.passkeys': false,
+        'auth.two_factor': 'off',
         'auth.phone_countries': [],
         'auth.bot_check': null,
       });
@@ -330,6 +331,8 @@ describe('the command line on its own', () => {
         'true',
         '--passkeys',
         'true',
+        '--two-factor',
+        'required',
         '--phone-countries',
         'de, AT',
       ],
@@ -347,9 +350,16 @@ describe('the command line on its own', () => {
       'auth.sign_in_with_code': true,
       'auth.sign_in_notices': true,
       'auth.passkeys': true,
+      'auth.two_factor': 'required',
       'auth.phone_countries': ['DE', 'AT'],
       'auth.bot_check': null,
     });
+  });
+
+  test('store set --two-factor with a value other than off, optional or required exits 2', async () => {
+    const result = await run(['store', 'set', '--two-factor', 'on'], cliEnv(freshFolder()));
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--two-factor must be one of off, optional, required/);
   });
 
   test('store set --sign-in-with-code with a value other than true or false exits 2', async () => {

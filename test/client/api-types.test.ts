@@ -16,6 +16,7 @@ import type * as passkeySchemas from '../../src/http/passkey-schemas.js';
 import type * as providerSchemas from '../../src/http/provider-schemas.js';
 import type { AdminProblemCode, ProblemCode } from '../../src/http/problems.js';
 import type * as schemas from '../../src/http/schemas.js';
+import type * as twoFactorSchemas from '../../src/http/two-factor-schemas.js';
 
 /**
  * The client package cannot import the service, so it carries a copy of the wire types that
@@ -44,6 +45,12 @@ export const sameTypes = [
   same<client.DeleteAccountBody, schemas.DeleteAccountBody>(true),
   same<client.Customer, Static<typeof schemas.Customer>>(true),
   same<client.AuthSession, Static<typeof schemas.AuthSession>>(true),
+  same<client.SignInAnswer, Static<typeof schemas.SignInAnswer>>(true),
+  same<client.SecondStepBody, Static<typeof twoFactorSchemas.SecondStepBody>>(true),
+  same<client.TwoFactorStatus, Static<typeof twoFactorSchemas.TwoFactorStatus>>(true),
+  same<client.TwoFactorSetup, Static<typeof twoFactorSchemas.TwoFactorSetup>>(true),
+  same<client.TwoFactorChangeBody, Static<typeof twoFactorSchemas.TwoFactorChangeBody>>(true),
+  same<client.RecoveryCodes, Static<typeof twoFactorSchemas.RecoveryCodes>>(true),
   same<client.AcceptedStatus, Static<typeof schemas.AcceptedStatus>>(true),
   same<client.PasswordResetStatus, Static<typeof schemas.PasswordResetStatus>>(true),
   same<client.PasswordChangedStatus, Static<typeof schemas.PasswordChangedStatus>>(true),

@@ -126,6 +126,7 @@ describe('the typed client against a running service', () => {
       'unauthenticated',
     );
     const again = await client.login({ identity: 'ada@example.com', password: 'difference engine 1822' });
+    assert.ok(again.auth_type === 'session');
     assert.equal(again.customer.id, registered.id);
     assert.equal((await client.session()).customer.id, registered.id);
 
@@ -254,6 +255,7 @@ describe('the typed client against a running service', () => {
     const registered = await forShopper().register(body);
     assert.ok(browser.has('XSRF-TOKEN'), 'the token the client fetched went back to the shopper');
     const signedIn = await forShopper().login({ identity: body.email, password: body.password });
+    assert.ok(signedIn.auth_type === 'session');
     assert.equal(signedIn.customer.id, registered.id);
     const sessionLine = relayed.flat().find((line) => line.startsWith('storefront_session='));
     assert.match(sessionLine ?? '', /HttpOnly/i, 'the Set-Cookie line is passed on as the service wrote it');

@@ -33,6 +33,9 @@ const purposes: Record<MessagePurpose, (now: Date) => Partial<NewMessage>> = {
   identity_changed: () => ({ maskedIdentity: 'a•••@example.org' }),
   passkey_added: () => ({}),
   provider_linked: () => ({}),
+  two_factor_on: () => ({}),
+  two_factor_off: () => ({}),
+  recovery_code_used: () => ({}),
 };
 
 function codeAt(now: Date): NewMessage['code'] {

@@ -126,6 +126,7 @@ describe("the platform's staff and a store's customers", () => {
         last_sign_in_at: 'string',
         session_count: 1,
         passkey_count: 0,
+        two_factor: false,
         providers: [],
       },
     );

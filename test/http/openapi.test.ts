@@ -24,6 +24,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(operations.map((entry) => entry.key).sort(), [
       'GET /api/v1/csrf-cookie',
       'GET /api/v1/customer/auth/account/export',
+      'GET /api/v1/customer/auth/account/two-factor',
       'GET /api/v1/customer/auth/forward',
       'GET /api/v1/customer/auth/passkeys',
       'GET /api/v1/customer/auth/providers',
@@ -37,6 +38,10 @@ describe('the OpenAPI document', () => {
       'GET /api/v1/platform',
       'GET /sanctum/csrf-cookie',
       'POST /api/v1/customer/auth/account/delete',
+      'POST /api/v1/customer/auth/account/two-factor/confirm',
+      'POST /api/v1/customer/auth/account/two-factor/disable',
+      'POST /api/v1/customer/auth/account/two-factor/recovery-codes',
+      'POST /api/v1/customer/auth/account/two-factor/setup',
       'POST /api/v1/customer/auth/code/login',
       'POST /api/v1/customer/auth/code/request',
       'POST /api/v1/customer/auth/identity/change',
@@ -57,6 +62,7 @@ describe('the OpenAPI document', () => {
       'POST /api/v1/customer/auth/register',
       'POST /api/v1/customer/auth/sessions/revoke-others',
       'POST /api/v1/customer/auth/sessions/{id}/revoke',
+      'POST /api/v1/customer/auth/two-factor/verify',
       'POST /api/v1/customer/auth/verification/resend',
       'POST /api/v1/customer/auth/verify',
     ]);

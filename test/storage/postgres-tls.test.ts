@@ -198,6 +198,7 @@ describe('every hop over TLS: the service on PostgreSQL, Redis and SMTP, each wi
     assert.ok(code !== undefined, 'the mail carries the code');
     await client.verify({ identity: 'ada@example.com', code });
     const loggedIn = await client.login({ identity: 'ada@example.com', password });
+    assert.ok(loggedIn.auth_type === 'session');
     assert.equal(loggedIn.customer.name, 'Ada');
     assert.equal((await client.session()).customer.name, 'Ada');
 

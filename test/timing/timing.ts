@@ -24,6 +24,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { embeddedDatabaseUrl } from '../../src/storage/embedded-postgres.js';
 import { cliEnv, runCommand } from '../helpers/cli.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
@@ -639,6 +641,53 @@ async function blockedAccounts(store: TimingStore, count: number): Promise<strin
   return identities;
 }
 
+/**
+ * `count` customers registered with `password` and given a second step: the store is turned to
+ * `--two-factor optional` and their `two_factor` flag set in the service's database (setting up
+ * hundreds through the API would take far longer; a wrong password never reaches the secret). The
+ * right password of the last one must answer 200 two_factor_required, so the second step is in
+ * force before any sample is taken; their identities.
+ */
+async function secondStepAccounts(store: TimingStore, count: number): Promise<string[]> {
+  const identities = Array.from({ length: count }, (_, i) => `second-step-${i}@example.com`);
+  // Eight at a time, as the suite's customers are registered.
+  for (let i = 0; i < identities.length; i += 8) {
+    const batch = identities.slice(i, i + 8);
+    const answers = await Promise.all(
+      batch.map((email) =>
+        send(store.base, '/register', { name: 'Timing', email, password, password_confirmation: password }),
+      ),
+    );
+    for (const [k, answer] of answers.entries()) {
+      assert.equal(answer.status, 201, `registering ${batch[k]}`);
+      await answer.arrayBuffer();
+    }
+  }
+  const set = await runCommand(['store', 'set', '--two-factor', 'optional'], cliEnv(store.dataDir));
+  assert.equal(set.code, 0, set.stderr);
+  const database = new pg.Client({ connectionString: embeddedDatabaseUrl(store.dataDir) });
+  await database.connect();
+  try {
+    const updated = await database.query('UPDATE customers SET two_factor = true WHERE identity_value = ANY($1)', [
+      identities,
+    ]);
+    assert.equal(updated.rowCount, count);
+  } finally {
+    await database.end();
+  }
+  // The running service sees the store setting within its store refresh: wait until the right
+  // password of the last one asks for the second step instead of opening a session.
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const probe = await send(store.base, '/login', { identity: identities.at(-1)!, password });
+    const body = (await probe.json()) as { auth_type?: string };
+    if (probe.status === 200 && body.auth_type === 'two_factor_required') break;
+    assert.ok(Date.now() < deadline, 'the service took up --two-factor optional within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return identities;
+}
+
 /** The store's old system, on this machine: it says no to every password, at once. */
 async function refusingOldSystem(): Promise<{ url: string; close: () => Promise<void> }> {
   const server = http.createServer((request, response) => {
@@ -808,6 +857,28 @@ function defaultConfigurationPairs(store: TimingStore): void {
         post(store.base, '/identity/change', { email: `free${i}@example.com`, current_password: password }, session),
     };
     await assertIndistinguishable(context, taken, free, samplesPerSlowCase, contractShiftBound);
+  });
+
+  // An account with a second step answers a wrong password as any wrong one: the flag is looked at
+  // only once the password was found right, so the time must not tell who set one up. Its plain
+  // counterparts are customers no other login pair uses (the login pairs take the first
+  // samplesPerSlowCase + warmUpsPerCase), so no identity nears the failed-login limit. It runs last
+  // of these pairs: the store offers the second step from then on.
+  test('login: a wrong password for an account with a second step and one without take the same time', async (context) => {
+    const secondStep = await secondStepAccounts(store, samplesPerSlowCase + warmUpsPerCase);
+    const wrongPassword = 'analytical engine 1844';
+    const firstUnused = samplesPerSlowCase + warmUpsPerCase;
+    const wrongPlain: Case = {
+      label: 'wrong password',
+      status: 401,
+      request: (i) => post(store.base, '/login', { identity: customers[firstUnused + i]!, password: wrongPassword }),
+    };
+    const wrongSecondStep: Case = {
+      label: 'second step set up, wrong password',
+      status: 401,
+      request: (i) => post(store.base, '/login', { identity: secondStep[i]!, password: wrongPassword }),
+    };
+    await assertIndistinguishable(context, wrongPlain, wrongSecondStep, samplesPerSlowCase, contractShiftBound);
   });
 }
 

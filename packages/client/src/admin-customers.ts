@@ -25,6 +25,8 @@ export interface StaffCustomer extends ListedCustomer {
   last_sign_in_at: string | null;
   session_count: number;
   passkey_count: number;
+  /** A second step (TOTP) is on. */
+  two_factor: boolean;
   providers: { provider: string; email: string | null; linked_at: string }[];
 }
 
@@ -80,6 +82,8 @@ export interface CustomerAdmin {
   unblockCustomer(store: string, customerId: string): Promise<StaffCustomer>;
   /** The password stops signing in, sessions end, and a reset code is sent. */
   requirePasswordReset(store: string, customerId: string): Promise<StaffCustomer>;
+  /** Removes the customer's second step (a lost app and lost recovery codes); they get a notice. */
+  removeTwoFactor(store: string, customerId: string): Promise<StaffCustomer>;
   /** Ends every session of the customer; the number ended. */
   revokeCustomerSessions(store: string, customerId: string): Promise<number>;
   deleteCustomer(store: string, customerId: string): Promise<void>;
@@ -114,6 +118,7 @@ export function customerAdmin(call: Call): CustomerAdmin {
     blockCustomer: (store, id, block) => call('POST', `${one(store, id)}/block`, block),
     unblockCustomer: (store, id) => call('POST', `${one(store, id)}/unblock`),
     requirePasswordReset: (store, id) => call('POST', `${one(store, id)}/require-password-reset`),
+    removeTwoFactor: (store, id) => call('POST', `${one(store, id)}/remove-two-factor`),
     revokeCustomerSessions: async (store, id) =>
       (await call<{ count: number }>('POST', `${one(store, id)}/revoke-sessions`)).count,
     deleteCustomer: async (store, id) => {

@@ -72,6 +72,8 @@ export interface StoreSettings {
   'auth.sign_in_with_code': boolean;
   'auth.sign_in_notices': boolean;
   'auth.passkeys': boolean;
+  /** A second step (TOTP): offered to shoppers, required once set up, or neither. */
+  'auth.two_factor': 'off' | 'optional' | 'required';
   /** ISO 3166 codes a phone store's numbers may be in; empty: any. */
   'auth.phone_countries': string[];
   'auth.bot_check': BotCheck | null;

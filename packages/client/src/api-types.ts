@@ -13,6 +13,9 @@ export type ProblemCode =
   | 'untrusted_origin'
   | 'not_found'
   | 'last_sign_in_method'
+  | 'two_factor_on'
+  | 'two_factor_off'
+  | 'two_factor_enforced'
   | 'method_not_allowed'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -143,6 +146,14 @@ export interface AuthSession {
   customer: Customer;
 }
 
+/** The first step was right and the customer has a second step: no session yet. An HttpOnly cookie holds the pending sign-in for 5 minutes; finish it with `POST /two-factor/verify`. */
+export interface TwoFactorRequired {
+  auth_type: 'two_factor_required';
+  methods: Array<'totp' | 'recovery_code'>;
+}
+
+export type SignInAnswer = AuthSession | TwoFactorRequired;
+
 export interface AcceptedStatus {
   status: 'accepted';
 }
@@ -218,6 +229,8 @@ export interface AccountExport {
     locale: string | null;
     /** An ISO 8601 date and time (UTC). */
     created_at: string;
+    /** A second step is on (its secret and recovery codes are never exported). */
+    two_factor: boolean;
   };
   /** The live sessions, newest first, as `GET /sessions` lists them. */
   sessions: Session[];
@@ -417,4 +430,53 @@ export interface LinkedProviders {
 
 export interface UnlinkedStatus {
   status: 'unlinked';
+}
+
+/** Exactly one of `code` and `recovery_code`. */
+export interface SecondStepBody {
+  /** The six digits the authenticator app shows now. */
+  code?: string;
+  /** One of the recovery codes (`xxxxx-xxxxx`; case, spaces and hyphens do not matter); single use. */
+  recovery_code?: string;
+}
+
+export interface TwoFactorStatus {
+  status: 'off' | 'pending' | 'on';
+  recovery_codes_left: number;
+  store: 'optional' | 'required';
+}
+
+export interface TwoFactorSetupBody {
+  /** Required when the account has a password: checked as a login is and counted by the failed-login limit. */
+  current_password?: string;
+}
+
+export interface TwoFactorSetup {
+  /** Base32, for typing into an app. */
+  secret: string;
+  /** The store's name as the issuer, the identity as the account. */
+  otpauth_uri: string;
+  /** The URI as a QR code, an SVG document with no script or style. */
+  qr_svg: string;
+}
+
+export interface TwoFactorConfirmBody {
+  /** The six digits the authenticator app shows now. */
+  code: string;
+}
+
+export interface TwoFactorChangeBody {
+  /** Required when the account has a password: checked as a login is and counted by the failed-login limit. */
+  current_password?: string;
+  /** The six digits the authenticator app shows now, or one of the recovery codes (spent). */
+  code: string;
+}
+
+export interface TwoFactorOffStatus {
+  status: 'off';
+}
+
+export interface RecoveryCodes {
+  /** Ten single-use codes (`xxxxx-xxxxx`), shown only in this answer: the customer keeps them. */
+  recovery_codes: string[];
 }

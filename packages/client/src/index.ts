@@ -16,6 +16,15 @@ import type {
   AccountExport,
   AuthSession,
   ChangePasswordBody,
+  RecoveryCodes,
+  SecondStepBody,
+  SignInAnswer,
+  TwoFactorChangeBody,
+  TwoFactorConfirmBody,
+  TwoFactorOffStatus,
+  TwoFactorSetup,
+  TwoFactorSetupBody,
+  TwoFactorStatus,
   Customer,
   DeleteAccountBody,
   DeletedStatus,
@@ -84,7 +93,11 @@ export interface StorefrontAuthClient {
   register(body: RegisterBody): Promise<Customer>;
   verify(body: VerifyBody): Promise<Customer>;
   resendVerification(body: IdentityBody): Promise<AcceptedStatus>;
-  login(body: LoginBody): Promise<AuthSession>;
+  /**
+   * Signs in with the password: a session (`auth_type: 'session'`), or, for a customer with a
+   * second step, `auth_type: 'two_factor_required'` and no session yet: finish with `verifySecondStep`.
+   */
+  login(body: LoginBody): Promise<SignInAnswer>;
   /** Who am I: the session's customer, or a 401 `unauthenticated`. */
   session(): Promise<AuthSession>;
   forgotPassword(body: IdentityBody): Promise<AcceptedStatus>;
@@ -115,8 +128,21 @@ export interface StorefrontAuthClient {
   // Signing in with a code: a 404 `not_found` unless the store allows it.
   /** Sends a sign-in code to the identity when it has an account; 202 either way. */
   requestSignInCode(body: IdentityBody): Promise<AcceptedStatus>;
-  /** Signs in with the code: sets the session cookie, as login does. */
-  loginWithCode(body: VerifyBody): Promise<AuthSession>;
+  /** Signs in with the code: sets the session cookie, or asks for a second step, as login does. */
+  loginWithCode(body: VerifyBody): Promise<SignInAnswer>;
+
+  // A second step (TOTP): a 404 `not_found` unless the store offers it.
+  /** Finishes a sign-in that answered `two_factor_required`: `{ code }` of the app or `{ recovery_code }`. */
+  verifySecondStep(body: SecondStepBody): Promise<AuthSession>;
+  twoFactorStatus(): Promise<TwoFactorStatus>;
+  /** A new secret for the app (text, `otpauth://` URI and QR code); nothing changes until `confirmTwoFactor`. */
+  setUpTwoFactor(body: TwoFactorSetupBody): Promise<TwoFactorSetup>;
+  /** Turns it on with a code of the app: the ten recovery codes, answered only here. */
+  confirmTwoFactor(body: TwoFactorConfirmBody): Promise<RecoveryCodes>;
+  /** Turns it off (the password and a code); 409 `two_factor_enforced` where the store requires it. */
+  disableTwoFactor(body: TwoFactorChangeBody): Promise<TwoFactorOffStatus>;
+  /** Ten new recovery codes (the password and a code); the old ones stop working. */
+  renewRecoveryCodes(body: TwoFactorChangeBody): Promise<RecoveryCodes>;
 
   // Moving the account to another email address or phone number.
   /** Always 202 once `current_password` is right: a code goes to the new identity when it is free. */
@@ -343,6 +369,13 @@ export function createStorefrontAuthClient(options: StorefrontAuthClientOptions)
 
     requestSignInCode: (body) => postTo(`${authPath}/code/request`, body),
     loginWithCode: (body) => postTo(`${authPath}/code/login`, body),
+
+    verifySecondStep: (body) => postTo(`${authPath}/two-factor/verify`, body),
+    twoFactorStatus: () => get(`${authPath}/account/two-factor`),
+    setUpTwoFactor: (body) => postTo(`${authPath}/account/two-factor/setup`, body),
+    confirmTwoFactor: (body) => postTo(`${authPath}/account/two-factor/confirm`, body),
+    disableTwoFactor: (body) => postTo(`${authPath}/account/two-factor/disable`, body),
+    renewRecoveryCodes: (body) => postTo(`${authPath}/account/two-factor/recovery-codes`, body),
 
     changeIdentity: (body) => postTo(`${authPath}/identity/change`, body),
     confirmIdentity: (body) => postTo(`${authPath}/identity/confirm`, body),

@@ -8,7 +8,14 @@ import { isFirstProof, proveControl } from '../rules/ownership.js';
 import { queueCodeIfWanted } from '../rules/queue-code.js';
 import { fail, ok } from '../result.js';
 import { createSession, deleteSession } from '../tables/sessions.js';
-import { completeSignIn, deviceKeyOf, type LoginResult, type SignInAttempt } from '../rules/sign-in.js';
+import {
+  asksSecondStep,
+  completeSignIn,
+  deviceKeyOf,
+  holdForSecondStep,
+  type LoginResult,
+  type SignInAttempt,
+} from '../rules/sign-in.js';
 
 /**
  * Sends a sign-in code when the identity names an account, verified or not: the code proves the
@@ -48,6 +55,7 @@ export async function loginWithCode(
     // the password too, since this proof set none.
     const firstProof = isFirstProof(customer);
     const verified = await proveControl(tx, deps.clock, customer, { retiresPassword: true });
+    if (asksSecondStep(attempt.store, verified)) return holdForSecondStep(tx, deps.clock, verified, 'code');
     const { client, previousSessionId } = attempt;
     const session = await createSession(tx, deps.clock, {
       customerId: customer.id,
@@ -60,5 +68,7 @@ export async function loginWithCode(
     return ok({ customer: verified, ...session, eventRecorded: session.eventRecorded || firstProof });
   });
   if (!opened.ok) return opened;
-  return completeSignIn(deps, attempt.store, { ...opened.value, device: deviceKeyOf(attempt.client) });
+  const held = opened.value;
+  if ('secondStep' in held) return ok(held);
+  return completeSignIn(deps, attempt.store, { ...held, device: deviceKeyOf(attempt.client) });
 }

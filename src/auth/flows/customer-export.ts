@@ -36,6 +36,8 @@ function exportLine(row: ImportedCustomerRow, links: ExportedProviderLink[]): Re
     ...(row.external_id === null ? {} : { external_id: row.external_id }),
     created_at: new Date(row.created_at).toISOString(),
     ...(row.locale === null ? {} : { locale: row.locale }),
+    // That a second step is on, never its secret: the customer sets it up again where the line goes.
+    ...(row.two_factor ? { two_factor: true } : {}),
     ...(links.length === 0
       ? {}
       : {

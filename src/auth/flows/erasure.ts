@@ -51,7 +51,8 @@ function exportedEvent(event: AuditRecord): ExportedAuditEvent {
 /** The customer's own data, and nothing about anyone else. */
 export interface AccountExport {
   exported_at: string;
-  customer: Customer & { created_at: string };
+  /** `two_factor`: a second step is on; its secret and recovery codes are never exported. */
+  customer: Customer & { created_at: string; two_factor: boolean };
   sessions: SessionView[];
   /** The devices remembered for new-sign-in notices: a family and a masked address each. */
   known_devices: Array<{ family: string; masked_address: string; last_seen_at: string }>;
@@ -84,7 +85,7 @@ export async function exportAccount(
   ]);
   return ok({
     exported_at: deps.clock.now().toISOString(),
-    customer: { ...toCustomer(row), locale: row.locale, created_at: createdAt },
+    customer: { ...toCustomer(row), locale: row.locale, created_at: createdAt, two_factor: row.two_factor },
     sessions,
     known_devices: devices,
     passkeys,

@@ -2,7 +2,14 @@ import type { AuthDeps, MessagingDeps } from '../deps.js';
 import { fail } from '../result.js';
 import { blockOn } from '../rules/blocking.js';
 import { displayIdentity, type ParsedIdentity } from '../rules/identity.js';
-import { completeSignIn, deviceKeyOf, type LoginResult, type SignInAttempt } from '../rules/sign-in.js';
+import {
+  asksSecondStep,
+  completeSignIn,
+  deviceKeyOf,
+  holdForSecondStep,
+  type LoginResult,
+  type SignInAttempt,
+} from '../rules/sign-in.js';
 import { findCustomerByIdentity, importedFacts, upgradePasswordHash } from '../tables/customers.js';
 import { createSession } from '../tables/sessions.js';
 
@@ -57,6 +64,7 @@ export async function login(
   // checked once, after it proved right, so a wrong guess is never timed by it. It is the customer's
   // own password and it opened the account: the sign-in goes on, and the deployment is told.
   if (rehashed && (await deps.breachedPasswords.isBreached(password))) deps.legacyPasswordBreached(customer.id);
+  if (asksSecondStep(attempt.store, customer)) return holdForSecondStep(deps.db, deps.clock, customer, 'password');
   // One statement opens the session, ends the one the request carried and refreshes a known
   // device; no transaction is needed around it.
   const device = deviceKeyOf(attempt.client);

@@ -10,7 +10,15 @@ import { maxNameLength } from '../rules/fields.js';
 import { normalizeEmail } from '../rules/identity.js';
 import { blockOn, type Blocked } from '../rules/blocking.js';
 import { isProven, proveControl } from '../rules/ownership.js';
-import { completeSignIn, deviceKeyOf, type SignedIn, type SignInAttempt } from '../rules/sign-in.js';
+import {
+  asksSecondStep,
+  completeSignIn,
+  deviceKeyOf,
+  holdForSecondStep,
+  type SecondStepAsked,
+  type SignedIn,
+  type SignInAttempt,
+} from '../rules/sign-in.js';
 import { fail, ok, type Result } from '../result.js';
 import { insertCustomer, lockCustomer, type CustomerRow } from '../tables/customers.js';
 import { listPasskeys } from '../tables/passkeys.js';
@@ -35,7 +43,7 @@ export type ProviderMatch = 'linked' | 'created' | 'linked_proven' | 'first_proo
 
 /** `blocked`: the account the provider's identity names is blocked; nothing was created or linked. */
 export type ProviderSignInResult = Result<
-  SignedIn & { match: ProviderMatch },
+  (SignedIn | SecondStepAsked) & { match: ProviderMatch },
   'email_unverified' | 'blocked',
   { customerId: string | null; until?: Date | null }
 >;
@@ -64,6 +72,8 @@ export async function signInWithProvider(
     if (matched === null || 'blocked' in matched) return matched;
     const { client, previousSessionId } = attempt;
     const { customer } = matched;
+    if (asksSecondStep(attempt.store, customer))
+      return { ...matched, held: (await holdForSecondStep(tx, deps.clock, customer, 'provider')).value };
     const session = await createSession(tx, deps.clock, {
       customerId: customer.id,
       credentialVersion: customer.credential_version,
@@ -80,6 +90,8 @@ export async function signInWithProvider(
   if ('blocked' in opened) return fail('blocked', { customerId: opened.customerId, until: opened.until });
   // Only a link to a proven account queued a message (its provider_linked notice).
   if (opened.match === 'linked_proven') deps.messagesQueued();
+  // A new account and a first proof never have a second step: only a link, old or new, waits here.
+  if ('held' in opened) return ok({ ...opened.held, match: opened.match });
   const signedIn = await completeSignIn(deps, attempt.store, { ...opened, device: deviceKeyOf(attempt.client) });
   return ok({ ...signedIn.value, match: opened.match });
 }

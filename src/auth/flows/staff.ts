@@ -18,6 +18,7 @@ import {
   lockCustomer,
   retirePassword,
   setBlock,
+  setTwoFactor,
   switchIdentity,
   updateCustomerProfile,
   updateStaffFields,
@@ -25,6 +26,8 @@ import {
   type StaffCustomerRow,
 } from '../tables/customers.js';
 import { listPasskeys } from '../tables/passkeys.js';
+import { endCustomerPendingSignIns } from '../tables/pending-sign-ins.js';
+import { deleteSecondStep } from '../tables/second-steps.js';
 import { listProviderLinks, type ProviderLinkView } from '../tables/provider-links.js';
 import { countLiveCustomerSessions, revokeCustomerSessions } from '../tables/sessions.js';
 
@@ -123,6 +126,28 @@ export async function requirePasswordReset(deps: MessagingDeps, store: StoreCont
       type: 'customer.password_changed',
       customerId: id,
       data: { how: 'retired' },
+    });
+    return ok(undefined);
+  });
+}
+
+/**
+ * Removes the customer's second step (a lost phone and lost recovery codes, the shopper's identity
+ * made sure of by support): as the customer's own turning it off does, without their code.
+ */
+export async function removeSecondStep(deps: MessagingDeps, store: StoreContext, id: string) {
+  return changeLocked(deps, id, async (tx, customer) => {
+    if (!customer.two_factor) return ok(undefined);
+    await deleteSecondStep(tx, id);
+    await setTwoFactor(tx, id, false, deps.clock.now());
+    await endCustomerPendingSignIns(tx, id);
+    await enqueueMessage(tx, deps, {
+      channel: channelFor(store.identityMode),
+      purpose: 'two_factor_off',
+      to: customer.identity_value,
+      customerId: id,
+      storeName: store.name,
+      language: messageLanguage(store, customer.locale),
     });
     return ok(undefined);
   });

@@ -50,6 +50,8 @@ const knownFields = new Set([
   'locale',
   'providers',
   'invite',
+  // An export's note that a second step was on: taken and left, since no secret comes with it.
+  'two_factor',
 ]);
 const maxExternalIdLength = 255;
 const maxProvidersPerLine = 10;

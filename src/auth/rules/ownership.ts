@@ -5,6 +5,7 @@ import { voidLiveChallenges } from '../tables/codes.js';
 import { markProven, type CustomerRow } from '../tables/customers.js';
 import { deleteCustomerPasskeys } from '../tables/passkeys.js';
 import { deleteCustomerProviderLinks } from '../tables/provider-links.js';
+import { deleteSecondStep } from '../tables/second-steps.js';
 import { deleteCustomerSessions } from '../tables/sessions.js';
 
 /**
@@ -29,7 +30,7 @@ export interface Proof {
 
 /**
  * Records a proof of control. On an account already proven it changes nothing. On the first: every
- * session, passkey and provider link from before it ends, every other live code is voided, verified_at is set
+ * session, passkey, provider link and second step from before it ends, every other live code is voided, verified_at is set
  * and, for a proof that sets no password, the password is retired (a new credential version),
  * and a `customer.verified` is written for the store's endpoints (the caller nudges their
  * dispatcher once it commits, see `isFirstProof`). The caller holds the customer row locked and
@@ -45,6 +46,7 @@ export async function proveControl(
   await deleteCustomerSessions(tx, customer.id);
   await deleteCustomerPasskeys(tx, customer.id);
   await deleteCustomerProviderLinks(tx, customer.id);
+  await deleteSecondStep(tx, customer.id);
   await credentialsChanged(tx, clock, customer.id);
   const proven = await markProven(tx, customer.id, clock.now(), { retirePassword: proof.retiresPassword });
   if (proof.silent !== true)

@@ -6,6 +6,9 @@ import { ok, type Ok, type Result } from '../result.js';
 import { customerCreatedAt, toCustomer, type Customer, type CustomerRow } from '../tables/customers.js';
 import { knownDeviceDays, recordSignIn, type DeviceKey } from '../tables/known-devices.js';
 import { listCustomerSessions, maskAddress, type NewSession, type SessionClient } from '../tables/sessions.js';
+import { holdSignIn, type PendingMethod } from '../tables/pending-sign-ins.js';
+import type { Clock } from '../../clock.js';
+import type { StoreQueryable } from '../../storage/database.js';
 import { deviceFamily } from './device-family.js';
 
 /**
@@ -31,10 +34,52 @@ export interface SignedIn {
 }
 
 /**
+ * A sign-in whose first step was right, of a customer with a second step: no session yet. The
+ * handle names the pending sign-in and goes only into the browser's cookie.
+ */
+export interface SecondStepAsked {
+  secondStep: { handle: string };
+  customerId: string;
+}
+
+/**
  * `customerId` is for the audit trail only; the answer never depends on it. `blocked` comes only
  * after the credential was found right, with the block's end (`until`, null: none set).
  */
-export type LoginResult = Result<SignedIn, 'refused' | 'blocked', { customerId: string | null; until?: Date | null }>;
+export type LoginResult = Result<
+  SignedIn | SecondStepAsked,
+  'refused' | 'blocked',
+  { customerId: string | null; until?: Date | null }
+>;
+
+/**
+ * Whether this sign-in waits for a second step: the customer set one up and the store offers it.
+ * Read off the row every sign-in reads anyway, so a customer without one costs nothing more.
+ */
+export function asksSecondStep(
+  store: Pick<StoreContext, 'twoFactorOffered'>,
+  customer: Pick<CustomerRow, 'two_factor'>,
+) {
+  return store.twoFactorOffered && customer.two_factor;
+}
+
+/**
+ * Holds a sign-in for its second step, against the credential version its first step was checked
+ * under: a password change meanwhile leaves it nothing to finish (see createSession).
+ */
+export async function holdForSecondStep(
+  db: StoreQueryable,
+  clock: Clock,
+  customer: Pick<CustomerRow, 'id' | 'credential_version'>,
+  method: PendingMethod,
+): Promise<Ok<SecondStepAsked>> {
+  const handle = await holdSignIn(db, clock, {
+    customerId: customer.id,
+    credentialVersion: customer.credential_version,
+    method,
+  });
+  return ok({ secondStep: { handle }, customerId: customer.id });
+}
 
 export type SignInNotice = 'sent' | 'known_device' | 'first_sign_in' | 'off';
 

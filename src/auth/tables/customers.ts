@@ -18,6 +18,8 @@ export interface CustomerRow {
   blocked_at: Date | null;
   /** When a block ends by itself; null: it holds until lifted. */
   blocked_until: Date | null;
+  /** A confirmed second step (TOTP): a sign-in by password, code or provider waits for it. */
+  two_factor: boolean;
 }
 
 /** The Customer resource as the API shows it. */
@@ -58,6 +60,7 @@ const columnNames = [
   'locale',
   'blocked_at',
   'blocked_until',
+  'two_factor',
 ];
 const customerColumns = columnNames.join(', ');
 
@@ -193,7 +196,8 @@ export async function deleteCustomer(tx: StoreQueryable, id: string): Promise<bo
 /**
  * Records the first proof of control of the identity (verified_at, while it is still null) and
  * returns the row. With `retirePassword` the password set before the proof ends with it: no hash,
- * and a new credential version, so no login that checked the old one opens a session.
+ * and a new credential version, so no login that checked the old one opens a session. A second
+ * step the claimant set up ends too (proveControl removes its secret).
  */
 export async function markProven(
   tx: StoreQueryable,
@@ -205,7 +209,8 @@ export async function markProven(
     `UPDATE customers
         SET verified_at = $2, updated_at = $2,
             password_hash = CASE WHEN $3 THEN NULL ELSE password_hash END,
-            credential_version = credential_version + CASE WHEN $3 THEN 1 ELSE 0 END
+            credential_version = credential_version + CASE WHEN $3 THEN 1 ELSE 0 END,
+            two_factor = false
       WHERE store_id = $4 AND id = $1 AND verified_at IS NULL RETURNING ${customerColumns}`,
     [id, now, retirePassword, tx.storeId],
   );
@@ -218,6 +223,16 @@ export async function markProven(
  */
 export async function lockCustomer(tx: StoreQueryable, key: CustomerKey): Promise<CustomerRow | null> {
   return selectCustomer(tx, key, ' FOR UPDATE');
+}
+
+/** Turns the customer's second step on or off, with the caller's change of their second_steps row. */
+export async function setTwoFactor(tx: StoreQueryable, id: string, on: boolean, now: Date): Promise<void> {
+  await tx.query('UPDATE customers SET two_factor = $2, updated_at = $3 WHERE store_id = $4 AND id = $1', [
+    id,
+    on,
+    now,
+    tx.storeId,
+  ]);
 }
 
 /**

@@ -68,6 +68,9 @@ export const StaffCustomer = Type.Composite([
     last_sign_in_at: nullable(date, 'The last sign-in the audit trail still remembers (its retention).'),
     session_count: Type.Integer({ description: 'Live sessions (signed in, not expired).' }),
     passkey_count: Type.Integer(),
+    two_factor: Type.Boolean({
+      description: 'A second step (TOTP) is on: sign-ins by password, code or provider ask for it.',
+    }),
     providers: Type.Array(
       Type.Object({ provider: Type.String(), email: nullable(Type.String(), ''), linked_at: date }),
       {

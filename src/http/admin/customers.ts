@@ -6,6 +6,7 @@ import {
   changeCustomer,
   createCustomer,
   customerDetails,
+  removeSecondStep,
   requirePasswordReset,
   unblockCustomer,
   type CustomerDetails,
@@ -90,6 +91,7 @@ function described(details: CustomerDetails, now: Date) {
     session_count: details.sessions,
     passkey_count: details.passkeys,
     providers: details.providers,
+    two_factor: details.row.two_factor,
   };
 }
 
@@ -351,6 +353,19 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
         { 200: StaffCustomer },
       ),
       async (request) => changeOne(request, 'customer.reset_required', requirePasswordReset),
+    );
+
+    app.post(
+      '/stores/:id/customers/:customer_id/remove-two-factor',
+      route(
+        'removeStoreCustomerTwoFactor',
+        "Remove a store's customer's second step",
+        'For a shopper who lost both their authenticator app and their recovery codes, once support has made sure of who they are: the secret and recovery codes are deleted, sign-ins waiting for them end, and the password (or code, or provider) alone signs in again; the customer may set up a new one. Sends them the notice of turning it off. A customer without one is left as they are. Recorded as `customer.two_factor_removed`.',
+        { params: CustomerParams },
+        [...storeProblems, 'not_found'],
+        { 200: StaffCustomer },
+      ),
+      async (request) => changeOne(request, 'customer.two_factor_removed', removeSecondStep),
     );
 
     app.post(

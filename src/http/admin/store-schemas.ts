@@ -21,6 +21,10 @@ const settingFields = {
   'auth.sign_in_with_code': Type.Boolean({ description: 'Shoppers may sign in with a code sent to them.' }),
   'auth.sign_in_notices': Type.Boolean({ description: 'A sign-in from a new device sends the shopper a notice.' }),
   'auth.passkeys': Type.Boolean({ description: 'Shoppers may add passkeys and sign in with them.' }),
+  'auth.two_factor': Type.Union([Type.Literal('off'), Type.Literal('optional'), Type.Literal('required')], {
+    description:
+      'A second step (TOTP with recovery codes): `optional`, a shopper may set it up in their account; `required`, a shopper who has it may not turn it off; `off` (default), none is offered or asked for (one set up before is kept, unused, until the store offers it again). A shopper with it signs in by password, code or provider and then a code from their app; a passkey needs none.',
+  }),
 };
 
 const phoneCountries = Type.Array(Type.String({ minLength: 2, maxLength: 2 }), {

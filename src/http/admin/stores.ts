@@ -163,6 +163,7 @@ function storeChangesOf(body: StorePatch, fields: FieldErrors, keys: Deps['keys'
   set('signInWithCode', settings['auth.sign_in_with_code']);
   set('signInNotices', settings['auth.sign_in_notices']);
   set('passkeys', settings['auth.passkeys']);
+  set('twoFactor', settings['auth.two_factor']);
   const countries = settings['auth.phone_countries'];
   if (countries !== undefined)
     set(

@@ -3,7 +3,7 @@ import { loginWithCode, requestSignInCode } from '../../auth/flows/code-login.js
 import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../declare.js';
 import { identityOf, messageRequestRoute, routeKit, type KitSource } from '../kit.js';
 import { limits } from '../rate-limit.js';
-import { AuthSession, VerifyBody } from '../schemas.js';
+import { SignInAnswer, VerifyBody } from '../schemas.js';
 import { sessionCookieOf } from '../session-cookie.js';
 
 const codeLoginOutcomes: Outcomes<'refused' | 'blocked'> = {
@@ -15,10 +15,10 @@ const loginWithCodeRoute = declareRoute({
   operationId: 'loginWithCode',
   summary: 'Log in with a sign-in code',
   description:
-    'Spends the sign-in code and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. Sets verified_at when it was null, and works on a store that requires verification. On an account whose identity was not yet proven it is the first proof of control: every earlier session and passkey ends, and so does the password set at registration (set a new one with forgot/reset). A wrong, expired or used code and an unknown identity are the same 422. 404 not_found while the store does not allow signing in with a code.',
+    'Spends the sign-in code and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN, as a login does. Sets verified_at when it was null, and works on a store that requires verification. On an account whose identity was not yet proven it is the first proof of control: every earlier session and passkey ends, and so does the password set at registration (set a new one with forgot/reset). A wrong, expired or used code and an unknown identity are the same 422. 404 not_found while the store does not allow signing in with a code. A customer with a second step on gets `200 two_factor_required` and no session, as a login does.',
   feature: 'signInWithCode',
   body: VerifyBody,
-  answer: AuthSession,
+  answer: SignInAnswer,
   problems: [codeLoginOutcomes],
 });
 

@@ -7,7 +7,7 @@ import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../de
 import { accountOf, identityOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { limits, type LimitHit } from '../rate-limit.js';
-import { AuthSession, LoginBody, SignedOutStatus } from '../schemas.js';
+import { AuthSession, LoginBody, SignedOutStatus, SignInAnswer } from '../schemas.js';
 import { sessionCookieOf } from '../session-cookie.js';
 
 export const loginRefusedDetail: Phrase = { key: 'problem.details.login_refused' };
@@ -22,9 +22,9 @@ const loginRoute = declareRoute({
   operationId: 'login',
   summary: 'Log in',
   description:
-    'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct." A login from a device the customer has not signed in from for 90 days queues a new_sign_in message (store setting auth.sign_in_notices); the answer does not depend on it.',
+    'Checks the password and sets the session cookie (replacing any the request carried) and a fresh XSRF-TOKEN. Unknown identity, wrong password and an unverified account on a store requiring verification are indistinguishable 401s, each with the detail "The identity or password is not correct." A login from a device the customer has not signed in from for 90 days queues a new_sign_in message (store setting auth.sign_in_notices); the answer does not depend on it. A customer with a second step on (store setting auth.two_factor) gets `200 two_factor_required` and no session: finish with `POST /two-factor/verify`.',
   body: LoginBody,
-  answer: AuthSession,
+  answer: SignInAnswer,
   problems: [loginOutcomes],
   examples: { details: { unauthenticated: loginRefusedDetail } },
 });

@@ -122,11 +122,16 @@ function safeReturnTo(request: FastifyRequest, store: StoreContext, trusted: rea
   }
 }
 
-function withError(returnTo: string, error: ProviderErrorCode): string {
+/** `return_to` with one more query parameter: `error`, or `two_factor` when a second step waits. */
+function withParameter(returnTo: string, name: 'error' | 'two_factor', value: string): string {
   const relative = returnTo.startsWith('/');
   const url = new URL(returnTo, 'http://path.invalid');
-  url.searchParams.set('error', error);
+  url.searchParams.set(name, value);
   return relative ? `${url.pathname}${url.search}${url.hash}` : url.href;
+}
+
+function withError(returnTo: string, error: ProviderErrorCode): string {
+  return withParameter(returnTo, 'error', error);
 }
 
 type Deps = KitSource & Pick<Edge, 'providers'>;
@@ -251,11 +256,13 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
           ? failed('account_blocked', 'blocked', result.customerId)
           : failed('email_unverified', 'email_unverified');
       const { match, ...signedIn } = result.value;
-      const customerId = signedIn.customer.id;
+      const customerId = 'secondStep' in signedIn ? signedIn.customerId : signedIn.customer.id;
       if (match === 'created') audit(request, 'customer.registered', customerId, { method: 'provider', provider: id });
       if (match !== 'linked') audit(request, 'provider.linked', customerId, { provider: id, match });
-      signInSucceeded(request, reply, signedIn, 'provider', undefined, { provider: id, match });
-      return reply.redirect(returnTo, 303);
+      const outcome = signInSucceeded(request, reply, signedIn, 'provider', undefined, { provider: id, match });
+      // The page finishes a sign-in that waits for its second step (`two-factor/verify`).
+      const secondStep = outcome.auth_type === 'two_factor_required';
+      return reply.redirect(secondStep ? withParameter(returnTo, 'two_factor', 'required') : returnTo, 303);
     }
 
     /** The way back of a link: the session that started it must still be the browser's. */
