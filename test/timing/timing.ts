@@ -606,17 +606,11 @@ async function importAccounts(store: TimingStore, prefix: string | null, count: 
   return identities;
 }
 
-/**
- * `count` customers registered with `password` and then blocked through the admin API, as the
- * platform's staff block one; their identities. The right password of the last one must answer
- * 403 account_blocked, so the block is in force before any sample is taken.
- */
-async function blockedAccounts(store: TimingStore, count: number): Promise<string[]> {
-  const identities = Array.from({ length: count }, (_, i) => `blocked-${i}@example.com`);
+/** Registers each email with `password`, eight at a time as the suite's customers are; their ids. */
+async function registerAccounts(store: TimingStore, emails: string[]): Promise<string[]> {
   const ids: string[] = [];
-  // Eight at a time, as the suite's customers are registered.
-  for (let i = 0; i < identities.length; i += 8) {
-    const batch = identities.slice(i, i + 8);
+  for (let i = 0; i < emails.length; i += 8) {
+    const batch = emails.slice(i, i + 8);
     const answers = await Promise.all(
       batch.map((email) =>
         send(store.base, '/register', { name: 'Timing', email, password, password_confirmation: password }),
@@ -627,7 +621,17 @@ async function blockedAccounts(store: TimingStore, count: number): Promise<strin
       ids.push(((await answer.json()) as { id: string }).id);
     }
   }
-  for (const id of ids) {
+  return ids;
+}
+
+/**
+ * `count` customers registered with `password` and then blocked through the admin API, as the
+ * platform's staff block one; their identities. The right password of the last one must answer
+ * 403 account_blocked, so the block is in force before any sample is taken.
+ */
+async function blockedAccounts(store: TimingStore, count: number): Promise<string[]> {
+  const identities = Array.from({ length: count }, (_, i) => `blocked-${i}@example.com`);
+  for (const id of await registerAccounts(store, identities)) {
     const blocked = await fetch(`${store.adminUrl}/admin/v1/stores/default/customers/${id}/block`, {
       method: 'POST',
       headers: { authorization: `Bearer ${timingAdminToken}`, 'content-type': 'application/json' },
@@ -650,19 +654,7 @@ async function blockedAccounts(store: TimingStore, count: number): Promise<strin
  */
 async function secondStepAccounts(store: TimingStore, count: number): Promise<string[]> {
   const identities = Array.from({ length: count }, (_, i) => `second-step-${i}@example.com`);
-  // Eight at a time, as the suite's customers are registered.
-  for (let i = 0; i < identities.length; i += 8) {
-    const batch = identities.slice(i, i + 8);
-    const answers = await Promise.all(
-      batch.map((email) =>
-        send(store.base, '/register', { name: 'Timing', email, password, password_confirmation: password }),
-      ),
-    );
-    for (const [k, answer] of answers.entries()) {
-      assert.equal(answer.status, 201, `registering ${batch[k]}`);
-      await answer.arrayBuffer();
-    }
-  }
+  await registerAccounts(store, identities);
   const set = await runCommand(['store', 'set', '--two-factor', 'optional'], cliEnv(store.dataDir));
   assert.equal(set.code, 0, set.stderr);
   const database = new pg.Client({ connectionString: embeddedDatabaseUrl(store.dataDir) });
