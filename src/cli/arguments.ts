@@ -15,7 +15,10 @@ import {
   storeLanguage,
   storeLanguageChange,
   storeLanguages,
+  storeBrandingUrl,
+  storeAccentColour,
   storeMailFrom,
+  storePrimaryColour,
   storeName,
   storeOrigin,
   storeSlug,
@@ -50,9 +53,11 @@ export const usage = `Usage: storefront-auth <command>
             [--allowed-origin O]... [--mail-from "Name <address>"] [--sms-sender LABEL]
             [--webauthn-rp-id HOST] [--cookie-domain DOMAIN] [--languages en,ar]
             [--default-language en] [--phone-countries DE,AT]
+            [--logo-url URL] [--primary-colour #RRGGBB] [--accent-colour #RRGGBB] [--support-url URL]
                                           --allowed-origin replaces the list; an empty value
                                           clears --allowed-origin, --mail-from, --sms-sender,
-                                          --webauthn-rp-id and --cookie-domain; --languages replaces the list
+                                          --webauthn-rp-id, --cookie-domain and each branding flag
+                                          (the service's own look); --languages replaces the list
                                           and must keep the default unless --default-language
                                           names a new one (on create: the first language);
                                           --phone-countries: the only countries a phone store's
@@ -169,6 +174,10 @@ function readArguments(argv: string[]) {
       status: { type: 'string' },
       'allowed-origin': { type: 'string', multiple: true },
       'mail-from': { type: 'string' },
+      'logo-url': { type: 'string' },
+      'primary-colour': { type: 'string' },
+      'accent-colour': { type: 'string' },
+      'support-url': { type: 'string' },
       'sms-sender': { type: 'string' },
       'webauthn-rp-id': { type: 'string' },
       'cookie-domain': { type: 'string' },
@@ -231,6 +240,10 @@ const storeSettingFlags = [
   'cookie-domain',
   'languages',
   'default-language',
+  'logo-url',
+  'primary-colour',
+  'accent-colour',
+  'support-url',
 ] as const satisfies readonly Flag[];
 
 interface CommandShape {
@@ -491,6 +504,22 @@ function storeSettings(values: Flags): StoreChanges {
       origins.filter((origin) => origin.trim() !== ''),
       (origin) => flagValue('--allowed-origin', storeOrigin, origin),
     );
+  const brandingPart = (
+    flag: 'logo-url' | 'primary-colour' | 'accent-colour' | 'support-url',
+    rule: (input: string) => string,
+  ) => {
+    const value = values[flag];
+    return value === undefined ? undefined : value.trim() === '' ? null : flagValue(`--${flag}`, rule, value);
+  };
+  const branding = Object.fromEntries(
+    Object.entries({
+      logoUrl: brandingPart('logo-url', storeBrandingUrl),
+      primaryColour: brandingPart('primary-colour', storePrimaryColour),
+      accentColour: brandingPart('accent-colour', storeAccentColour),
+      supportUrl: brandingPart('support-url', storeBrandingUrl),
+    }).filter(([, value]) => value !== undefined),
+  );
+  if (Object.keys(branding).length > 0) changes.branding = branding;
   const mailFrom = values['mail-from'];
   if (mailFrom !== undefined)
     changes.mailFrom = mailFrom.trim() === '' ? null : flagValue('--mail-from', storeMailFrom, mailFrom);

@@ -16,6 +16,13 @@ export type MessagePurpose =
   | 'recovery_code_used'
   | 'provider_linked';
 
+/** What of a store's look its emails show (the store's branding; delivery sits below the store). */
+export interface MessageBranding {
+  logoUrl: string | null;
+  primaryColour: string | null;
+  supportUrl: string | null;
+}
+
 export interface MessageContent {
   /** The language it is written in (a language tag of locales/): `Content-Language`, the SMS hook's `language`. */
   language: string;

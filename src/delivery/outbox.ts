@@ -1,9 +1,11 @@
 import { secondsBefore, type Clock } from '../clock.js';
 import type { Keys } from '../keys.js';
 import { deleteInBatch, erasedValue, type Queryable, type StoreQueryable } from '../storage/database.js';
-import type { Channel, MessagePurpose } from './message.js';
+import type { Channel, MessageBranding, MessagePurpose } from './message.js';
 import { sealContent } from './seal.js';
 import { renderMessage, type SignInDetails } from './templates.js';
+import { templateNameOf } from './message-templates.js';
+import { findTemplate } from './store-templates.js';
 
 export type OutboxStatus = 'pending' | 'sent' | 'failed' | 'dropped';
 export const outboxStatuses: readonly OutboxStatus[] = ['pending', 'sent', 'failed', 'dropped'];
@@ -24,6 +26,10 @@ export interface NewMessage {
    */
   customerId: string | null;
   storeName: string;
+  /** The store's logo, colour and support link, for the email's HTML; none: the service's look. */
+  branding?: MessageBranding | undefined;
+  /** For a store's template of a notice: the customer's name, given only once their identity is proven. */
+  customerName?: string | null | undefined;
   /** The language it is written in: the customer's (messageLanguage). */
   language: string;
   /** A code and when it expires, which the message states as its lifetime. */
@@ -39,25 +45,33 @@ export interface NewMessage {
 export async function enqueueMessage(tx: StoreQueryable, deps: OutboxDeps, message: NewMessage): Promise<string> {
   const now = deps.clock.now();
   const { code } = message;
+  // A store's own words for an email, when it has them for this message and language.
+  const template =
+    message.channel === 'email' ? await findTemplate(tx, templateNameOf(message.purpose), message.language) : null;
   // Only what a template may say is handed over, by name: nothing else the caller sent gets in.
-  const content = renderMessage({
-    channel: message.channel,
-    purpose: message.purpose,
-    language: message.language,
-    storeName: message.storeName,
-    signedOut: message.signedOut,
-    signIn: message.signIn,
-    maskedIdentity: message.maskedIdentity,
-    ...(code === undefined
-      ? {}
-      : {
-          code: {
-            value: code.value,
-            lifetimeMinutes: Math.round((code.expiresAt.getTime() - now.getTime()) / 60_000),
-            expiresAt: code.expiresAt,
-          },
-        }),
-  });
+  const content = renderMessage(
+    {
+      channel: message.channel,
+      purpose: message.purpose,
+      language: message.language,
+      storeName: message.storeName,
+      branding: message.branding,
+      customerName: message.customerName ?? null,
+      signedOut: message.signedOut,
+      signIn: message.signIn,
+      maskedIdentity: message.maskedIdentity,
+      ...(code === undefined
+        ? {}
+        : {
+            code: {
+              value: code.value,
+              lifetimeMinutes: Math.round((code.expiresAt.getTime() - now.getTime()) / 60_000),
+              expiresAt: code.expiresAt,
+            },
+          }),
+    },
+    template,
+  );
   const [row] = await tx.query<{ id: string }>(
     `INSERT INTO outbox (store_id, channel, purpose, recipient, customer_id, sealed_body, challenge_id, status, next_attempt_at, window_started_at, created_at, updated_at)
      VALUES ($8, $1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) RETURNING id::text AS id`,

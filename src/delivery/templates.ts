@@ -1,6 +1,7 @@
 import { catalogue } from '../i18n/strings.js';
+import { renderTemplate, type MessageTemplate } from './message-templates.js';
 import type { StoreLanguages } from '../i18n/negotiate.js';
-import type { Channel, MessageContent, MessagePurpose } from './message.js';
+import type { Channel, MessageBranding, MessageContent, MessagePurpose } from './message.js';
 
 /**
  * What a message may say. Nothing here is text a customer or anyone else chose (a customer's name,
@@ -15,6 +16,14 @@ export interface TemplateInput {
   language: string;
   /** The operator's, from the store settings. */
   storeName: string;
+  /** The store's logo (in notices only: a code's email loads no remote image), colour and support link. */
+  branding?: MessageBranding | undefined;
+  /**
+   * The customer's name, for a store's template of a notice only (the built-in words name no one):
+   * null while the identity is unproven, and kept out of subjects, since whoever registered an
+   * address chose it.
+   */
+  customerName?: string | null;
   /**
    * A code and how long it lives, in whole minutes (the message says so); an invitation's, which
    * lives for days, says until when.
@@ -78,7 +87,11 @@ class Wording {
   private readonly inserted: Inserted[] = [];
   readonly rtl: boolean;
 
-  constructor(readonly language: string) {
+  constructor(
+    readonly language: string,
+    /** The store's primary colour, for the code; none: the reader's own text colour. */
+    private readonly codeColour: string | null = null,
+  ) {
     this.rtl = catalogue.direction(language) === 'rtl';
   }
 
@@ -106,7 +119,7 @@ class Wording {
     return escapeHtml(words).replace(marks, (_, index: string) => {
       const { value, kind } = this.inserted[Number(index)]!;
       if (kind === 'code')
-        return `<strong${this.rtl ? ' dir="ltr"' : ''} style="font-size:1.4em;letter-spacing:0.2em">${escapeHtml(value)}</strong>`;
+        return `<strong${this.rtl ? ' dir="ltr"' : ''} style="font-size:1.4em;letter-spacing:0.2em${this.codeColour === null ? '' : `;color:${this.codeColour}`}">${escapeHtml(value)}</strong>`;
       if (!this.rtl) return escapeHtml(value);
       return `<bdi${kind === 'ltr' ? ' dir="ltr"' : ''}>${escapeHtml(value)}</bdi>`;
     });
@@ -249,12 +262,53 @@ const wordsOf: { [P in MessagePurpose]: (context: WordsContext) => Words } = {
 };
 
 /**
- * The words of every message, in the input's language: an SMS (one line of its own, short enough
+ * The values a store's own template of the message may show (message-templates.ts), in the
+ * message's language where they are words.
+ */
+export function templateValues(input: TemplateInput): Record<string, string> {
+  const w = new Wording(input.language);
+  const values: Record<string, string> = { store_name: input.storeName };
+  if (input.code !== undefined) {
+    values['code'] = input.code.value;
+    values['minutes'] = String(input.code.lifetimeMinutes);
+    if (input.code.expiresAt !== undefined) values['until'] = formatWhen(input.code.expiresAt);
+  }
+  if (input.signedOut !== undefined)
+    values['signed_out'] = w.text(
+      w.say(
+        input.signedOut === 'other_devices'
+          ? 'password_changed.line1_other_devices'
+          : 'password_changed.line1_every_device',
+        { store: w.insert(input.storeName) },
+      ),
+    );
+  if (input.signIn !== undefined) {
+    values['when'] = formatWhen(input.signIn.at);
+    values['device'] = input.signIn.device;
+    values['network'] = input.signIn.address;
+  }
+  if (input.maskedIdentity !== undefined) values['new_identity'] = input.maskedIdentity;
+  if (input.purpose === 'two_factor_on' || input.purpose === 'two_factor_off')
+    values['change'] = w.text(w.say(`${input.purpose}.line1`, { store: w.insert(input.storeName) }));
+  values['support_url'] = input.branding?.supportUrl ?? '';
+  if (input.code === undefined) {
+    values['logo_url'] = input.branding?.logoUrl ?? '';
+    values['customer_name'] = input.customerName ?? '';
+  }
+  return values;
+}
+
+/**
+ * The words of every message, in the input's language, or in the store's own template of an email
+ * when it has one: an SMS (one line of its own, short enough
  * for one part: 160 characters in English, 70 in a script that needs UCS-2, for a store name of up
  * to 20), or an email (a subject, text and HTML).
  */
-export function renderMessage(input: TemplateInput): MessageContent {
-  const w = new Wording(input.language);
+export function renderMessage(input: TemplateInput, template: MessageTemplate | null = null): MessageContent {
+  if (template !== null && input.channel === 'email')
+    return renderTemplate(template, input.language, templateValues(input));
+  const branding = input.branding ?? { logoUrl: null, primaryColour: null, supportUrl: null };
+  const w = new Wording(input.language, branding.primaryColour);
   const code = input.code?.value ?? '';
   const lifetimeMinutes = input.code?.lifetimeMinutes ?? 0;
   const context: WordsContext = {
@@ -282,13 +336,24 @@ export function renderMessage(input: TemplateInput): MessageContent {
   const greeting = w.say('greeting');
   const signature = w.say('signature', { store: context.params.store });
   const direction = catalogue.direction(language);
+  // The store's support link closes every email; its logo heads its notices, never a code's email
+  // (no remote image where a code is read at once: a tracker, a slow host).
+  const help = branding.supportUrl === null ? null : w.say('support', { store: context.params.store });
+  const logo =
+    branding.logoUrl === null || input.code !== undefined
+      ? []
+      : [`<p><img src="${escapeHtml(branding.logoUrl)}" alt="${escapeHtml(input.storeName)}" height="48"></p>`];
   return {
     language,
     subject: w.text(subject),
-    text: [greeting, '', ...lines, '', signature].map((line) => w.text(line)).join('\n'),
+    text: [greeting, '', ...lines, '', signature, ...(help === null ? [] : ['', `${help}: ${branding.supportUrl}`])]
+      .map((line) => w.text(line))
+      .join('\n'),
     html: [
       `<!doctype html><html lang="${escapeHtml(language)}" dir="${direction}"><body style="font-family:sans-serif">`,
+      ...logo,
       ...[greeting, ...lines, signature].map((line) => `<p>${w.html(line)}</p>`),
+      ...(help === null ? [] : [`<p><a href="${escapeHtml(branding.supportUrl!)}">${w.html(help)}</a></p>`]),
       '</body></html>',
     ].join('\n'),
   };

@@ -651,6 +651,39 @@ export const migrations: Migration[] = [
       CREATE INDEX pending_sign_ins_customer ON pending_sign_ins (store_id, customer_id);
     `,
   },
+  {
+    version: 25,
+    name: 'store message templates',
+    sql: `
+      -- A store's own words for one of its emails in one language (Mustache, checked when saved);
+      -- read by its primary key when such a message is queued. They go with their store.
+      CREATE TABLE store_templates (
+        store_id text NOT NULL REFERENCES stores (id) ON DELETE CASCADE,
+        message text NOT NULL,
+        language text NOT NULL,
+        subject text NOT NULL,
+        text_body text NOT NULL,
+        html_body text NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (store_id, message, language)
+      );
+    `,
+  },
+  {
+    version: 26,
+    name: 'store logos',
+    sql: `
+      -- A store's uploaded logo (PNG, JPEG or WebP, at most 256 KiB), served at /brand/logo on its
+      -- hosts; digest names the version, so a browser may keep it for good.
+      CREATE TABLE store_logos (
+        store_id text PRIMARY KEY REFERENCES stores (id) ON DELETE CASCADE,
+        content_type text NOT NULL,
+        image bytea NOT NULL,
+        digest text NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every instance of the service.

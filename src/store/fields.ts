@@ -149,6 +149,63 @@ export function storePhoneCountry(input: string): string {
 
 /** A bot check's siteverify address: https://, or http:// on this machine (a test's server). */
 export function botCheckVerifyUrl(input: string): string {
+  return httpsUrl(input);
+}
+
+/** A store's logo or support link: https://, or http:// on this machine (a test's server). */
+export const storeBrandingUrl = (input: string): string => {
+  const url = httpsUrl(input);
+  if (url.length > 2048) throw new FieldError('must be at most 2048 characters');
+  return url;
+};
+
+/** A colour as `#RRGGBB`, kept in lowercase. */
+function storeColour(input: string): string {
+  if (!/^#[0-9a-f]{6}$/i.test(input.trim())) throw new FieldError(`${shown(input)} must be a colour as #RRGGBB`);
+  return input.trim().toLowerCase();
+}
+
+/** WCAG 2's contrast ratio of two `#RRGGBB` colours, 1 to 21. */
+export function contrastRatio(first: string, second: string): number {
+  const luminance = (colour: string) => {
+    const [r, g, b] = [1, 3, 5].map((at) => {
+      const channel = parseInt(colour.slice(at, at + 2), 16) / 255;
+      return channel <= 0.04045 ? channel / 12.92 : ((channel + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+  };
+  const [light, dark] = [luminance(first), luminance(second)].sort((a, b) => b - a);
+  return (light! + 0.05) / (dark! + 0.05);
+}
+
+/** The page's text colour (public/app.css), which the accent stands beside. */
+const pageText = '#1b1b1f';
+
+/** A colour that reaches WCAG AA's 4.5:1 against `against`, else a refusal naming the ratio. */
+function contrasting(input: string, against: string, name: string, advice: string): string {
+  const colour = storeColour(input);
+  const ratio = contrastRatio(colour, against);
+  // Rounded down, so a refusal never shows 4.50.
+  const shownRatio = (Math.floor(ratio * 100) / 100).toFixed(2);
+  if (ratio < 4.5)
+    throw new FieldError(`${colour} has a contrast of ${shownRatio}:1 with ${name}, under WCAG AA's 4.5:1; ${advice}`);
+  return colour;
+}
+
+/**
+ * The primary colour: buttons are drawn in it with white text, and links in it on the page's white,
+ * so it must reach WCAG AA's 4.5:1 against white.
+ */
+export function storePrimaryColour(input: string): string {
+  return contrasting(input, '#ffffff', 'white', 'choose a darker colour');
+}
+
+/** The accent: the focus ring drawn around fields and buttons, beside the page's dark text. */
+export function storeAccentColour(input: string): string {
+  return contrasting(input, pageText, `the page's text (${pageText})`, 'choose a lighter colour');
+}
+
+function httpsUrl(input: string): string {
   let url: URL;
   try {
     url = new URL(input.trim());
@@ -274,6 +331,12 @@ export function describeStore(store: StoreContext) {
               verify_url: store.botCheck.verifyUrl,
               secret_set: true,
             },
+    },
+    branding: {
+      logo_url: store.branding.logoUrl,
+      primary_colour: store.branding.primaryColour,
+      accent_colour: store.branding.accentColour,
+      support_url: store.branding.supportUrl,
     },
     hosts: store.hosts,
     allowed_origins: store.allowedOrigins,

@@ -4,6 +4,7 @@ import { domainToASCII } from 'node:url';
 import type { Clock } from '../clock.js';
 import { isOnRpId, type Config, type IdentityMode } from '../config.js';
 import { inStore, isUuid, type Database, type Queryable, type StoreQueryable } from '../storage/database.js';
+import type { MessageBranding } from '../delivery/message.js';
 
 export type StoreStatus = 'active' | 'paused' | 'closed';
 export const storeStatuses: readonly StoreStatus[] = ['active', 'paused', 'closed'];
@@ -57,6 +58,10 @@ export interface StoreContext {
   phoneCountries: string[];
   /** `auth.bot_check`: the bot check the store's shoppers pass on the listed operations; null: none. */
   botCheck: BotCheck | null;
+  /** How the store's page and emails look: each part null for the service's own. */
+  branding: Branding;
+  /** What of it an email shows: an uploaded logo as an address on the store's first host. */
+  mailBranding: MessageBranding;
   /** The host names the store answers on, normalized (lowercase, IDNA, no port). */
   hosts: string[];
   /** Storefronts allowed to call with credentials, besides https:// and each host. */
@@ -119,6 +124,8 @@ function toStore(row: StoreRow): StoreContext {
     ...twoFactorOf(row.settings['auth.two_factor']),
     phoneCountries: stringList(row.settings['auth.phone_countries']),
     botCheck: botCheckOf(row.settings['auth.bot_check']),
+    branding: brandingOf(row.settings),
+    mailBranding: mailBrandingOf(brandingOf(row.settings), row.hosts),
     hosts: row.hosts,
     allowedOrigins: row.allowed_origins,
     mailFrom: row.mail_from,
@@ -137,6 +144,45 @@ export type TwoFactorMode = (typeof twoFactorModes)[number];
 function twoFactorOf(value: unknown): Pick<StoreContext, 'twoFactor' | 'twoFactorOffered'> {
   const twoFactor = twoFactorModes.find((mode) => mode === value) ?? 'off';
   return { twoFactor, twoFactorOffered: twoFactor !== 'off' };
+}
+
+/** A store's look: a logo, a support link (https://), a primary and an accent colour (#rrggbb). */
+export interface Branding {
+  logoUrl: string | null;
+  primaryColour: string | null;
+  accentColour: string | null;
+  supportUrl: string | null;
+}
+
+// Each part a settings key of its own, so a patch of one leaves the others (the settings merge).
+const brandingKeys = {
+  logoUrl: 'branding.logo_url',
+  primaryColour: 'branding.primary_colour',
+  accentColour: 'branding.accent_colour',
+  supportUrl: 'branding.support_url',
+} as const satisfies Record<keyof Branding, string>;
+
+function brandingOf(settings: Record<string, unknown>): Branding {
+  const part = (key: string) => (typeof settings[key] === 'string' ? (settings[key] as string) : null);
+  return {
+    logoUrl: part(brandingKeys.logoUrl),
+    primaryColour: part(brandingKeys.primaryColour),
+    accentColour: part(brandingKeys.accentColour),
+    supportUrl: part(brandingKeys.supportUrl),
+  };
+}
+
+// An uploaded logo is a path on the store's hosts: a mail reader needs a whole address, and a store
+// with no host of its own (the default one) has none to give.
+function mailBrandingOf(branding: Branding, hosts: string[]): MessageBranding {
+  const { logoUrl, primaryColour, supportUrl } = branding;
+  const uploaded = logoUrl?.startsWith('/') === true;
+  const host = hosts[0];
+  return {
+    logoUrl: !uploaded ? logoUrl : host === undefined ? null : `https://${host}${logoUrl}`,
+    primaryColour,
+    supportUrl,
+  };
 }
 
 function stringList(value: unknown): string[] {
@@ -381,6 +427,8 @@ export interface StoreChanges {
   phoneCountries?: string[];
   /** Null removes the store's bot check. */
   botCheck?: BotCheck | null;
+  /** The parts given; a null part goes back to the service's own. */
+  branding?: Partial<Branding>;
   allowedOrigins?: string[];
   mailFrom?: string | null;
   smsSender?: string | null;
@@ -478,6 +526,9 @@ function settingsOf(changes: StoreChanges): Record<string, unknown> {
     ...(changes.twoFactor === undefined ? {} : { 'auth.two_factor': changes.twoFactor }),
     ...(changes.phoneCountries === undefined ? {} : { 'auth.phone_countries': changes.phoneCountries }),
     ...(changes.botCheck === undefined ? {} : { 'auth.bot_check': storedBotCheck(changes.botCheck) }),
+    ...Object.fromEntries(
+      Object.entries(changes.branding ?? {}).map(([part, value]) => [brandingKeys[part as keyof Branding], value]),
+    ),
   };
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -8,7 +9,8 @@ import { setLanguageHeaders } from '../http/language-headers.js';
 import { hostOf } from '../http/scopes.js';
 import { negotiate } from '../i18n/negotiate.js';
 import { catalogue, type Params } from '../i18n/strings.js';
-import type { BotCheckProvider, StoreContext } from '../store/store.js';
+import type { BotCheckProvider, Branding, StoreContext } from '../store/store.js';
+import { findLogo, uploadedLogoPath } from '../store/logos.js';
 
 // public/ sits at the package root, two levels above this file in both src/ and dist/.
 const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../public');
@@ -66,11 +68,52 @@ const botCheckWidgets: Record<BotCheckProvider, { script: string; className: str
   },
 };
 
-/** The page's CSP: its own, plus the widget's origins when the store has a bot check. */
-export function pageCspOf(store: Pick<StoreContext, 'botCheck'>): string {
-  if (store.botCheck === null) return pageCsp;
-  const { origins } = botCheckWidgets[store.botCheck.provider];
-  return `default-src 'none'; script-src 'self' ${origins}; style-src 'self' ${origins}; connect-src 'self' ${origins}; frame-src ${origins}; img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`;
+/**
+ * The page's CSP: its own, plus the widget's origins when the store has a bot check, the hash of the
+ * store's colours (its one inline style) and its logo's origin when it has them.
+ */
+export function pageCspOf(store: Pick<StoreContext, 'botCheck' | 'branding'>): string {
+  const widget = store.botCheck === null ? '' : ` ${botCheckWidgets[store.botCheck.provider].origins}`;
+  const style = brandStyle(store.branding);
+  const styleHash =
+    style === '' ? '' : ` 'sha256-${createHash('sha256').update(styleText(store.branding)).digest('base64')}'`;
+  // An uploaded logo is the page's own origin ('self'); a linked one adds its origin.
+  const { logoUrl } = store.branding;
+  const logo = logoUrl === null || logoUrl.startsWith('/') ? '' : ` ${new URL(logoUrl).origin}`;
+  const frames = widget === '' ? '' : ` frame-src${widget};`;
+  return `default-src 'none'; script-src 'self'${widget}; style-src 'self'${widget}${styleHash}; connect-src 'self'${widget};${frames} img-src 'self' data:${logo}; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`;
+}
+
+/** The store's colours as the page's custom properties (app.css falls back to its own). */
+function styleText(branding: Branding): string {
+  const properties = [
+    branding.primaryColour === null ? '' : `--brand-primary:${branding.primaryColour};`,
+    branding.accentColour === null ? '' : `--brand-accent:${branding.accentColour};`,
+  ].join('');
+  return properties === '' ? '' : `:root{${properties}}`;
+}
+
+function brandStyle(branding: Branding): string {
+  const text = styleText(branding);
+  return text === '' ? '' : `<style>${text}</style>`;
+}
+
+/** The logo (the store's name as its text) and the support link, when the store has them. */
+function brandParts(
+  store: Pick<StoreContext, 'branding' | 'name'>,
+  language: string,
+): { logo: string; support: string } {
+  const { logoUrl, supportUrl } = store.branding;
+  return {
+    logo:
+      logoUrl === null
+        ? ''
+        : `<img class="brand-logo" src="${escapeAttribute(logoUrl)}" alt="${escapeAttribute(store.name)}" />`,
+    support:
+      supportUrl === null
+        ? ''
+        : `<p class="support"><a href="${escapeAttribute(supportUrl)}" rel="noopener">${escapeAttribute(catalogue.text(language, 'page.brand.support', { store: store.name }))}</a></p>`,
+  };
 }
 
 /** The widget's script and its container, which the page's script reads the token from; none without a check. */
@@ -149,7 +192,7 @@ function stringsBlock(language: string): string {
 }
 
 /** The sign-in page at `/`: plain HTML and a small script (four modules) that uses the public API like a storefront. */
-export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
+export function signInPage(services: Pick<Edge, 'store' | 'db'>): FastifyPluginAsync {
   return async (app) => {
     const read = (name: string) => fs.readFileSync(path.join(publicDir, name), 'utf8');
     const template = read('index.html');
@@ -171,6 +214,7 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
       if (store === null) return reply.code(404).type('text/plain; charset=utf-8').send(unknownStorePage);
       const botCheck = botCheckParts(store);
       const language = pageLanguage(request.query, request.headers['accept-language'], store);
+      const brand = brandParts(store, language);
       setLanguageHeaders(reply, language);
       // The page learns the store's name, identity mode and whether it offers sign-in codes and
       // passkeys from attributes on <body>; its language from <html lang>.
@@ -188,6 +232,9 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
           TWO_FACTOR: store.twoFactor,
           BOT_CHECK_SCRIPT: botCheck.script,
           BOT_CHECK_WIDGET: botCheck.widget,
+          BRAND_STYLE: brandStyle(store.branding),
+          BRAND_LOGO: brand.logo,
+          SUPPORT_LINK: brand.support,
         },
         language,
         store.identityMode,
@@ -195,6 +242,18 @@ export function signInPage(services: Pick<Edge, 'store'>): FastifyPluginAsync {
       );
       reply.type('text/html; charset=utf-8');
       return html;
+    });
+
+    // A store's uploaded logo, on its own hosts: versioned by its digest (`?v=`), so kept for good.
+    app.get(uploadedLogoPath, { schema: { hide: true } }, async (request, reply) => {
+      const store = await services.store.resolve(hostOf(request));
+      const logo = store === null ? null : await findLogo(services.db, store.id);
+      reply
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('x-content-type-options', 'nosniff');
+      if (logo === null) return reply.code(404).type('text/plain; charset=utf-8').send('No logo.\n');
+      reply.header('cache-control', 'public, max-age=31536000, immutable').type(logo.contentType);
+      return logo.image;
     });
 
     for (const [url, type] of Object.entries(served)) {

@@ -40,7 +40,7 @@ describe('the proof-of-control migration, on a database made by the migrations b
         [id, `credential-${id}`],
       );
     }
-    assert.deepEqual(await migrate(db), [12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]);
+    assert.deepEqual(await migrate(db), [12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]);
   });
   after(async () => database.drop());
 

@@ -84,6 +84,16 @@ export type StoreSettingsInput = Partial<
   Omit<StoreSettings, 'auth.bot_check'> & { 'auth.bot_check': BotCheckInput | null }
 >;
 
+/** How a store's page and emails look; null parts are the service's own. */
+export interface Branding {
+  /** An https:// image: on the page and in notices (not in code emails), the store's name as its text. */
+  logo_url: string | null;
+  /** `#RRGGBB`, at least 4.5:1 against white. */
+  primary_colour: string | null;
+  accent_colour: string | null;
+  support_url: string | null;
+}
+
 export interface Store {
   id: string;
   slug: string;
@@ -91,6 +101,7 @@ export interface Store {
   status: StoreStatus;
   identity_mode: IdentityMode;
   settings: StoreSettings;
+  branding: Branding;
   /** Normalized: lowercase, punycode. */
   hosts: string[];
   allowed_origins: string[];
@@ -124,6 +135,8 @@ export interface NewStore {
   status?: StoreStatus;
   hosts?: string[];
   settings?: StoreSettingsInput;
+  /** Any of the parts; null ones go back to the service's own. */
+  branding?: Partial<Branding>;
   allowed_origins?: string[];
   mail_from?: string | null;
   sms_sender?: string | null;
@@ -141,6 +154,8 @@ export interface StorePatch {
   identity_mode?: IdentityMode;
   status?: StoreStatus;
   settings?: StoreSettingsInput;
+  /** Any of the parts; null ones go back to the service's own. */
+  branding?: Partial<Branding>;
   allowed_origins?: string[] | null;
   mail_from?: string | null;
   sms_sender?: string | null;
@@ -228,6 +243,39 @@ export interface AdminClient extends CustomerAdmin, WebhookAdmin, RecordsAdmin {
   addProvider(store: string, provider: NewProvider): Promise<Provider>;
   listProviders(store: string): Promise<Provider[]>;
   removeProvider(store: string, id: string): Promise<void>;
+  /** Which messages the store words itself, in which languages. */
+  listTemplates(store: string): Promise<TemplateSummary[]>;
+  /** The store's words for a message in a language (Mustache); a mistake is `validation_failed` naming part and line. */
+  setTemplate(store: string, message: string, language: string, template: MessageTemplate): Promise<StoredTemplate>;
+  getTemplate(store: string, message: string, language: string): Promise<StoredTemplate>;
+  /** The built-in words return. */
+  removeTemplate(store: string, message: string, language: string): Promise<void>;
+  /** The template rendered with sample values, as a shopper would get it; nothing is saved. */
+  previewTemplate(
+    store: string,
+    message: string,
+    language: string,
+    template: MessageTemplate,
+  ): Promise<MessageTemplate>;
+}
+
+/** A store's own words for an email: Mustache, `{{variable}}` only. */
+export interface MessageTemplate {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface StoredTemplate extends MessageTemplate {
+  message: string;
+  language: string;
+  updated_at: string;
+}
+
+export interface TemplateSummary {
+  message: string;
+  language: string;
+  updated_at: string;
 }
 
 export function createAdminClient(options: AdminClientOptions): AdminClient {
@@ -286,6 +334,17 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     removeProvider: async (store, id) => {
       await call('DELETE', `/stores/${part(store)}/providers/${part(id)}`);
     },
+    listTemplates: async (store) =>
+      (await call<{ templates: TemplateSummary[] }>('GET', `/stores/${part(store)}/templates`)).templates,
+    setTemplate: (store, message, language, template) =>
+      call('PUT', `/stores/${part(store)}/templates/${part(message)}/${part(language)}`, template),
+    getTemplate: (store, message, language) =>
+      call('GET', `/stores/${part(store)}/templates/${part(message)}/${part(language)}`),
+    removeTemplate: async (store, message, language) => {
+      await call('DELETE', `/stores/${part(store)}/templates/${part(message)}/${part(language)}`);
+    },
+    previewTemplate: (store, message, language, template) =>
+      call('POST', `/stores/${part(store)}/templates/${part(message)}/${part(language)}/preview`, template),
     ...customerAdmin(call),
     ...webhookAdmin(call),
     ...recordsAdmin(call),

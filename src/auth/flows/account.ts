@@ -15,7 +15,7 @@ import { fail, failFields, ok, type Result } from '../result.js';
 import { validateName, validateNewPassword } from '../rules/fields.js';
 import { validateNotBreached } from '../rules/breached.js';
 import { validateLocale } from '../rules/locale.js';
-import { credentialsChanged } from '../rules/ownership.js';
+import { credentialsChanged, templateName } from '../rules/ownership.js';
 import { checkCurrentPassword, currentPasswordRefused } from '../rules/reauthentication.js';
 import {
   createSession,
@@ -89,6 +89,8 @@ export async function changePassword(
       to: locked.identity_value,
       customerId: locked.id,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(locked),
       language: messageLanguage(store, locked.locale),
       signedOut: 'other_devices',
     });

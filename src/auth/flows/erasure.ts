@@ -20,6 +20,7 @@ import { deleteCustomerSessions, listCustomerSessions, maskAddress, type Session
 import { listKnownDevices } from '../tables/known-devices.js';
 import { listPasskeys, type PasskeyView } from '../tables/passkeys.js';
 import { listProviderLinks, type ProviderLinkView } from '../tables/provider-links.js';
+import { templateName } from '../rules/ownership.js';
 
 /**
  * An audit event as the customer sees it in their export: the customer id is theirs, so it is left
@@ -98,7 +99,7 @@ export async function exportAccount(
 export type ErasureDeps = MessagingDeps;
 
 /** The store an account is erased from, as its notice names it and picks its language. */
-export type ErasingStore = Pick<StoreContext, 'name' | 'languages' | 'defaultLanguage'>;
+export type ErasingStore = Pick<StoreContext, 'name' | 'languages' | 'defaultLanguage' | 'mailBranding'>;
 
 /** `wrong_password` names `current_password`, so the caller can answer it as a field error. */
 export type DeleteAccountResult = Result<void, 'wrong_password' | 'gone'>;
@@ -161,6 +162,8 @@ export async function eraseAccount(
       // The customer row is gone: this message is about no one the database still knows.
       customerId: null,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(customer),
       // Read before the row went: the notice is written in the language the customer had.
       language: messageLanguage(store, customer.locale),
     });

@@ -15,7 +15,7 @@ import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from 
 import { fail, failFields, ok, type Result } from '../result.js';
 import { validateIdentity } from '../rules/fields.js';
 import { maskIdentity } from '../rules/identity.js';
-import { credentialsChanged } from '../rules/ownership.js';
+import { credentialsChanged, templateName } from '../rules/ownership.js';
 import { checkCurrentPassword } from '../rules/reauthentication.js';
 import { revokeCustomerSessions } from '../tables/sessions.js';
 
@@ -85,6 +85,8 @@ export async function requestIdentityChange(
         // About the account that holds the address, not the one asking: it goes with the owner's.
         customerId: owner.id,
         storeName: store.name,
+        branding: store.mailBranding,
+        customerName: templateName(owner),
         language: messageLanguage(store, owner.locale),
       });
       return true;
@@ -96,6 +98,7 @@ export async function requestIdentityChange(
       to: newIdentityValue,
       customerId: customer.id,
       storeName: store.name,
+      branding: store.mailBranding,
       language: messageLanguage(store, customer.locale),
       code: { value: challenge.code, expiresAt: challenge.expiresAt },
       challengeId: challenge.challengeId,
@@ -141,6 +144,8 @@ export async function confirmIdentityChange(
       to: locked.identity_value,
       customerId: locked.id,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(locked),
       language: messageLanguage(store, locked.locale),
       maskedIdentity: maskIdentity(store.identityMode, consumed.newIdentityValue),
     });

@@ -4,7 +4,7 @@ import { messageLanguage } from '../../delivery/templates.js';
 import type { StoreContext } from '../../store/store.js';
 import { lockCustomer, type CustomerRow } from '../tables/customers.js';
 import { channelFor, type AuthDeps, type MessagingDeps } from '../deps.js';
-import { isProven } from '../rules/ownership.js';
+import { isProven, templateName } from '../rules/ownership.js';
 import { deviceFamily } from '../rules/device-family.js';
 import { storePasskeyChallenge, takePasskeyChallenge } from '../tables/passkey-challenges.js';
 import { insertPasskey, listCredentialDescriptors, type PasskeyView } from '../tables/passkeys.js';
@@ -78,7 +78,7 @@ export type PasskeyRegistrationResult = Result<
 export async function finishPasskeyRegistration(
   deps: MessagingDeps & Pick<AuthDeps, 'hasher'>,
   rp: RelyingParty,
-  store: Pick<StoreContext, 'name' | 'identityMode' | 'languages' | 'defaultLanguage'>,
+  store: Pick<StoreContext, 'name' | 'identityMode' | 'languages' | 'defaultLanguage' | 'mailBranding'>,
   customer: CustomerRow,
   registration: PasskeyRegistration,
 ): Promise<PasskeyRegistrationResult> {
@@ -129,6 +129,8 @@ export async function finishPasskeyRegistration(
       to: locked.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(locked),
       language: messageLanguage(store, locked.locale),
     });
     return added;

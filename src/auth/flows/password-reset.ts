@@ -11,7 +11,7 @@ import { validateNewPassword } from '../rules/fields.js';
 import { validateNotBreached } from '../rules/breached.js';
 import { fail, failFields, ok, type Result } from '../result.js';
 import { deleteCustomerSessions } from '../tables/sessions.js';
-import { credentialsChanged, proveControl } from '../rules/ownership.js';
+import { credentialsChanged, proveControl, templateName } from '../rules/ownership.js';
 
 /** Sends a reset code when the account exists. The caller answers 202 before this runs. */
 export async function requestPasswordReset(
@@ -66,6 +66,8 @@ export async function resetPassword(
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(customer),
       language: messageLanguage(store, customer.locale),
     });
     await recordCustomerEvent(tx, deps.clock, {

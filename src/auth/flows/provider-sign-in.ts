@@ -9,7 +9,7 @@ import { channelFor, type MessagingDeps } from '../deps.js';
 import { maxNameLength } from '../rules/fields.js';
 import { normalizeEmail } from '../rules/identity.js';
 import { blockOn, type Blocked } from '../rules/blocking.js';
-import { isProven, proveControl } from '../rules/ownership.js';
+import { isProven, proveControl, templateName } from '../rules/ownership.js';
 import {
   asksSecondStep,
   completeSignIn,
@@ -150,6 +150,8 @@ async function matchCustomer(
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(customer),
       language: messageLanguage(store, customer.locale),
     });
     return { customer, match: 'linked_proven' };
@@ -197,6 +199,8 @@ export async function linkProvider(
       to: customer.identity_value,
       customerId,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(customer),
       language: messageLanguage(store, customer.locale),
     });
     return ok(undefined);

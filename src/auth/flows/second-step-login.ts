@@ -8,6 +8,7 @@ import { asksSecondStep, completeSignIn, deviceKeyOf, type SignedIn, type SignIn
 import { lockCustomer } from '../tables/customers.js';
 import { countTry, endPendingSignIn, pendingSignInTries } from '../tables/pending-sign-ins.js';
 import { createSession } from '../tables/sessions.js';
+import { templateName } from '../rules/ownership.js';
 
 /**
  * `ended`: there is no sign-in to finish (none under this handle, expired, its last wrong try
@@ -73,6 +74,8 @@ export async function finishSecondStep(
         to: customer.identity_value,
         customerId,
         storeName: attempt.store.name,
+        branding: attempt.store.mailBranding,
+        customerName: templateName(customer),
         language: messageLanguage(attempt.store, customer.locale),
       });
     return ok({ customer, ...opened, recovered: taken === 'recovery_code' });

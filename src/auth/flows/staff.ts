@@ -10,7 +10,7 @@ import { fail, ok, type Result } from '../result.js';
 import { blockOn } from '../rules/blocking.js';
 import { maskIdentity } from '../rules/identity.js';
 import type { ImportRecord } from '../rules/import-line.js';
-import { credentialsChanged, proveControl } from '../rules/ownership.js';
+import { credentialsChanged, proveControl, templateName } from '../rules/ownership.js';
 import { queueCode, queueInvitation } from '../rules/queue-code.js';
 import {
   findStaffCustomer,
@@ -147,6 +147,8 @@ export async function removeSecondStep(deps: MessagingDeps, store: StoreContext,
       to: customer.identity_value,
       customerId: id,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(customer),
       language: messageLanguage(store, customer.locale),
     });
     return ok(undefined);
@@ -184,6 +186,8 @@ export async function changeCustomer(deps: MessagingDeps, store: StoreContext, i
         to: customer.identity_value,
         customerId: id,
         storeName: store.name,
+        branding: store.mailBranding,
+        customerName: templateName(customer),
         language: messageLanguage(store, customer.locale),
         maskedIdentity: maskIdentity(store.identityMode, change.identity),
       });

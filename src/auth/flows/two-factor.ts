@@ -5,7 +5,7 @@ import type { StoreQueryable } from '../../storage/database.js';
 import { channelFor, type AuthDeps, type FieldErrors, type MessagingDeps } from '../deps.js';
 import { fail, failFields, ok, type Result } from '../result.js';
 import { displayIdentity } from '../rules/identity.js';
-import { isProven } from '../rules/ownership.js';
+import { isProven, templateName } from '../rules/ownership.js';
 import { checkCurrentPassword, currentPasswordRefused } from '../rules/reauthentication.js';
 import {
   newRecoveryCodes,
@@ -178,6 +178,8 @@ async function notify(
     to: customer.identity_value,
     customerId: customer.id,
     storeName: store.name,
+    branding: store.mailBranding,
+    customerName: templateName(customer),
     language: messageLanguage(store, customer.locale),
   });
 }

@@ -72,3 +72,11 @@ export async function credentialsChanged(tx: StoreQueryable, clock: Clock, custo
 export function isProven(customer: Pick<CustomerRow, 'verified_at'>): boolean {
   return customer.verified_at !== null;
 }
+
+/**
+ * The name a store's template may show in a notice: the customer's once their identity was proven
+ * before it, else none (a claimant's chosen text must not reach the address's owner).
+ */
+export function templateName(customer: Pick<CustomerRow, 'name' | 'verified_at'>): string | null {
+  return isProven(customer) ? customer.name : null;
+}

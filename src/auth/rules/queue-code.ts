@@ -28,6 +28,7 @@ export async function queueCode(
     to: customer.identity_value,
     customerId: customer.id,
     storeName: store.name,
+    branding: store.mailBranding,
     language: messageLanguage(store, customer.locale),
     code: { value: challenge.code, expiresAt: challenge.expiresAt },
     challengeId: challenge.challengeId,

@@ -10,6 +10,7 @@ import { holdSignIn, type PendingMethod } from '../tables/pending-sign-ins.js';
 import type { Clock } from '../../clock.js';
 import type { StoreQueryable } from '../../storage/database.js';
 import { deviceFamily } from './device-family.js';
+import { templateName } from './ownership.js';
 
 /**
  * The end every way of signing in shares once its session is open (the password, a code, a
@@ -135,6 +136,8 @@ async function noteSignIn(deps: MessagingDeps, store: StoreContext, signIn: Open
       to: customer.identity_value,
       customerId: customer.id,
       storeName: store.name,
+      branding: store.mailBranding,
+      customerName: templateName(customer),
       language: messageLanguage(store, customer.locale),
       signIn: { at: deps.clock.now(), device: family, address: maskedAddress },
     });

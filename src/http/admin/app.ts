@@ -9,6 +9,8 @@ import { unknownPathAnswer } from '../scopes.js';
 import { customerTransferRoutes } from './customer-transfer.js';
 import { introspectionRoutes } from './introspect.js';
 import { passwordHookRoutes } from './password-hook.js';
+import { templateRoutes } from './templates.js';
+import { logoRoutes } from './logo.js';
 import { providerAdminRoutes } from './providers.js';
 import { storeRecordRoutes } from './store-records.js';
 import { customerRoutes } from './customers.js';
@@ -59,6 +61,8 @@ export async function buildAdminApp(built: Services): Promise<FastifyInstance> {
   await app.register(customerTransferRoutes(services), { prefix: adminPrefix });
   await app.register(providerAdminRoutes(services), { prefix: adminPrefix });
   await app.register(passwordHookRoutes(services), { prefix: adminPrefix });
+  await app.register(templateRoutes(services), { prefix: adminPrefix });
+  await app.register(logoRoutes(services), { prefix: adminPrefix });
   await app.register(webhookRoutes(services), { prefix: adminPrefix });
   await app.register(storeRecordRoutes(services), { prefix: adminPrefix });
   // Any token may read the document: the backends that introspect are who it is written for.

@@ -143,6 +143,44 @@ const defaultLanguageField = (more: string) =>
 const nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) =>
   Type.Union([schema, Type.Null()], { description });
 
+const brandingText = {
+  logo_url:
+    "The store's logo, an https:// image URL: shown at the top of the sign-in and account page and in the store's notices (not in its code emails), with the store's name as its text.",
+  primary_colour:
+    'Buttons and links, as `#RRGGBB`: at least 4.5:1 against white (WCAG AA), else refused with the ratio.',
+  accent_colour:
+    "The focus ring, as `#RRGGBB`: at least 4.5:1 against the page's text (#1b1b1f), else refused with the ratio.",
+  support_url: 'Where shoppers get help, an https:// URL: linked from the page and the emails.',
+} as const;
+const Branding = Type.Object(
+  {
+    logo_url: nullable(Type.String(), brandingText.logo_url),
+    primary_colour: nullable(Type.String(), brandingText.primary_colour),
+    accent_colour: nullable(Type.String(), brandingText.accent_colour),
+    support_url: nullable(Type.String(), brandingText.support_url),
+  },
+  { description: "How the store's page and emails look; null parts are the service's own." },
+);
+const BrandingInput = Type.Partial(
+  Type.Object({
+    logo_url: nullable(Type.String({ minLength: 1, maxLength: 2048 }), `${brandingText.logo_url} null: none.`),
+    primary_colour: nullable(
+      Type.String({ minLength: 1, maxLength: 7 }),
+      `${brandingText.primary_colour} null: the service's.`,
+    ),
+    accent_colour: nullable(
+      Type.String({ minLength: 1, maxLength: 7 }),
+      `${brandingText.accent_colour} null: the service's.`,
+    ),
+    support_url: nullable(Type.String({ minLength: 1, maxLength: 2048 }), `${brandingText.support_url} null: none.`),
+  }),
+  {
+    additionalProperties: false,
+    description: 'Any of the parts; those left out keep their value, null ones go back to the service’s own.',
+  },
+);
+export type BrandingInput = Static<typeof BrandingInput>;
+
 export const Store = Type.Object({
   id: Type.String({ description: 'Given by the service: a UUID (the first store: `default`).' }),
   slug: Type.String({ description: 'How operators name the store: 3 to 63 of a-z, 0-9 and -, unique.' }),
@@ -150,6 +188,7 @@ export const Store = Type.Object({
   status: statuses,
   identity_mode: identityModes,
   settings: StoreSettings,
+  branding: Branding,
   hosts: Type.Array(Type.String(), { description: 'Normalized: lowercase, punycode.' }),
   allowed_origins: Type.Array(Type.String()),
   mail_from: nullable(Type.String(), "The store's From line; null: the deployment's MAIL_FROM under the store's name."),
@@ -204,6 +243,7 @@ export const CreateStoreBody = Type.Object(
     status: Type.Optional(statuses),
     hosts: Type.Optional(hostsField),
     settings: Type.Optional(SettingsInput),
+    branding: Type.Optional(BrandingInput),
     allowed_origins: Type.Optional(originsField),
     mail_from: Type.Optional(nullable(mailFromField, mailFromField.description!)),
     sms_sender: Type.Optional(nullable(smsSenderField, smsSenderField.description!)),
@@ -222,6 +262,7 @@ export const StorePatch = Type.Object(
     identity_mode: Type.Optional(identityModes),
     status: Type.Optional(statuses),
     settings: Type.Optional(SettingsInput),
+    branding: Type.Optional(BrandingInput),
     allowed_origins: Type.Optional(
       Type.Union([originsField, Type.Null()], { description: `${originsField.description} null: none.` }),
     ),

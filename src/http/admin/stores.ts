@@ -19,7 +19,10 @@ import {
   storeLanguages,
   storeMailFrom,
   storeName,
+  storeBrandingUrl,
+  storeAccentColour,
   storeOrigin,
+  storePrimaryColour,
   storeSlug,
   storeSmsSender,
   storePhoneCountry,
@@ -176,6 +179,19 @@ function storeChangesOf(body: StorePatch, fields: FieldErrors, keys: Deps['keys'
       'botCheck',
       botCheck === null ? null : fields.value('settings', botCheck, (input) => sealBotCheck(input, keys.hooks)),
     );
+  const branding = body.branding ?? {};
+  const part = <R>(field: keyof typeof branding, rule: (input: string) => R) => {
+    const value = branding[field];
+    return value === undefined ? undefined : value === null ? null : fields.value(`branding.${field}`, value, rule);
+  };
+  const brandingChange = {
+    logoUrl: part('logo_url', storeBrandingUrl),
+    primaryColour: part('primary_colour', storePrimaryColour),
+    accentColour: part('accent_colour', storeAccentColour),
+    supportUrl: part('support_url', storeBrandingUrl),
+  };
+  const givenParts = Object.entries(brandingChange).filter(([, value]) => value !== undefined);
+  if (givenParts.length > 0) set('branding', Object.fromEntries(givenParts));
   if (body.allowed_origins !== undefined)
     set(
       'allowedOrigins',
