@@ -118,13 +118,45 @@ describe('the benchmark figures the documents quote', () => {
   test('link to BENCHMARKS.md and to sections it has', () => {
     const benchmarks = fs.readFileSync(path.join(repoRoot, 'BENCHMARKS.md'), 'utf8');
     const anchors = new Set([...benchmarks.matchAll(/^#+ (.+)$/gm)].map(([, heading]) => anchorOf(heading!)));
-    for (const file of ['README.md', 'docs/running-at-scale.md']) {
+    for (const file of ['README.md', 'docs/running-at-scale.md', 'docs/guides/production.md']) {
       const text = fs.readFileSync(path.join(repoRoot, file), 'utf8');
       const links = [...text.matchAll(/\]\(([^)#]*BENCHMARKS\.md)(?:#([^)]*))?\)/g)];
       assert.ok(links.length > 0, `${file} does not link to BENCHMARKS.md`);
       for (const [, target, anchor] of links) {
         assert.equal(path.resolve(repoRoot, path.dirname(file), target!), path.join(repoRoot, 'BENCHMARKS.md'), file);
         if (anchor !== undefined) assert.ok(anchors.has(anchor), `${file}: BENCHMARKS.md has no #${anchor}`);
+      }
+    }
+  });
+});
+
+/** The anchors of a Markdown file's headings, outside code blocks; GitHub keeps `_` in them. */
+function headingAnchors(file: string): Set<string> {
+  const text = fs.readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```/gm, '');
+  return new Set(
+    [...text.matchAll(/^#+ (.+)$/gm)].map(([, heading]) =>
+      heading!
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    ),
+  );
+}
+
+describe('the README and the guides', () => {
+  // README.md points readers to a guide for each task; a guide that moves must take its links along.
+  const guides = fs.readdirSync(path.join(repoRoot, 'docs/guides')).map((name) => `docs/guides/${name}`);
+  test('link only to files and headings that exist', () => {
+    for (const file of ['README.md', ...guides]) {
+      const text = fs.readFileSync(path.join(repoRoot, file), 'utf8').replace(/^```[\s\S]*?^```/gm, '');
+      for (const [, target, anchor] of text.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]*))?\)/g)) {
+        if (/^[a-z]+:/.test(target!) || target!.startsWith('<')) continue;
+        const resolved =
+          target === '' ? path.join(repoRoot, file) : path.resolve(repoRoot, path.dirname(file), target!);
+        assert.ok(fs.existsSync(resolved), `${file}: broken link ${target}`);
+        if (anchor !== undefined && resolved.endsWith('.md')) {
+          assert.ok(headingAnchors(resolved).has(anchor), `${file}: ${target || file} has no #${anchor}`);
+        }
       }
     }
   });

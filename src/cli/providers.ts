@@ -9,6 +9,7 @@ import {
   type ProviderInput,
 } from '../providers/configured.js';
 import type { StoreDatabase } from '../storage/database.js';
+import { recordOperatorChange } from './operator-audit.js';
 import type { StoreContext } from '../store/store.js';
 
 /** `store providers add|remove|list`: a store's sign-in providers, as the admin API manages them. */
@@ -52,9 +53,10 @@ export async function runProviderCommand(
     case 'store.providers.list':
       return { ok: true, output: await listProviders(sdb) };
     case 'store.providers.remove':
-      return (await removeProvider(sdb, command.id))
-        ? { ok: true, output: { id: command.id, status: 'removed' } }
-        : { ok: false, error: `the store ${store.slug} has no provider ${command.id}` };
+      if (!(await removeProvider(sdb, command.id)))
+        return { ok: false, error: `the store ${store.slug} has no provider ${command.id}` };
+      await recordOperatorChange(sdb, clock, { provider_removed: command.id });
+      return { ok: true, output: { id: command.id, status: 'removed' } };
     case 'store.providers.add': {
       if (keys === undefined) return { ok: false, error: 'store providers add needs the deployment keys' };
       let input = command.provider;
@@ -73,7 +75,10 @@ export async function runProviderCommand(
         }
       }
       const result = await addStoreProvider(sdb, clock, keys, store, input);
-      if (result.ok) return { ok: true, output: { ...result.provider, status: result.outcome } };
+      if (result.ok) {
+        await recordOperatorChange(sdb, clock, { [`provider_${result.outcome}`]: result.provider.id });
+        return { ok: true, output: { ...result.provider, status: result.outcome } };
+      }
       if (result.reason === 'phone_store')
         return {
           ok: false,

@@ -1,6 +1,6 @@
-import { writeAuditEntry } from '../audit.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
+import { recordOperatorChange } from './operator-audit.js';
 import {
   addWebhookEndpoint,
   listWebhookEndpoints,
@@ -43,10 +43,7 @@ export async function runWebhookCommand(
       if (!(await removeWebhookEndpoint(sdb, command.id)))
         return { ok: false, error: `the store ${store.slug} has no webhook endpoint ${command.id}` };
       // As the admin API records it: an endpoint is where customers' data goes.
-      await writeAuditEntry(sdb, clock, {
-        event: 'store.changed',
-        details: { webhook_removed: command.id, by: 'operator' },
-      });
+      await recordOperatorChange(sdb, clock, { webhook_removed: command.id });
       return { ok: true, output: { id: command.id, status: 'removed' } };
     }
     case 'webhooks.add': {
@@ -55,10 +52,7 @@ export async function runWebhookCommand(
       const input = { url, events, ...(description !== undefined && { description }) };
       const result = await addWebhookEndpoint(sdb, { clock, keys, rules: config.webhooks }, input);
       if (result.ok) {
-        await writeAuditEntry(sdb, clock, {
-          event: 'store.changed',
-          details: { webhook_added: result.endpoint.id, by: 'operator' },
-        });
+        await recordOperatorChange(sdb, clock, { webhook_added: result.endpoint.id });
         // The only time the secret is shown: the receiver needs it to check each signature.
         return { ok: true, output: { ...result.endpoint, secret: result.secret } };
       }

@@ -30,7 +30,8 @@ const refusedParameters: Record<string, string> = {
   sslkey: 'client certificates (sslcert, sslkey) are not supported: use a password',
   sslpassword: 'client certificates (sslcert, sslkey) are not supported: use a password',
   ssl: 'set TLS with sslmode (disable, require, verify-ca or verify-full), not ssl',
-  uselibpqcompat: 'uselibpqcompat is not read: sslmode has the meanings the README gives',
+  uselibpqcompat:
+    'uselibpqcompat is not read: sslmode has the meanings docs/guides/encryption-redis-and-pgbouncer.md gives',
   sslnegotiation: 'sslnegotiation is not supported: remove it',
 };
 

@@ -11,6 +11,7 @@ import {
   normalizeHost,
   storeSlugPattern,
   type CookieDomainRefusal,
+  type StoreChanges,
   type StoreContext,
   type StoreLanguages,
 } from './store.js';
@@ -303,6 +304,43 @@ export function storeLanguageChange(change: Partial<StoreLanguages>): Partial<St
 /** Each value checked, duplicates dropped, in the order given. */
 export function distinct(values: readonly string[], check: (value: string) => string): string[] {
   return [...new Set(values.map(check))];
+}
+
+// Each change by the admin API's name of the field it is in (the settings are one field there).
+const changedFieldOf: Record<keyof StoreChanges, string> = {
+  name: 'name',
+  status: 'status',
+  identityMode: 'identity_mode',
+  verificationRequired: 'settings',
+  signInWithCode: 'settings',
+  signInNotices: 'settings',
+  passkeys: 'settings',
+  twoFactor: 'settings',
+  phoneCountries: 'settings',
+  botCheck: 'settings',
+  branding: 'branding',
+  allowedOrigins: 'allowed_origins',
+  mailFrom: 'mail_from',
+  smsSender: 'sms_sender',
+  webauthnRpId: 'webauthn_rp_id',
+  cookieDomain: 'cookie_domain',
+  languages: 'languages',
+};
+
+/**
+ * What a store's audit trail records of a change (`store.changed`): the fields it touched, as the
+ * admin API names them, whether the admin API or the command line made it.
+ */
+export function storeChangeDetails(changes: StoreChanges): { fields: string } {
+  const fields = new Set<string>();
+  for (const key of Object.keys(changes) as (keyof StoreChanges)[]) {
+    if (key !== 'languages') fields.add(changedFieldOf[key]);
+    else {
+      if (changes.languages?.languages !== undefined) fields.add('languages');
+      if (changes.languages?.defaultLanguage !== undefined) fields.add('default_language');
+    }
+  }
+  return { fields: [...fields].sort().join(',') };
 }
 
 /** A store as the command line prints it and the admin API answers it. */

@@ -10,30 +10,30 @@ import { sparePort } from '../helpers/ports.js';
 import { repoRoot } from '../helpers/service-process.js';
 
 /**
- * The README's webhook receiver, run as written: only its import is pointed at the client's source
+ * The webhooks guide's receiver (docs/guides/webhooks.md), run as written: only its import is pointed at the client's source
  * (the package is not installed in this repository) and its port at a spare one. It must print an
  * event signed with its secret once, even when it comes twice, and refuse one signed otherwise.
  */
 
-function readmeReceiver(): string {
-  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-  const start = readme.indexOf('A receiver in 20 lines');
-  assert.ok(start >= 0, 'the README has its receiver');
-  const block = /```js\n([\s\S]*?)```/.exec(readme.slice(start));
+function guideReceiver(): string {
+  const guide = fs.readFileSync(path.join(repoRoot, 'docs/guides/webhooks.md'), 'utf8');
+  const start = guide.indexOf('A receiver in 20 lines');
+  assert.ok(start >= 0, 'the webhooks guide has its receiver');
+  const block = /```js\n([\s\S]*?)```/.exec(guide.slice(start));
   assert.ok(block !== null, 'the receiver is a js block');
   const code = block[1]!;
   assert.ok(code.split('\n').length <= 24, 'about 20 lines');
   return code;
 }
 
-describe("the README's webhook receiver", () => {
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-readme-receiver-'));
+describe("the webhooks guide's receiver", () => {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'sfa-guide-receiver-'));
   after(() => fs.rmSync(folder, { recursive: true, force: true }));
 
   test('prints a signed event once, whatever its retries, and answers 400 to a forged one', async () => {
     const port = await sparePort();
     const backend = path.join(repoRoot, 'packages/client/src/backend.ts');
-    const code = readmeReceiver()
+    const code = guideReceiver()
       .replace("'@storefront-auth/client/backend'", JSON.stringify(backend))
       .replace('listen(8080)', `listen(${port}, '127.0.0.1', () => console.log('listening'))`);
     const file = path.join(folder, 'receiver.mts');
@@ -65,9 +65,9 @@ describe("the README's webhook receiver", () => {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
-            'webhook-id': 'evt_readme',
+            'webhook-id': 'evt_guide',
             'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-            'webhook-signature': signer.sign('evt_readme', at, body),
+            'webhook-signature': signer.sign('evt_guide', at, body),
           },
           body,
         });

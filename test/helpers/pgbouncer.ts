@@ -21,9 +21,10 @@ const stopTimeoutMs = 10_000;
 const pollIntervalMs = 25;
 
 /**
- * What the README asks of a production PgBouncer so that a PostgreSQL gone behind it is answered
- * 503 within two seconds, as without a pooler: a client waits at most a second for a server
- * connection, a server connection attempt gives up after a second and is retried a second later.
+ * What docs/guides/encryption-redis-and-pgbouncer.md ("Behind a connection pooler") asks of a
+ * production PgBouncer so that a PostgreSQL gone behind it is answered 503 within two seconds, as
+ * without a pooler: a client waits at most a second for a server connection, a server connection
+ * attempt gives up after a second and is retried a second later.
  * PgBouncer's defaults (120 s, 15 s, 15 s) hold each call for the service's whole 12 s query timeout.
  */
 export const failFastSettings: Readonly<Record<string, string>> = {

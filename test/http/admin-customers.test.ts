@@ -264,7 +264,7 @@ describe("the platform's staff and a store's customers", () => {
     await registered(a, 'gone@example.com');
   });
 
-  test("the README's walk: find a customer by the start of their address, block them, and see the store's refused sign-ins in /metrics", async () => {
+  test("the admin API guide's walk: find a customer by the start of their address, block them, and see the store's refused sign-ins in /metrics", async () => {
     const { t, call, b, customers } = await start(harness);
     const ada = await registered(b, 'ada@example.com', 'Ada');
     const found = await call('GET', `${customers(b)}?query=ada`);

@@ -159,7 +159,7 @@ describe('behind PgBouncer in transaction mode', () => {
   });
 
   test(
-    'with PostgreSQL gone behind a PgBouncer set as the README says, customer calls answer 503 within 2 s, and all recovers alone',
+    'with PostgreSQL gone behind a PgBouncer set as the PgBouncer guide says, customer calls answer 503 within 2 s, and all recovers alone',
     { timeout: 60_000 },
     async () => {
       // Between PgBouncer and the server: what the test cuts is PostgreSQL, PgBouncer stays up.

@@ -20,6 +20,7 @@ import {
   storeMailFrom,
   storeName,
   storeBrandingUrl,
+  storeChangeDetails,
   storeAccentColour,
   storeOrigin,
   storePrimaryColour,
@@ -406,7 +407,7 @@ export function storeRoutes(services: Deps): FastifyPluginAsyncTypebox {
           }
           throw new ProblemError('store_not_found', {}, {}, storeNotFound);
         }
-        audit(request, store.id, 'store.changed', { fields: Object.keys(request.body).sort().join(',') });
+        audit(request, store.id, 'store.changed', storeChangeDetails(changes));
         await changed();
         const { strandedPasskeys } = result;
         return {
