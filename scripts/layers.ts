@@ -5,14 +5,15 @@
  *   by delivery and the edge, never asking them), the background loops' plumbing, the version,
  *   the strings of each language;
  * - storage (database, embedded server, counters), then what reads the world into storage's terms
- *   or writes through it: config.ts (the environment, parsed with storage's address and sslmode
- *   readers) and the audit trail;
+ *   or writes through it: config.ts with config/ (the environment, parsed with storage's address
+ *   and sslmode readers) and the audit trail;
  * - delivery (a message carries what it says, it never asks the domain), then the store context,
  *   then a store's sign-in providers (their table and the OpenID relying party), then the hooks
  *   to a store's own systems (signed as Standard Webhooks), then the domain (auth), which reads
  *   the store's settings, matches a provider's identity and queues messages;
  * - the janitor (it deletes through each table's owner), the composition root (services.ts, which
- *   knows nothing of HTTP), the edge (http, web), app.ts, serve.ts, and the command line on top.
+ *   knows nothing of HTTP; its parts in open-database.ts and configured-parts.ts), the edge
+ *   (http, web), app.ts, serve.ts, and the command line on top.
  * A part may import its own layer and those below. Two parts of one layer may not import each
  * other: a loop between layers is already an arrow back up. The typed client is not part of the
  * service but a package of its own (packages/client, published without the service): its sources
@@ -43,13 +44,14 @@ export const layers: readonly (readonly string[])[] = [
     'i18n',
   ],
   ['storage'],
-  ['config.ts', 'audit.ts'],
+  ['config.ts', 'config', 'audit.ts'],
   ['delivery'],
   ['store'],
   ['providers'],
   ['hooks'],
   ['auth'],
   ['janitor.ts'],
+  ['open-database.ts', 'configured-parts.ts'],
   ['services.ts'],
   ['http', 'web'],
   ['app.ts'],

@@ -1,35 +1,36 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { pino, type DestinationStream, type Logger } from 'pino';
 import { AuditTrail, type AuditEntry } from './audit.js';
 import { BackgroundWork, type BackgroundLimits } from './background.js';
 import { systemClock, type Clock } from './clock.js';
-import { ConfigError, deliveryProblem, type Config, type LogLevel } from './config.js';
-import { sharedHashPool } from './auth/rules/hash-pool.js';
-import { createArgon2Hasher, productionArgon2, type PasswordHasher } from './auth/rules/password.js';
+import { ConfigError, deliveryProblem, type Config } from './config.js';
+import type { PasswordHasher } from './auth/rules/password.js';
 import { createBreachedPasswords, type BreachedPasswords } from './auth/rules/breached.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './delivery/dispatcher.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from './hooks/webhook-dispatcher.js';
 import { countDeliveriesByStatus } from './hooks/webhook-outbox.js';
 import { countByStatus } from './delivery/outbox.js';
 import type { Transports } from './delivery/message.js';
-import { createLogTransport } from './delivery/transports/log.js';
-import { createSmsWebhookTransport } from './delivery/transports/sms-webhook.js';
-import { createSmtpTransport } from './delivery/transports/smtp.js';
 import { Janitor, type JanitorDeps } from './janitor.js';
 import { PeriodicTask } from './periodic.js';
-import { createUnconfiguredTransport } from './delivery/transports/unconfigured.js';
 import { deriveKeys, type Keys } from './keys.js';
 import { Metrics } from './metrics.js';
-import { loadOrCreateSecret } from './storage/data-folder.js';
 import type { Database } from './storage/database.js';
-import { MemoryCounterStore, type CounterStore } from './storage/counters.js';
+import type { CounterStore } from './storage/counters.js';
 import { migrate } from './storage/migrations.js';
-import { defaultServerSettings, startEmbeddedPostgres, type ServerLog } from './storage/embedded-postgres.js';
-import { maintenanceDeadline, openPostgres } from './storage/postgres.js';
 import { RelyingParties } from './providers/relying-party.js';
 import { StoreDirectory, storeFeedIntervalMs } from './store/directory.js';
 import { ensureStore, identityModesInUse } from './store/store.js';
-import { certificateFailure } from './tls.js';
+import { openDatabase, type OpenedDatabase } from './open-database.js';
+import { configuredCounterStore, configuredHasher, configuredTransports } from './configured-parts.js';
+
+// What the command line and the tests open without the whole service.
+export {
+  embeddedMaxConnections,
+  openDatabase,
+  type OpenDatabaseOptions,
+  type OpenedDatabase,
+} from './open-database.js';
+export { configuredCounterStore, configuredHasher, configuredTransports, createLogger } from './configured-parts.js';
 
 /** Everything the service is made of, built once from configuration and closed in reverse order. */
 export interface Services {
@@ -80,156 +81,6 @@ export interface ServiceOverrides {
   breachedPasswordsTimeoutMs?: number;
   /** Bounds of the work behind the answers (a test fills the queue). */
   background?: Partial<BackgroundLimits>;
-}
-
-/**
- * The one way a logger is made: by the service, the command line and the tests alike, so every line
- * has the same shape. Standard output unless told: the command line logs to standard error, beside
- * the JSON answer it prints, and a test hands in a stream it reads.
- */
-export function createLogger({
-  level,
-  destination = 'stdout',
-}: {
-  level: LogLevel;
-  destination?: 'stdout' | 'stderr' | DestinationStream;
-}): Logger {
-  const options = { level, base: { service: 'storefront-auth' } };
-  if (destination === 'stdout') return pino(options);
-  return pino(options, destination === 'stderr' ? pino.destination(2) : destination);
-}
-
-export function configuredTransports(config: Config, logger: FastifyBaseLogger): Transports {
-  // Where the log may not stand in, a missing transport refuses to send: a store switched to the
-  // other channel behind this instance's back gets retries and failures, never codes in the log.
-  // In development the code is also a plain line on stderr, where a person at the terminal spots it
-  // among the JSON lines on stdout; in production the JSON line alone goes to the log collector.
-  const highlight = config.development ? (line: string) => void process.stderr.write(line) : undefined;
-  const fallback = (variable: string) =>
-    config.deliveryLogAllowed ? createLogTransport(logger, highlight) : createUnconfiguredTransport(variable);
-  return {
-    email:
-      config.mail.kind === 'smtp'
-        ? createSmtpTransport(config.mail.url, config.mail.from, { ca: config.mail.ca })
-        : fallback('SMTP_URL'),
-    sms:
-      config.smsWebhook === undefined
-        ? fallback('SMS_WEBHOOK_URL')
-        : createSmsWebhookTransport(config.smsWebhook.url, config.smsWebhook.secret),
-  };
-}
-
-/** argon2id with the production parameters on HASH_THREADS threads, that many hashes at a time. */
-export function configuredHasher(config: Pick<Config, 'hashThreads'>): PasswordHasher {
-  return createArgon2Hasher(productionArgon2, {
-    concurrency: config.hashThreads,
-    pool: sharedHashPool(config.hashThreads),
-  });
-}
-
-/** Redis when configured, with this instance's memory standing in while Redis is unreachable. */
-export async function configuredCounterStore(
-  config: Pick<Config, 'counters'>,
-  logger: FastifyBaseLogger,
-): Promise<CounterStore> {
-  const { counters } = config;
-  if (counters.kind === 'memory') return new MemoryCounterStore();
-  // Loaded only here: ioredis is 0.1–0.25 s of a start that would not use it.
-  const { FallbackCounterStore, RedisCounterStore } = await import('./storage/redis.js');
-  const redis = new RedisCounterStore(counters.url, { keyPrefix: counters.keyPrefix, ca: counters.tls?.ca });
-  // The client retries by itself and its errors are otherwise swallowed; the start says why it failed.
-  let connectError: unknown;
-  const recordError = (error: unknown) => (connectError = error);
-  redis.client.on('error', recordError);
-  const connected = await redis.connected();
-  redis.client.off('error', recordError);
-  if (!connected) {
-    const refused = certificateFailure(connectError);
-    logger.warn(
-      { err: connectError },
-      refused === undefined
-        ? 'Redis not reachable at start: counting in this instance until it is'
-        : `Redis not reachable at start: its TLS ${refused} (check REDIS_CA_FILE and the host name in REDIS_URL); counting in this instance until it is`,
-    );
-  }
-  let lastWarningMs = -Infinity;
-  return new FallbackCounterStore(redis, new MemoryCounterStore(), (error) => {
-    const nowMs = performance.now();
-    if (nowMs - lastWarningMs < 10_000) return;
-    lastWarningMs = nowMs;
-    logger.warn({ err: error }, 'Redis unreachable: rate limits are counted in this instance until it returns');
-  });
-}
-
-export interface OpenedDatabase {
-  /** The request path's: statements bounded near two seconds (requestDeadline). */
-  db: Database;
-  /**
-   * The same pool under the long limits (maintenanceDeadline), for migrations, the janitor and the
-   * command line: no connection more than DATABASE_POOL_SIZE.
-   */
-  maintenance: Database;
-  secret: string;
-  release(): Promise<void>;
-}
-
-export interface OpenDatabaseOptions {
-  /** Where the embedded server's warnings go. */
-  log?: ServerLog;
-  /** Connections in the pool; DATABASE_POOL_SIZE unless given. */
-  max?: number;
-  /** Embedded mode: use the server a running service owns instead of refusing (the command line). */
-  shareRunning?: boolean;
-  /** Embedded mode: start beside a DATA_DIR/pgdata of the earlier format (the import of it). */
-  allowLegacyFolder?: boolean;
-}
-
-/**
- * The embedded server's connection slots: the pool, plus room for the command line, probes and the
- * server's own maintenance, never fewer than its default 30.
- */
-export function embeddedMaxConnections(poolSize: number): number {
-  return Math.max(Number(defaultServerSettings['max_connections']), poolSize + 20);
-}
-
-/**
- * The database the configuration names. In embedded mode that is the PostgreSQL server of the data
- * folder, started here as a child process and stopped on release.
- */
-export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<OpenedDatabase> {
-  const database = config.database;
-  const max = options.max ?? database.poolSize;
-  const log = options.log;
-  // Expected behind PgBouncer, so not a warning: the service logs it at start, commands stay quiet.
-  const pool = { max, ...(log === undefined ? {} : { notice: (message: string) => log.info({}, message) }) };
-  if (database.mode === 'server') {
-    const db = openPostgres(database.url, { ...pool, ca: database.ca });
-    const maintenance = db.withDeadline(maintenanceDeadline);
-    return { db, maintenance, secret: database.appSecret, release: () => db.close() };
-  }
-  const server = await startEmbeddedPostgres(database.dataDir, {
-    ...(log === undefined ? {} : { log }),
-    ...(options.shareRunning === undefined ? {} : { shareRunning: options.shareRunning }),
-    ...(options.allowLegacyFolder === undefined ? {} : { allowLegacyFolder: options.allowLegacyFolder }),
-    settings: { max_connections: String(embeddedMaxConnections(max)) },
-  });
-  let secret: string;
-  try {
-    secret = database.appSecret ?? loadOrCreateSecret(database.dataDir);
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
-  const db = openPostgres(server.url, pool);
-  return {
-    db,
-    maintenance: db.withDeadline(maintenanceDeadline),
-    secret,
-    async release() {
-      await db.close();
-      await server.stop();
-    },
-  };
 }
 
 export async function openServices(

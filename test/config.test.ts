@@ -12,6 +12,7 @@ import {
   nearMissWarning,
   type CountersConfig,
 } from '../src/config.js';
+import { flag, text } from '../src/config/read.js';
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 import { parseRedisClusterUrl } from '../src/storage/redis-address.js';
 
@@ -476,6 +477,14 @@ describe('a variable one or two letters off a setting', () => {
     assert.deepEqual(loadConfig({}).nearMisses, []);
   });
 
+  test('the readers refuse a variable that is not declared', () => {
+    assert.throws(
+      () => text({ NOT_A_SETTING: 'x' }, 'NOT_A_SETTING' as never),
+      /NOT_A_SETTING is not declared as a text setting/,
+    );
+    assert.throws(() => flag({}, 'HOST' as never), /HOST is not declared as a boolean setting/);
+  });
+
   test('the edit distance counts a swap of neighbours as one edit, and stops counting past the limit', () => {
     assert.equal(editDistance('DATABASE_URL', 'DATABASE_URL'), 0);
     assert.equal(editDistance('REDIS_ULR', 'REDIS_URL'), 1);
@@ -487,10 +496,17 @@ describe('a variable one or two letters off a setting', () => {
     assert.equal(editDistance('LOG_FORMAT', 'LOG_LEVEL', 10), 6, 'counted in full under a higher limit');
   });
 
-  test('every variable src/config.ts reads is in configurationVariables, and only those', () => {
-    const source = fs
-      .readFileSync(path.join(import.meta.dirname, '..', 'src', 'config.ts'), 'utf8')
-      .replace(/export const configurationVariables[\s\S]*?\n\];/, '');
+  test('every variable the configuration code names is declared, and every declared one is read', () => {
+    // The readers refuse a name not declared; this also finds a declared variable nothing reads.
+    const src = path.join(import.meta.dirname, '..', 'src');
+    const files = [
+      path.join(src, 'config.ts'),
+      ...fs
+        .readdirSync(path.join(src, 'config'))
+        .filter((name) => name.endsWith('.ts') && name !== 'declaration.ts')
+        .map((name) => path.join(src, 'config', name)),
+    ];
+    const source = files.map((file) => fs.readFileSync(file, 'utf8')).join('\n');
     const read = new Set([...source.matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)'/g)].map(([, name]) => name!));
     assert.deepEqual([...read].sort(), [...configurationVariables].sort());
   });

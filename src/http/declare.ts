@@ -2,7 +2,7 @@ import { Type, type TObject, type TSchema } from '@sinclair/typebox';
 import type { BotCheckOperation } from '../store/store.js';
 import type { AuditEvent } from '../audit.js';
 import type { FieldMessage, ProblemCode } from './problems.js';
-import { bodyProblemResponses, customerProblems, problemResponses, type ProblemExamples } from './schemas.js';
+import { bodyProblemResponses, customerProblems, problemResponses, type ProblemExamples } from './problem-responses.js';
 
 /** A part of the API that a store setting turns on: the setting's field in the store context. */
 export type StoreFeature = 'signInWithCode' | 'passkeys' | 'twoFactorOffered';

@@ -5,7 +5,7 @@ import { withSession } from '../helpers/customers.js';
 import { auth, toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
 import { registerIn, signedInIn, twoStores, verifyIn, type StoreSide } from '../helpers/stores.js';
 import { tokenIdOf } from '../../src/http/admin/tokens.js';
-import { searchCustomers } from '../../src/auth/tables/customers.js';
+import { searchCustomers } from '../../src/auth/tables/staff-customers.js';
 import { forStore } from '../../src/storage/database.js';
 import { firstStoreId } from '../../src/store/store.js';
 import { find, scrape } from '../helpers/metrics.js';

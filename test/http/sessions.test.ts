@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { listAudit } from '../../src/audit.js';
-import { hashSessionId, maskAddress } from '../../src/auth/tables/sessions.js';
+import { maskAddress } from '../../src/auth/rules/network.js';
+import { hashSessionId } from '../../src/auth/tables/sessions.js';
 import { migrate } from '../../src/storage/migrations.js';
 import { updateStore } from '../../src/store/store.js';
 import { auth, useHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { lockCustomersByIdentity, pageOfCustomers } from '../../src/auth/tables/customers.js';
+import { lockCustomersByIdentity, pageOfCustomers } from '../../src/auth/tables/imported-customers.js';
 import { linksOfCustomers } from '../../src/auth/tables/provider-links.js';
 import { forStore } from '../../src/storage/database.js';
 import { createHarness } from '../helpers/harness.js';

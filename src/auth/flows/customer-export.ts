@@ -1,5 +1,5 @@
 import type { StoreQueryable } from '../../storage/database.js';
-import { pageOfCustomers, type ImportedCustomerRow } from '../tables/customers.js';
+import { pageOfCustomers, type ImportedCustomerRow } from '../tables/imported-customers.js';
 import { linksOfCustomers, type ExportedProviderLink } from '../tables/provider-links.js';
 
 /**

@@ -14,15 +14,14 @@ import { credentialsChanged, proveControl } from '../rules/ownership.js';
 import { keptRefusals, noImportCounts, recordImport, type ImportCounts } from '../tables/customer-imports.js';
 import { queueInvitation } from '../rules/queue-code.js';
 import { listProviders } from '../../providers/configured.js';
+import { replacePassword, type CustomerRow } from '../tables/customers.js';
 import {
   insertImportedCustomers,
   lockCustomersByIdentity,
-  replacePassword,
   updateImportedFields,
-  type CustomerRow,
   type ImportedCustomerRow,
   type NewImportedCustomer,
-} from '../tables/customers.js';
+} from '../tables/imported-customers.js';
 import { findLinkedCustomer, insertProviderLink } from '../tables/provider-links.js';
 import { deleteCustomerSessions } from '../tables/sessions.js';
 

@@ -10,7 +10,8 @@ import {
   type LoginResult,
   type SignInAttempt,
 } from '../rules/sign-in.js';
-import { findCustomerByIdentity, importedFacts, upgradePasswordHash } from '../tables/customers.js';
+import { findCustomerByIdentity, upgradePasswordHash } from '../tables/customers.js';
+import { importedFacts } from '../tables/imported-customers.js';
 import { createSession } from '../tables/sessions.js';
 
 /**

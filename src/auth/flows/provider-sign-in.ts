@@ -3,7 +3,14 @@ import { withoutControls } from '../../i18n/controls.js';
 import { randomUUID } from 'node:crypto';
 import { enqueueMessage } from '../../delivery/outbox.js';
 import { messageLanguage } from '../../delivery/templates.js';
-import type { ProviderIdentity } from '../../providers/relying-party.js';
+import { loadProvider } from '../../providers/configured.js';
+import type {
+  PendingSignIn,
+  ProviderFailure,
+  ProviderIdentity,
+  RelyingParties,
+} from '../../providers/relying-party.js';
+import { spendProviderState } from '../../providers/states.js';
 import type { StoreContext } from '../../store/store.js';
 import { channelFor, type MessagingDeps } from '../deps.js';
 import { maxNameLength } from '../rules/fields.js';
@@ -29,14 +36,116 @@ import {
   listProviderLinks,
   type ProviderLinkView,
 } from '../tables/provider-links.js';
-import { createSession, deleteSession } from '../tables/sessions.js';
+import { createSession, deleteSession, findSessionCustomer, type SessionClient } from '../tables/sessions.js';
 import type { StoreQueryable } from '../../storage/database.js';
 
 /**
  * Signing in with an OpenID Connect provider, matched safely against pre-account hijacking: the
  * link is the provider's issuer and subject, never the email alone, and an email counts only when
- * the provider asserts it verified.
+ * the provider asserts it verified. The way back from the provider (`finishProviderCallback`) is
+ * the whole ceremony: the state, the provider, the answer's checks, then linking or signing in.
  */
+
+/** What the browser's start cookie holds: what the provider's answer is checked with, and whom a link is for. */
+export interface HeldProviderStart extends PendingSignIn {
+  /** The signed-in customer the provider's account is to be linked to; null for a sign-in. */
+  linkTo: string | null;
+  /** When the start's cookie runs out (milliseconds since the epoch): its spent state is kept until then. */
+  expiresAt: number;
+}
+
+/** The way back from a provider, as the browser brought it. */
+export interface ProviderCallback {
+  store: StoreContext;
+  /** The provider of the callback's path. */
+  providerId: string;
+  /** The start the browser's cookie holds for this store and provider, unexpired; undefined when none. */
+  start: HeldProviderStart | undefined;
+  /** The provider's answer: `code`, `state`, `iss`, `error`, … (and Apple's `user`). */
+  answer: URLSearchParams;
+  client: SessionClient;
+  /** The browser's session cookie: the session a sign-in replaces, the one a link must still be. */
+  sessionId: string | undefined;
+  /** The store language the browser asked for, kept by a new account. */
+  locale: string | null;
+}
+
+export type ProviderCallbackDeps = MessagingDeps & { providers: Pick<RelyingParties, 'finish'> };
+
+/**
+ * Why a way back failed. The state's: `no_start` (no start of this store and provider, or an
+ * expired one), `state_mismatch` (an answer of another state), `state_spent` (a replay); then
+ * `provider_removed`, the provider's `provider_refused` and `provider_error`; a link's
+ * `session_changed`, `identity_unverified`, `linked_elsewhere` and `gone`; a sign-in's
+ * `email_unverified` and `blocked`.
+ */
+export type ProviderCallbackFailure =
+  | 'no_start'
+  | 'state_mismatch'
+  | 'state_spent'
+  | 'provider_removed'
+  | ProviderFailure
+  | 'session_changed'
+  | 'identity_unverified'
+  | 'linked_elsewhere'
+  | 'gone'
+  | 'email_unverified'
+  | 'blocked';
+
+/** `reason` is the audit trail's word for the failure (the library's cause for a provider's). */
+export type ProviderCallbackResult = Result<
+  | { kind: 'signed_in'; signedIn: SignedIn | SecondStepAsked; match: ProviderMatch }
+  | { kind: 'linked'; customerId: string; providerId: string },
+  ProviderCallbackFailure,
+  { reason: string; customerId: string | null }
+>;
+
+/** Whether the provider's answer is of the start this browser holds: one of another state leaves it alone. */
+export function answersStart(start: HeldProviderStart | undefined, answer: URLSearchParams): boolean {
+  return start !== undefined && answer.get('state') === start.state;
+}
+
+/**
+ * The provider's way back, in this order (the state first, so nothing is looked up for a replay):
+ * the answer must be of the browser's start, whose state is spent here once; the store must still
+ * have the provider; the provider's answer is checked and its code exchanged (relying-party.ts);
+ * then a start made to link links to its customer, if the browser's session is still theirs
+ * (`linkProvider`), and any other signs in (`signInWithProvider`).
+ */
+export async function finishProviderCallback(
+  deps: ProviderCallbackDeps,
+  callback: ProviderCallback,
+): Promise<ProviderCallbackResult> {
+  const { store, providerId, start, answer } = callback;
+  const failed = (error: ProviderCallbackFailure, reason: string = error, customerId: string | null = null) =>
+    fail<ProviderCallbackFailure, { reason: string; customerId: string | null }>(error, { reason, customerId });
+  if (start === undefined) return failed('no_start');
+  if (!answersStart(start, answer)) return failed('state_mismatch');
+  if (!(await spendProviderState(deps.db, start.state, new Date(start.expiresAt)))) return failed('state_spent');
+  // A phone store has no providers; a secret no accepted key opens is as good as none.
+  const provider =
+    store.identityMode === 'email' ? await loadProvider(deps.db, deps.keys, providerId).catch(() => null) : null;
+  if (provider === null) return failed('provider_removed');
+  const finished = await deps.providers.finish(store.id, provider, start, answer);
+  if (!finished.ok) return failed(finished.error, finished.reason);
+  const { identity } = finished;
+
+  if (start.linkTo !== null) {
+    const customerId = start.linkTo;
+    const current =
+      callback.sessionId === undefined ? null : await findSessionCustomer(deps.db, deps.clock, callback.sessionId);
+    if (current?.id !== customerId) return failed('session_changed', 'session_changed', customerId);
+    const linked = await linkProvider(deps, store, customerId, identity);
+    if (!linked.ok) return failed(linked.error, linked.error, customerId);
+    return ok({ kind: 'linked', customerId, providerId: identity.providerId });
+  }
+
+  const attempt = { store, client: callback.client, previousSessionId: callback.sessionId };
+  const result = await signInWithProvider(deps, attempt, identity, callback.locale);
+  if (!result.ok) return failed(result.error, result.error, result.customerId);
+  const { match, ...signedIn } = result.value;
+  return ok({ kind: 'signed_in', signedIn, match });
+}
 
 /** Which of the matching cases a sign-in took, for the audit trail. */
 export type ProviderMatch = 'linked' | 'created' | 'linked_proven' | 'first_proof';

@@ -13,18 +13,20 @@ import type { ImportRecord } from '../rules/import-line.js';
 import { credentialsChanged, proveControl, templateName } from '../rules/ownership.js';
 import { queueCode, queueInvitation } from '../rules/queue-code.js';
 import {
-  findStaffCustomer,
   insertCustomer,
   lockCustomer,
-  retirePassword,
-  setBlock,
   setTwoFactor,
   switchIdentity,
   updateCustomerProfile,
-  updateStaffFields,
   type CustomerRow,
-  type StaffCustomerRow,
 } from '../tables/customers.js';
+import {
+  findStaffCustomer,
+  retirePassword,
+  setBlock,
+  updateStaffFields,
+  type StaffCustomerRow,
+} from '../tables/staff-customers.js';
 import { listPasskeys } from '../tables/passkeys.js';
 import { endCustomerPendingSignIns } from '../tables/pending-sign-ins.js';
 import { deleteSecondStep } from '../tables/second-steps.js';

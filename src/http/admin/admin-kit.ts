@@ -5,7 +5,7 @@ import { findStoreNamed, type StoreContext } from '../../store/store.js';
 import type { Edge } from '../edge.js';
 import { ProblemError, type AnyProblemCode } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { ownProblemResponses } from '../schemas.js';
+import { ownProblemResponses } from '../problem-responses.js';
 import { adminCallerOf, missingTokenDetail } from './tokens.js';
 
 /** What the admin API's route modules about one store share: its path, its lookup, its audit. */

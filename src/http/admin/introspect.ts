@@ -9,7 +9,8 @@ import { soleCookie, storeCookies } from '../csrf.js';
 import type { Edge } from '../edge.js';
 import { ProblemError } from '../problems.js';
 import { limits } from '../rate-limit.js';
-import { Customer, ownProblemResponses } from '../schemas.js';
+import { Customer } from '../schemas.js';
+import { ownProblemResponses } from '../problem-responses.js';
 import { adminCallerOf, missingTokenDetail } from './tokens.js';
 
 export const IntrospectBody = Type.Object(

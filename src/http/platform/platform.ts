@@ -3,7 +3,8 @@ import type { Edge } from '../edge.js';
 import { setCsrfCookie, storeCsrfKey } from '../csrf.js';
 import { hostOf } from '../scopes.js';
 import { ProblemError } from '../problems.js';
-import { customerProblems, HealthReady, HealthStatus, PlatformInfo, problemResponses } from '../schemas.js';
+import { HealthReady, HealthStatus, PlatformInfo } from '../schemas.js';
+import { customerProblems, problemResponses } from '../problem-responses.js';
 import { requestCookies, sessionCookieOf } from '../session-cookie.js';
 
 export const apiVersion = 'v1';

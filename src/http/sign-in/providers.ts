@@ -1,17 +1,19 @@
 import { requestedLanguage } from '../../i18n/negotiate.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { linkProvider, signInWithProvider } from '../../auth/flows/provider-sign-in.js';
+import {
+  answersStart,
+  finishProviderCallback,
+  type ProviderCallbackFailure,
+} from '../../auth/flows/provider-sign-in.js';
 import { acceptedKeys } from '../../keys.js';
 import { listProviders, loadProvider } from '../../providers/configured.js';
-import type { ProviderIdentity } from '../../providers/relying-party.js';
-import { spendProviderState } from '../../providers/states.js';
 import { storeOrigins, type StoreContext } from '../../store/store.js';
 import { isGenuineCsrfToken, ownOrigin, storeCsrfKey } from '../csrf.js';
 import { declareRoute } from '../declare.js';
 import type { Edge } from '../edge.js';
 import { findLiveSession } from '../../auth/tables/sessions.js';
-import { findAccount, routeKit, storeDbOf, type KitSource } from '../kit.js';
+import { routeKit, storeDbOf, type KitSource } from '../kit.js';
 import { ProblemError } from '../problems.js';
 import { providerCallbackPath, providerCookies, providerStartLifetimeSeconds } from '../provider-cookie.js';
 import {
@@ -134,6 +136,22 @@ function withError(returnTo: string, error: ProviderErrorCode): string {
   return withParameter(returnTo, 'error', error);
 }
 
+/** The way back's failures, each as its `?error=` (the audit trail keeps the flow's own reason). */
+const callbackErrors: Record<ProviderCallbackFailure, ProviderErrorCode> = {
+  no_start: 'provider_error',
+  state_mismatch: 'provider_error',
+  state_spent: 'provider_error',
+  provider_removed: 'provider_error',
+  provider_refused: 'provider_refused',
+  provider_error: 'provider_error',
+  session_changed: 'provider_error',
+  identity_unverified: 'identity_unverified',
+  linked_elsewhere: 'provider_in_use',
+  gone: 'provider_error',
+  email_unverified: 'email_unverified',
+  blocked: 'account_blocked',
+};
+
 type Deps = KitSource & Pick<Edge, 'providers'>;
 
 export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox {
@@ -214,48 +232,41 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       return reply.redirect(begun.url.href, 302);
     });
 
-    /** The way back, with the provider's answer however it came. */
+    /** The way back, with the provider's answer however it came: the flow's answer as cookies and a redirect. */
     async function callback(request: FastifyRequest, reply: FastifyReply, id: string, answer: URLSearchParams) {
       const { store } = request;
       const start = cookies.startOf(request, { storeId: store.id, providerId: id, now: clock.now() });
       // An answer of another state (a forced navigation, say) leaves the sign-in under way alone.
-      const ours = start !== undefined && answer.get('state') === start.state;
-      if (ours) cookies.clearStart(reply, id);
+      if (answersStart(start, answer)) cookies.clearStart(reply, id);
       const returnTo = start?.returnTo ?? '/';
-      const failed = (error: ProviderErrorCode, reason: string, customerId: string | null = null) => {
-        audit(request, 'login.failed', customerId, { method: 'provider', provider: id, reason });
-        metrics.logins.inc({ outcome: reason === 'blocked' ? 'blocked' : 'failure', store: request.storeLabel });
-        return reply.redirect(withError(returnTo, error), 303);
-      };
       if (store.status !== 'active') return reply.redirect(withError(returnTo, 'store_unavailable'), 303);
       await limit(request, [[limits.loginAttempts, request.clientKey]], () =>
         metrics.logins.inc({ outcome: 'throttled', store: request.storeLabel }),
       );
-      if (start === undefined) return failed('provider_error', 'no_start');
-      if (!ours) return failed('provider_error', 'state_mismatch');
-      if (!(await spendProviderState(storeDbOf(services, request), start.state, new Date(start.expiresAt))))
-        return failed('provider_error', 'state_spent');
-      const provider = await providerOf(request, id).catch(() => null);
-      if (provider === null) return failed('provider_error', 'provider_removed');
-      const finished = await providers.finish(store.id, provider, start, answer);
-      if (!finished.ok) return failed(finished.error, finished.reason);
-      if (start.linkTo !== null) return link(request, reply, start.linkTo, finished.identity, returnTo, failed);
-
-      const result = await signInWithProvider(
-        depsOf(request),
+      const result = await finishProviderCallback(
+        { ...depsOf(request), providers },
         {
           store,
+          providerId: id,
+          start,
+          answer,
           client: { userAgent: request.headers['user-agent'], address: request.ip },
-          previousSessionId: sessionCookieOf(request, config),
+          sessionId: sessionCookieOf(request, config),
+          locale: requestedLanguage(request.headers['accept-language'], store.languages),
         },
-        finished.identity,
-        requestedLanguage(request.headers['accept-language'], store.languages),
       );
-      if (!result.ok)
-        return result.error === 'blocked'
-          ? failed('account_blocked', 'blocked', result.customerId)
-          : failed('email_unverified', 'email_unverified');
-      const { match, ...signedIn } = result.value;
+      if (!result.ok) {
+        const { error, reason, customerId } = result;
+        audit(request, 'login.failed', customerId, { method: 'provider', provider: id, reason });
+        metrics.logins.inc({ outcome: reason === 'blocked' ? 'blocked' : 'failure', store: request.storeLabel });
+        return reply.redirect(withError(returnTo, callbackErrors[error]), 303);
+      }
+      if (result.value.kind === 'linked') {
+        const { customerId, providerId } = result.value;
+        audit(request, 'provider.linked', customerId, { provider: providerId, match: 'signed_in' });
+        return reply.redirect(returnTo, 303);
+      }
+      const { match, signedIn } = result.value;
       const customerId = 'secondStep' in signedIn ? signedIn.customerId : signedIn.customer.id;
       if (match === 'created') audit(request, 'customer.registered', customerId, { method: 'provider', provider: id });
       if (match !== 'linked') audit(request, 'provider.linked', customerId, { provider: id, match });
@@ -263,31 +274,6 @@ export function providerSignInRoutes(services: Deps): FastifyPluginAsyncTypebox 
       // The page finishes a sign-in that waits for its second step (`two-factor/verify`).
       const secondStep = outcome.auth_type === 'two_factor_required';
       return reply.redirect(secondStep ? withParameter(returnTo, 'two_factor', 'required') : returnTo, 303);
-    }
-
-    /** The way back of a link: the session that started it must still be the browser's. */
-    async function link(
-      request: FastifyRequest,
-      reply: FastifyReply,
-      customerId: string,
-      identity: ProviderIdentity,
-      returnTo: string,
-      failed: (error: ProviderErrorCode, reason: string, customerId?: string | null) => FastifyReply,
-    ) {
-      const account = await findAccount(services, request);
-      if (account?.customer.id !== customerId) return failed('provider_error', 'session_changed', customerId);
-      const linked = await linkProvider(depsOf(request), request.store, customerId, identity);
-      if (!linked.ok) {
-        const error =
-          linked.error === 'linked_elsewhere'
-            ? 'provider_in_use'
-            : linked.error === 'gone'
-              ? 'provider_error'
-              : linked.error;
-        return failed(error, linked.error, customerId);
-      }
-      audit(request, 'provider.linked', customerId, { provider: identity.providerId, match: 'signed_in' });
-      return reply.redirect(returnTo, 303);
     }
 
     app.get('/providers/:id/callback', callbackRoute, async (request, reply) => {
