@@ -83,7 +83,7 @@ function originIsTrusted(origin: string, request: FastifyRequest, allowed: Reado
   }
 }
 
-/** docs/reference.md, CSRF: the origin check, then the token check, for browser requests with unsafe methods. */
+/** docs/reference/sessions-and-cookies.md, CSRF: the origin check, then the token check, for browser requests with unsafe methods. */
 export function checkCsrf(
   options: CsrfOptions,
   request: FastifyRequest,

@@ -35,7 +35,7 @@ export const problemCatalogue = {
 export type ProblemCode = keyof typeof problemCatalogue;
 
 /**
- * The codes only the admin listener answers (docs/reference.md, The admin listener). Kept apart:
+ * The codes only the admin listener answers (docs/reference/admin-listener.md). Kept apart:
  * the catalogue above is the customer API's contract, which its typed client copies.
  */
 export const adminProblemCatalogue = {

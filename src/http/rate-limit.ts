@@ -20,7 +20,7 @@ export interface LimitRule {
 const minute = 60;
 const hour = 60 * minute;
 
-/** docs/reference.md, Rate limits. Names become part of the counter keys. */
+/** docs/reference/rate-limits.md. Names become part of the counter keys. */
 export const limits = {
   // Every call counts, a session check too: batched, so that costs no round trip. 3 is 1% of 300.
   anyCall: { name: 'any', limit: 300, windowSeconds: minute, batch: 3 },

@@ -42,7 +42,7 @@ function seconds(value: unknown, header: string): number {
   return Number(value);
 }
 
-/** 429 rate_limited with the headers of docs/reference.md, Rate limits (for `limit`, or any of several); returns Retry-After. */
+/** 429 rate_limited with the headers of docs/reference/rate-limits.md (for `limit`, or any of several); returns Retry-After. */
 function assertRateLimited(reply: Answer, limit: number | number[], windowSeconds: number): number {
   assert.equal(reply.status, 429, JSON.stringify(reply.body));
   assert.equal(reply.body.code, 'rate_limited');
@@ -65,7 +65,7 @@ const resend = (t: TestApp, identity: string) => t.post(`${auth}/verification/re
 const login = (t: TestApp, identity: string, password: string) => t.post(`${auth}/login`, { identity, password });
 
 /**
- * docs/reference.md, Rate limits, through the HTTP API. Run by rate-limits.test.ts on the run's
+ * docs/reference/rate-limits.md, through the HTTP API. Run by rate-limits.test.ts on the run's
  * counters (memory, or Redis with REDIS_URL) and by rate-limits-cluster.test.ts on a Redis Cluster.
  */
 export function rateLimitSuite(name: string, harnessOptions: HarnessOptions = {}): void {

@@ -13,7 +13,7 @@ import {
   useHarness,
 } from '../helpers/harness.js';
 
-/** The store context (docs/reference.md): the store-wide gate answers before anything else, so a shut store leaks nothing. */
+/** The store context (docs/reference/store-context.md): the store-wide gate answers before anything else, so a shut store leaks nothing. */
 function assertStoreUnavailable(reply: Reply, where: string): void {
   assert.equal(reply.status, 503, `${where}: got ${reply.status} ${JSON.stringify(reply.body)}`);
   assert.match(String(reply.headers['content-type']), /^application\/problem\+json/, where);

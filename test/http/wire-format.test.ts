@@ -18,7 +18,7 @@ function assertNoLeak(reply: Reply): void {
   }
 }
 
-/** docs/reference.md, Errors: every failure is an RFC 9457 problem document whose request_id equals the header. */
+/** docs/reference/wire-format-and-errors.md: every failure is an RFC 9457 problem document whose request_id equals the header. */
 function assertProblem(reply: Reply, status: number, code: string): void {
   assert.equal(reply.status, status, `expected ${status} ${code}, got ${reply.status} ${JSON.stringify(reply.body)}`);
   assert.match(String(reply.headers['content-type']), /^application\/problem\+json/);

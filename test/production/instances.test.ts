@@ -97,7 +97,7 @@ describe('two instances on one database and one Redis', () => {
     };
     assert.equal(await calls(a.url), 200);
     // B counts its first calls before its first batch brings back A's 200: up to one batch (3)
-    // more per instance than the limit, the bound docs/reference.md states. Unshared, B would pass 200.
+    // more per instance than the limit, the bound docs/reference/rate-limits.md states. Unshared, B would pass 200.
     const throughB = await calls(b.url);
     assert.ok(throughB >= 100 && throughB <= 105, `B let ${throughB} calls through`);
   });

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import type { CounterStore } from '../../src/storage/counters.js';
 
 /**
- * The behaviour every CounterStore must show (docs/reference.md, Rate limits: windowed, atomic counters). Applied to
+ * The behaviour every CounterStore must show (docs/reference/rate-limits.md: windowed, atomic counters). Applied to
  * the memory store, to Redis (in both passes) and to a Redis Cluster. `makeStore` may hand back a
  * shared store: each test uses keys of its own, and times near the real clock so a store whose
  * keys also expire in real time (Redis TTLs) behaves the same.

@@ -58,7 +58,7 @@ const warmUpsPerCase = 20;
 const maxP = 0.001;
 /**
  * The smallest shift that fails, relative to the median of both cases together. The rules
- * (docs/reference.md) promise equal time for login, resend and forgot: they are held to 5%. Verify
+ * (docs/reference/) promise equal time for login, resend and forgot: they are held to 5%. Verify
  * and reset go beyond that promise and keep a known residual (a wrong code's attempt writes a row, an unknown
  * identity's does not; docs/security/enumeration.md): they are held to 20% as a regression guard.
  */

@@ -6,7 +6,7 @@
  *   per client, for the one service at `baseUrl`): it stores what `Set-Cookie` gives and sends it
  *   back in `Cookie`. A server acting for a shopper seeds that jar with the shopper's `Cookie`
  *   header (`cookie`) and hands what the service sets back to the shopper (`onSetCookie`).
- * - Every POST follows the CSRF flow (docs/reference.md, CSRF): the client fetches an `XSRF-TOKEN` cookie when
+ * - Every POST follows the CSRF flow (docs/reference/sessions-and-cookies.md, CSRF): the client fetches an `XSRF-TOKEN` cookie when
  *   it has none, echoes it in `X-XSRF-TOKEN`, and on a `419 csrf_token_mismatch` fetches a fresh one
  *   and retries once.
  * - A success resolves with the typed body; any failure throws a `StorefrontAuthError`.

@@ -36,7 +36,8 @@ export const AuditRecord = Type.Object({
   id: Type.String({ description: 'The event, in the order events happened: a later event has a greater id.' }),
   occurred_at: time,
   event: Type.String({
-    description: 'Its type: `login.succeeded`, `session.revoked`, `store.changed`, … (docs/reference.md, Audit).',
+    description:
+      'Its type: `login.succeeded`, `session.revoked`, `store.changed`, … (the `event` filter lists them all).',
   }),
   customer_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
     description: 'The customer it is about, kept after they are deleted; null for none.',
