@@ -395,3 +395,20 @@ export function writeBenchmarksFile(
   fs.writeFileSync(file, sections.join('\n'));
   return file;
 }
+
+/** The figures as data: what the plots are drawn from, and what the next run compares against. */
+export function writeResultsFile(results: ModeResult[]): string {
+  const file = path.join(repoRoot, 'bench/results.json');
+  const data = {
+    date: new Date().toISOString(),
+    modes: results.map(({ mode, description, rows, context }) => ({
+      mode,
+      description,
+      rows,
+      hostUse: context.hostUse,
+      quiet: context.quiet,
+    })),
+  };
+  fs.writeFileSync(file, `${JSON.stringify(data, null, 1)}\n`);
+  return file;
+}

@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: the embedded default, and with DATABASE_URL and REDIS_URL production and scaled
- * mode too; writes BENCHMARKS.md and no other file. Options: --rounds=3 --seconds=4 --only=1,4 (no
+ * mode too; writes BENCHMARKS.md and
+ * bench/results.json (the figures as data, from which the plots are drawn). Options: --rounds=3 --seconds=4 --only=1,4 (no
  * BENCHMARKS.md; --rounds=1 allowed) --mode=embedded|production|scaled --profile=<figure>.
  */
 import { execFileSync } from 'node:child_process';
@@ -38,6 +39,7 @@ import {
   startRow,
   summaryTable,
   writeBenchmarksFile,
+  writeResultsFile,
   type ModeResult,
 } from './report.js';
 
@@ -252,6 +254,7 @@ if (complete && values.profile === undefined) {
   console.log(
     `wrote ${writeBenchmarksFile(results, { rounds, seconds, minutes, loadAtStart, loadAtEnd: loadAverageText() })}`,
   );
+  console.log(`wrote ${writeResultsFile(results)}`);
 } else {
   console.log('partial run (--only or --profile): BENCHMARKS.md left as it was');
 }
