@@ -1,15 +1,18 @@
 import type { Backend, Mode } from './backends.js';
-import { waitForQuietHost, type HostUse } from './host.js';
 import type { Operations } from './operations.js';
-import { measureServiceCpu, waitUntilIdle, waitUntilSettled, type ServiceCpu } from './proc.js';
-import { startService, type MemoryReading, type Server } from './servers.js';
+import {
+  measureServiceCpu,
+  waitForQuietHost,
+  waitUntilIdle,
+  waitUntilSettled,
+  type HostUse,
+  type ServiceCpu,
+} from './proc.js';
+import { freePort, startService, type MemoryReading, type Server } from './servers.js';
 
-export interface Goal {
-  text: string;
-  met: boolean;
-}
+export type Goal = { text: string; met: boolean };
 
-/** One line of the results table. */
+/** One line of the results table; `rounds` and `notes` are its details, `mainMs` the service's main-thread CPU per answer. */
 export interface Row {
   id: string;
   label: string;
@@ -22,36 +25,27 @@ export interface Row {
   /** Answers that were not 2xx, and connection errors or timeouts, over every measured round. */
   non2xx: number;
   errors: number;
-  /** The per-round values, for the details. */
   rounds: string;
   notes: string[];
-  /** The service's main-thread CPU per answer (ms, median of the rounds), where the figure reads it. */
   mainMs?: number;
 }
 
-// Expected in a benchmark that registers more customers than the default hourly send budget.
-const expectedLogPattern = /hourly message budget spent/;
-
-/**
- * A figure whose service logged errors (other than the expected budget notice) does not meet its
- * goal, whatever its numbers: the answers may have been fine while the work behind them failed.
- */
-export function applyServiceErrors(rows: Row[], kinds: Record<string, number>): void {
-  const errors = Object.entries(kinds).filter(
-    ([kind]) => /^(error|fatal) /.test(kind) && !expectedLogPattern.test(kind),
-  );
-  if (errors.length === 0) return;
-  const text = errors.map(([kind, count]) => `${count}× ${kind}`).join('; ');
-  for (const row of rows) {
-    row.goal = { ...row.goal, met: false };
-    row.notes.push(`SERVICE ERRORS: ${text}`);
-  }
+/** A row with no failed answers and no notes unless `more` says. */
+export function row(
+  id: string,
+  label: string,
+  unit: string,
+  value: number,
+  goal: Goal,
+  rounds: string,
+  more?: Partial<Row>,
+): Row {
+  return { id, label, unit, value, goal, rounds, non2xx: 0, errors: 0, notes: [], ...more };
 }
 
 /**
- * Figure 6's readings after a round: `peak` with the load's backlog still queued, `settledAt` once
- * the service and its database went quiet (`settled: false` if they did not in time), and at a
- * figure's end `idleAt`, `idleSeconds` after its last request.
+ * Figure 6's readings after a round: `peak` with any backlog still queued, `settledAt` once the
+ * service and its database went quiet, and at a figure's end `idleAt`, `idleSeconds` after it.
  */
 export interface RssSample {
   figure: string;
@@ -62,35 +56,25 @@ export interface RssSample {
   idleAt?: MemoryReading;
 }
 
-/**
- * Past the service's own collection after a burst (src/idle-collection.ts), but before its pool
- * connections and hashing threads close (5 minutes unused): the most an idle service holds.
- */
+/** Past the service's own collection after a burst, before its connections and threads close (5 min). */
 export const idleSeconds = 40;
 
 /** A span of a figure's load, in this machine's monotonic clock (µs), to cut a CPU profile to. */
-export interface LoadWindow {
-  figure: string;
-  startUs: number;
-  endUs: number;
-}
+export type LoadWindow = { figure: string; startUs: number; endUs: number };
 
 /** Figure 10's sizing facts, for BENCHMARKS.md's sizing section. */
-export interface SizingFacts {
-  loginsPerCore: number;
-  loginsPerSecond: number;
-  sessionReadsPerCore: number;
-  sessionReadsPerSecond: number;
-  perLogin: Operations;
-  perSessionRead: Operations;
-}
+export type SizingFacts = Record<
+  'loginsPerCore' | 'loginsPerSecond' | 'sessionReadsPerCore' | 'sessionReadsPerSecond',
+  number
+> &
+  Record<'perLogin' | 'perSessionRead', Operations>;
 
 export interface BenchContext {
   mode: Mode;
   backend: Backend;
   rounds: number;
   seconds: number;
-  /** Figure ids whose service runs with --cpu-prof into this folder. */
+  /** The figure whose service runs with --cpu-prof into `dir`. */
   profile?: { figure: string; dir: string };
   /** Identities registered by the benchmark, all with `password`. */
   customers: string[];
@@ -99,16 +83,15 @@ export interface BenchContext {
   /** Seconds from spawning each figure's service to its first answer; the first on an empty DATA_DIR. */
   starts: number[];
   windows: LoadWindow[];
-  /** Per figure: the service's log lines at warn or above, by level, message and error. */
+  /** Per figure: the service's log lines at warn or above, and the host's CPU others took. */
   serviceLogs: Record<string, Record<string, number>>;
-  /** Per figure: shares of all cores taken by other processes, and by PostgreSQL/Redis. */
   hostUse: Record<string, HostUse>;
   sizing?: SizingFacts;
   /** Rounds that started while other processes were busy anyway, and the time spent waiting. */
   quiet: { waitedMs: number; noisyRounds: number; rounds: number };
 }
 
-/** The most the whole run waits for other processes to quieten down, so it stays under 10 minutes. */
+/** The most the whole run waits for other processes to quieten down. */
 let quietBudgetMs = 60_000;
 
 /** Waits briefly for a quiet host before a measured round; counts rounds that did not get one. */
@@ -123,10 +106,6 @@ export async function beforeRound(context: BenchContext, ownPids: number[]): Pro
   } else if (waitedMs > 1_000) {
     progress(context, `waited ${format(waitedMs / 1000, 1)} s for other processes to quieten down`);
   }
-}
-
-export function monotonicUs(): number {
-  return Number(process.hrtime.bigint() / 1000n);
 }
 
 export function progress(context: Pick<BenchContext, 'mode'>, line: string): void {
@@ -145,10 +124,22 @@ export function format(value: number, digits = 0): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
+/** Two decimals, cut toward the goal's wrong side, so a missed goal never reads as met (0.849 → 0.84). */
+export function ratioText(row: Row): string {
+  const ratio = row.ratio!;
+  // The epsilon keeps a float just under a hundredth (1.13 × 100 = 112.999…) from losing it.
+  return (row.unit === 'ms' ? Math.ceil(ratio * 100 - 1e-9) / 100 : Math.floor(ratio * 100 + 1e-9) / 100).toFixed(2);
+}
+
+export function valueText(row: Row, value = row.value): string {
+  return `${format(value, row.unit === 'ms' || value < 1000 ? 1 : 0)} ${row.unit}`;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /**
- * Reads the memory now (the peak, unless the caller read it earlier, before draining a backlog),
- * then again once the service and its database have settled, and records both; with `idle`, once
- * more when the service has been idle for `idleSeconds`.
+ * Records the memory now (the peak, unless read earlier) and once the service and its database
+ * have settled; with `idle`, once more `idleSeconds` after the load.
  */
 export async function recordRss(
   context: BenchContext,
@@ -158,13 +149,11 @@ export async function recordRss(
   { peak = service.memory(), idle = false }: { peak?: MemoryReading; idle?: boolean } = {},
 ): Promise<RssSample> {
   const loadEndedMs = performance.now();
-  // 10 s of quiet: longer than the service waits before its collection after a burst, which breaks
-  // the quiet, so the reading comes after the collection has handed its pages back.
+  // 10 s of quiet: longer than the service waits before its own collection, which breaks the quiet.
   const { settled } = await waitUntilSettled(service.pid, { quietWindows: 40, maxMs: 60_000 });
   const sample: RssSample = { figure, when, peak, settledAt: service.memory(), settled };
   if (idle) {
-    const leftMs = idleSeconds * 1000 - (performance.now() - loadEndedMs);
-    if (leftMs > 0) await new Promise((resolve) => setTimeout(resolve, leftMs));
+    await sleep(idleSeconds * 1000 - (performance.now() - loadEndedMs));
     sample.idleAt = service.memory();
   }
   context.rss.push(sample);
@@ -172,44 +161,48 @@ export async function recordRss(
 }
 
 export function rssText(sample: RssSample): string {
-  const { peak, settledAt } = sample;
+  const { peak, settledAt, idleAt } = sample;
   const idle =
-    sample.idleAt === undefined
+    idleAt === undefined
       ? ''
-      : `, ${format(sample.idleAt.mb)} MB idle (service ${format(sample.idleAt.serviceMb)} + database ${format(sample.idleAt.databaseMb)})`;
+      : `, ${format(idleAt.mb)} MB idle (service ${format(idleAt.serviceMb)} + database ${format(idleAt.databaseMb)})`;
   return `RSS ${format(peak.mb)} MB after the load, ${format(settledAt.mb)} MB settled (service ${format(settledAt.serviceMb)} + database ${format(settledAt.databaseMb)})${sample.settled ? '' : ' NOT SETTLED'}${idle}`;
 }
 
 /** Time-stamps a span of load so a CPU profile can be cut to it. */
 export async function timed<T>(context: BenchContext, figure: string, work: () => Promise<T>): Promise<T> {
-  const startUs = monotonicUs();
+  const startUs = Number(process.hrtime.bigint() / 1000n);
   try {
     return await work();
   } finally {
-    context.windows.push({ figure, startUs, endUs: monotonicUs() });
+    context.windows.push({ figure, startUs, endUs: Number(process.hrtime.bigint() / 1000n) });
   }
 }
 
+/** Adds a service's warn-and-above log lines to its figure's, which decide whether it met its goals. */
+export function keepLogs(context: BenchContext, figure: string, service: Server): void {
+  const kinds = (context.serviceLogs[figure] ??= {});
+  for (const [kind, count] of Object.entries(service.logKinds)) kinds[kind] = (kinds[kind] ?? 0) + count;
+}
+
 /**
- * Each figure gets a fresh service process (and, in production, an empty Redis db), so no figure
- * inherits another's counters or backlog; the database and its customers carry over. With `admin`,
- * the service runs its admin listener on that port, with the tokens `env` names.
+ * Each figure gets a fresh service process (in production an empty Redis db), so none inherits
+ * another's counters or backlog; the database and its customers carry over. With `adminEnv` (the
+ * tokens), the service runs its admin listener on a free port too.
  */
 export async function withService<T>(
   context: BenchContext,
   figure: string,
   work: (service: Server) => Promise<T>,
-  admin?: { port: number; env: Record<string, string> },
+  adminEnv?: Record<string, string>,
 ): Promise<T> {
   await context.backend.resetCounters();
   const profileDir = context.profile?.figure === figure ? context.profile.dir : undefined;
+  const admin = adminEnv && { port: await freePort(), env: adminEnv };
   const started = performance.now();
   const service = await startService(
     { ...context.backend.env, ...admin?.env },
-    {
-      ...(profileDir === undefined ? {} : { cpuProfileDir: profileDir }),
-      ...(admin === undefined ? {} : { adminPort: admin.port }),
-    },
+    { ...(profileDir !== undefined && { cpuProfileDir: profileDir }), ...(admin && { adminPort: admin.port }) },
   );
   const startSeconds = (performance.now() - started) / 1000;
   context.starts.push(startSeconds);
@@ -247,18 +240,19 @@ export function medianMainMs(cpus: ServiceCpu[]): number {
 }
 
 export function cpuSummary(cpus: ServiceCpu[]): string {
-  return `service main thread median ${format(median(cpus.map((cpu) => cpu.mainShare)) * 100)}% busy, ${format(median(cpus.map((cpu) => cpu.mainMsPerAnswer)), 3)} ms main-thread CPU per answer, process ${format(median(cpus.map((cpu) => cpu.totalCores)), 2)} cores`;
+  return `service main thread median ${format(median(cpus.map((cpu) => cpu.mainShare)) * 100)}% busy, ${format(medianMainMs(cpus), 3)} ms main-thread CPU per answer, process ${format(median(cpus.map((cpu) => cpu.totalCores)), 2)} cores`;
 }
 
-/** Runs one measured round: time-stamped for profiles, with the service's CPU over it. */
+/** Runs one measured round: on a quiet host, time-stamped for profiles, with the service's CPU over it. */
 export async function measuredRound<T>(
   context: BenchContext,
   figure: string,
   service: Server,
   work: () => Promise<T>,
   answers: (result: T) => number,
+  ownPids: number[] = [service.pid],
 ): Promise<{ result: T; cpu: ServiceCpu }> {
-  await beforeRound(context, [service.pid]);
+  await beforeRound(context, ownPids);
   const stopCpu = measureServiceCpu(service.pid);
   const result = await timed(context, figure, work);
   return { result, cpu: stopCpu(answers(result)) };

@@ -2,16 +2,12 @@ import { progress, type BenchContext } from './context.js';
 import { nextClientAddress, nextEmail, returningAddress, runLoad, type LoadResult } from './load.js';
 import type { Server } from './servers.js';
 
-/**
- * The customer calls several figures load the service with: registration, login and the session
- * check, and the customers and cookie they need. A module of its own so figures share it without
- * importing each other.
- */
+/** The customer calls several figures load the service with, and the customers and cookie they need. */
 
 /** Enough callers to keep the service's 2 hashing slots busy without nearing its queue of 256. */
 export const hashingConnections = 32;
 export const sessionConnections = 64;
-const auth = '/api/v1/customer/auth';
+export const auth = '/api/v1/customer/auth';
 
 /** Registrations at `url`; only the service's (`keep`) join the customers the login figures use. */
 export function registerLoad(context: BenchContext, url: string, seconds: number, keep = true): Promise<LoadResult> {
@@ -27,8 +23,7 @@ export function registerLoad(context: BenchContext, url: string, seconds: number
     },
     onResponse: (status, body) => {
       if (status !== 201 || !keep) return;
-      const customer = JSON.parse(body) as { identity: { value: string } };
-      context.customers.push(customer.identity.value);
+      context.customers.push((JSON.parse(body) as { identity: { value: string } }).identity.value);
     },
   });
 }
@@ -36,11 +31,9 @@ export function registerLoad(context: BenchContext, url: string, seconds: number
 let loginCursor = 0;
 const visits: number[] = [];
 /**
- * Logins cycle through the registered customers, so consecutive logins never share one. Each
- * comes from a never-reused address, nearly always in a /24 its customer has not used lately: a
- * new device, whose sign-in notice is queued and sent. With `returning`, each customer signs in
- * from a /24 of its own, as a returning shopper does from their device (a new address in it each
- * time, so no per-address limit is reached): after its first, every login is a known device's.
+ * Logins cycle through the registered customers, each from a never-reused address: nearly always
+ * a new device, whose sign-in notice is queued and sent. With `returning`, each customer signs in
+ * from a /24 of its own (a new address in it each time), so after its first login the device is known.
  */
 export function loginLoad(
   context: BenchContext,
@@ -59,9 +52,8 @@ export function loginLoad(
     ...(returning && {
       clientAddress: () => {
         next();
-        const visit = (visits[customer] ?? 0) + 1;
-        visits[customer] = visit;
-        return returningAddress(customer, visit);
+        visits[customer] = (visits[customer] ?? 0) + 1;
+        return returningAddress(customer, visits[customer]!);
       },
     }),
     body: () => ({ identity: context.customers[returning ? customer : next()], password: context.password }),

@@ -1,10 +1,8 @@
 import http from 'node:http';
 import autocannon from 'autocannon';
 
-/**
- * Each request comes "from" an address of its own (X-Forwarded-For, trusted with TRUST_PROXY=true),
- * never reused, so the per-address limits never answer 429 for the benchmark's sake.
- */
+// Each request comes "from" an address of its own (X-Forwarded-For, trusted with TRUST_PROXY=true),
+// never reused, so the per-address limits never answer 429 for the benchmark's sake.
 let addressCounter = 0;
 let addressBlock = 10;
 export function nextClientAddress(): string {
@@ -13,11 +11,7 @@ export function nextClientAddress(): string {
   return `${addressBlock}.${(n >>> 16) & 0xff}.${(n >>> 8) & 0xff}.${n & 0xff}`;
 }
 
-/**
- * The `visit`th address of a returning shopper, `customer`: always in the customer's own /24 (the
- * service then knows the device), never the same address twice in a row of 254, and in a /8 of
- * its own, apart from the never-reused addresses and the probes'.
- */
+/** A returning shopper's `visit`th address: always in the customer's own /24 (a known device), in 12/8. */
 export function returningAddress(customer: number, visit: number): string {
   return `12.${(customer >>> 8) & 0xff}.${customer & 0xff}.${1 + (visit % 254)}`;
 }
@@ -46,8 +40,6 @@ export interface LoadOptions {
   headers?: Record<string, string> | (() => Record<string, string>);
   /** Each request's X-Forwarded-For, called before `body`; a never-reused address unless given. */
   clientAddress?: () => string;
-  /** Requests per second over all connections; unset means as fast as answers come. */
-  overallRate?: number;
   onResponse?: (status: number, body: string) => void;
 }
 
@@ -64,19 +56,39 @@ export interface LoadResult {
   latency: { p50: number; p99: number; max: number };
 }
 
-function percentile(sorted: Float64Array, share: number): number {
+export function percentile(sorted: ArrayLike<number>, share: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)]!;
 }
 
-/** p50, p99 and max of every answer's latency, exact rather than bucketed. */
-function latencySummary(latencies: number[]): LoadResult['latency'] {
+export function latencySummary(latencies: number[]): LoadResult['latency'] {
   const sorted = Float64Array.from(latencies).sort();
+  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? Number.NaN };
+}
+
+/** A result from answers counted by hand: `ok` 2xx answers (or whole operations) over `seconds`. */
+export function summarize(
+  latencies: number[],
+  statusCounts: Record<string, number>,
+  { seconds, errors, ok, non2xx }: { seconds: number; errors: number; ok?: number; non2xx?: number },
+): LoadResult {
+  const twoHundreds = Object.entries(statusCounts)
+    .filter(([code]) => code.startsWith('2'))
+    .reduce((total, [, count]) => total + count, 0);
   return {
-    p50: percentile(sorted, 0.5),
-    p99: percentile(sorted, 0.99),
-    max: sorted[sorted.length - 1] ?? Number.NaN,
+    responses: latencies.length,
+    seconds,
+    okPerSecond: (ok ?? twoHundreds) / seconds,
+    non2xx: non2xx ?? latencies.length - twoHundreds,
+    errors,
+    statusCounts,
+    latency: latencySummary(latencies),
   };
+}
+
+/** A rate measured without HTTP (raw argon2id), as a result its figure's rounds can hold. */
+export function rateResult(perSecond: number): LoadResult {
+  return summarize([], {}, { seconds: 1, errors: 0, ok: perSecond, non2xx: 0 });
 }
 
 /** One autocannon run from this process over loopback; resolves with its counts and latencies. */
@@ -107,7 +119,6 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
         duration: options.seconds,
         requests: [request],
         timeout: 10,
-        ...(options.overallRate === undefined ? {} : { overallRate: options.overallRate }),
       },
       (error, result) => {
         if (error !== null && error !== undefined) {
@@ -130,76 +141,95 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
   });
 }
 
+export interface Call {
+  method: 'GET' | 'POST' | 'PATCH';
+  path: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+/** Status 0: a connection error, a timeout or an answer cut off midway. */
+export interface Answer {
+  status: number;
+  body: string;
+  /** The `name=value` of each Set-Cookie. */
+  cookies: string[];
+}
+
+/** One request over `agent` (so it may set Host), from a never-reused address unless the headers name one. */
+export function request(agent: http.Agent, base: string, call: Call): Promise<Answer> {
+  const payload = call.body === undefined ? undefined : JSON.stringify(call.body);
+  return new Promise((resolve) => {
+    const failed = () => resolve({ status: 0, body: '', cookies: [] });
+    const sent = http.request(
+      new URL(call.path, base),
+      {
+        method: call.method,
+        agent,
+        timeout: 10_000,
+        headers: {
+          'x-forwarded-for': nextClientAddress(),
+          ...(payload === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+          ...call.headers,
+        },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString(),
+            cookies: (response.headers['set-cookie'] ?? []).map((line) => line.split(';')[0]!),
+          }),
+        );
+        response.on('close', () => void (response.complete || failed()));
+      },
+    );
+    sent.on('error', failed);
+    sent.on('timeout', () => sent.destroy(new Error('timeout')));
+    sent.end(payload);
+  });
+}
+
 export interface OpenLoadOptions {
   url: string;
-  /** POST with `body`, or GET without one (a probe). */
-  method?: 'GET' | 'POST';
   path: string;
   connections: number;
   seconds: number;
   /** Mean arrivals per second; the gaps between them are exponential (a Poisson process). */
   rate: number;
+  /** POST with a body, or GET without one (a probe). */
   body?: () => unknown;
+  headers?: () => Record<string, string>;
 }
 
 /**
  * Open-loop load: random arrivals at a mean rate, as independent shoppers send them (autocannon's
- * fixed rate fires all connections on one timer, in bursts). Latency runs from each arrival,
- * including any wait for a free connection.
+ * fixed rate fires all connections on one timer, in bursts). Latency runs from each arrival.
  */
 export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
-  const target = new URL(options.path, options.url);
   const latencies: number[] = [];
   const statusCounts: Record<string, number> = {};
   let errors = 0;
   const inFlight = new Set<Promise<void>>();
-  const method = options.method ?? 'POST';
   const send = () => {
     const arrived = performance.now();
-    const payload = options.body === undefined ? undefined : JSON.stringify(options.body());
-    const done = new Promise<void>((resolve) => {
-      const request = http.request(
-        target,
-        {
-          method,
-          agent,
-          headers: {
-            ...(payload === undefined
-              ? {}
-              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
-            'x-forwarded-for': nextClientAddress(),
-          },
-          timeout: 10_000,
-        },
-        (response) => {
-          response.resume();
-          response.on('end', () => {
-            latencies.push(performance.now() - arrived);
-            const code = String(response.statusCode);
-            statusCounts[code] = (statusCounts[code] ?? 0) + 1;
-            resolve();
-          });
-          // An answer cut off midway (a timeout, a closed socket) ends without 'end'.
-          response.on('close', () => {
-            if (!response.complete) {
-              errors += 1;
-              resolve();
-            }
-          });
-        },
-      );
-      request.on('error', () => {
-        errors += 1;
-        resolve();
-      });
-      request.on('timeout', () => request.destroy(new Error('timeout')));
-      request.end(payload);
+    const body = options.body?.();
+    const call: Call = { method: body === undefined ? 'GET' : 'POST', path: options.path, body };
+    if (options.headers !== undefined) call.headers = options.headers();
+    const done = request(agent, options.url, call).then(({ status }) => {
+      if (status === 0) errors += 1;
+      else {
+        latencies.push(performance.now() - arrived);
+        statusCounts[status] = (statusCounts[status] ?? 0) + 1;
+      }
     });
     inFlight.add(done);
     void done.then(() => inFlight.delete(done));
   };
-
   const started = performance.now();
   const deadline = started + options.seconds * 1000;
   let next = started;
@@ -213,20 +243,8 @@ export async function runOpenLoad(options: OpenLoadOptions): Promise<LoadResult>
     }
   }
   await Promise.all([...inFlight]);
-  const seconds = (performance.now() - started) / 1000;
   agent.destroy();
-  const ok = Object.entries(statusCounts)
-    .filter(([code]) => code.startsWith('2'))
-    .reduce((total, [, count]) => total + count, 0);
-  return {
-    responses: latencies.length,
-    seconds,
-    okPerSecond: ok / seconds,
-    non2xx: latencies.length - ok,
-    errors,
-    statusCounts,
-    latency: latencySummary(latencies),
-  };
+  return summarize(latencies, statusCounts, { seconds: (performance.now() - started) / 1000, errors });
 }
 
 /** The answers that were not 2xx, by status, and the connection errors: `all 2xx` when none. */
@@ -237,6 +255,17 @@ export function statusText(result: LoadResult): string {
   return parts.length === 0 ? 'all 2xx' : `NON-2xx: ${parts.join(', ')}`;
 }
 
-export function sum(results: LoadResult[], pick: (result: LoadResult) => number): number {
-  return results.reduce((total, result) => total + pick(result), 0);
+export function sum<T>(items: T[], pick: (item: T) => number): number {
+  return items.reduce((total, item) => total + pick(item), 0);
+}
+
+/** The non-2xx answers and errors of `results`; `clean` when there were none. */
+export function failures(results: LoadResult[]) {
+  const [non2xx, errors] = [sum(results, (result) => result.non2xx), sum(results, (result) => result.errors)];
+  return { non2xx, errors, clean: non2xx + errors === 0 };
+}
+
+/** The status texts of the results that had non-2xx answers or errors, for a row's notes. */
+export function troubles(results: LoadResult[]): string[] {
+  return results.filter((result) => result.non2xx + result.errors > 0).map(statusText);
 }

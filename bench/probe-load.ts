@@ -1,30 +1,17 @@
 import { fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runOpenLoad, useClientAddressBlock, type LoadResult } from './load.js';
+import { runOpenLoad, useClientAddressBlock, type LoadResult, type OpenLoadOptions } from './load.js';
 
 /**
  * Figure 5's probe generator, a child process: in the benchmark's own process the probes would wait
  * behind its event loop, busy driving the logins, and the figure would measure the benchmark.
  */
 
-export interface ProbeRun {
-  url: string;
-  path: string;
-  rate: number;
-  seconds: number;
-  connections: number;
-}
-
-export interface ProbeGenerator {
-  run(run: ProbeRun): Promise<LoadResult>;
-  close(): Promise<void>;
-}
-
 type Reply = { ready: true } | { result: LoadResult } | { error: string };
 
 /** Starts the child; resolves once it is loaded and waiting for a run. */
-export function startProbeGenerator(): Promise<ProbeGenerator> {
+export async function startProbeGenerator() {
   const child = fork(fileURLToPath(import.meta.url), [], {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -39,8 +26,9 @@ export function startProbeGenerator(): Promise<ProbeGenerator> {
         resolve(reply);
       });
     });
-  return nextReply().then(() => ({
-    async run(run) {
+  await nextReply();
+  return {
+    async run(run: Omit<OpenLoadOptions, 'body' | 'headers'>): Promise<LoadResult> {
       const reply = nextReply();
       child.send(run);
       const answer = await reply;
@@ -52,15 +40,15 @@ export function startProbeGenerator(): Promise<ProbeGenerator> {
       child.disconnect();
       await exited;
     },
-  }));
+  };
 }
 
-// The child: runs each ProbeRun it is sent and answers with its result, until disconnected.
+// The child: runs each probe run it is sent (GETs: no body) and answers with its result, until disconnected.
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   // 11.0.0.0/8: the benchmark's own requests count up through 10.0.0.0/8.
   useClientAddressBlock(11);
-  process.on('message', (run: ProbeRun) => {
-    runOpenLoad({ ...run, method: 'GET' }).then(
+  process.on('message', (run: OpenLoadOptions) => {
+    runOpenLoad(run).then(
       (result) => process.send!({ result } satisfies Reply),
       (error: unknown) => process.send!({ error: String(error) } satisfies Reply),
     );

@@ -1,34 +1,42 @@
 import fs from 'node:fs';
+import os from 'node:os';
 
-/** Linux /proc readings of a child process: memory, CPU time, its listening TCP port. */
+/** Linux /proc readings: a child's memory, CPU time and listening ports, and how busy the host is. */
+
+const ticksPerSecond = 100;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const read = (file: string) => {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return ''; // the process ended while we looked
+  }
+};
+/** The fields after the command name (which may hold spaces) of a /proc stat file. */
+const statFields = (file: string) => {
+  const stat = read(file);
+  return stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+};
+const processIds = () => fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry));
 
 /** Resident set size in MB (VmRSS), or NaN once the process is gone. */
 export function residentMb(pid: number): number {
-  try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-    return match === null ? Number.NaN : Number(match[1]) / 1024;
-  } catch {
-    return Number.NaN;
-  }
+  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(read(`/proc/${pid}/status`));
+  return match === null ? Number.NaN : Number(match[1]) / 1024;
 }
 
 /** Every process descended from `pid` (in embedded mode: the PostgreSQL server and its backends). */
 export function descendantPids(pid: number): number[] {
   const children = new Map<number, number[]>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
-    } catch {
-      // the process ended while we looked
-    }
+  for (const entry of processIds()) {
+    const parent = statFields(`/proc/${entry}/stat`)[1]!;
+    children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
   }
   const found: number[] = [];
-  const pending = [...(children.get(pid) ?? [])];
-  while (pending.length > 0) {
+  for (const pending = [...(children.get(pid) ?? [])]; pending.length > 0;) {
     const next = pending.pop()!;
     found.push(next);
     pending.push(...(children.get(next) ?? []));
@@ -36,136 +44,88 @@ export function descendantPids(pid: number): number[] {
   return found;
 }
 
-/**
- * Proportional set size in MB of every descendant of `pid`. PSS shares the pages they have in
- * common (PostgreSQL's shared buffers, its binary) fairly, so the sum is what they really take.
- */
+/** Proportional set size in MB of every descendant: PSS shares the pages they have in common fairly. */
 export function descendantsPssMb(pid: number): number {
-  let kb = 0;
-  for (const descendant of descendantPids(pid)) {
-    try {
-      const match = /^Pss:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${descendant}/smaps_rollup`, 'utf8'));
-      if (match !== null) kb += Number(match[1]);
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return kb / 1024;
+  const kb = descendantPids(pid).map((one) => /^Pss:\s+(\d+)\s+kB/m.exec(read(`/proc/${one}/smaps_rollup`))?.[1]);
+  return kb.reduce((total, value) => total + Number(value ?? 0), 0) / 1024;
 }
 
-const clockTicksPerSecond = 100;
+/** utime + stime of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file; with `children`, of the reaped children too. */
+function statSeconds(file: string, children = false): number {
+  const fields = statFields(file);
+  if (fields.length < 15) return Number.NaN;
+  return (fields[11]! + fields[12]! + (children ? fields[13]! + fields[14]! : 0)) / ticksPerSecond;
+}
 
 /** User plus system CPU seconds the process has used so far (all its threads). */
-export function cpuSeconds(pid: number): number {
-  return threadSeconds(`/proc/${pid}/stat`);
-}
+export const cpuSeconds = (pid: number) => statSeconds(`/proc/${pid}/stat`);
 
-function socketInodes(pid: number): Set<string> {
-  const inodes = new Set<string>();
-  let entries: string[];
+/** The TCP ports the process listens on: the service announces them only at LOG_LEVEL=info, and runs at warn. */
+export function listeningPorts(pid: number): number[] {
+  let entries: string[] = [];
   try {
     entries = fs.readdirSync(`/proc/${pid}/fd`);
-  } catch {
-    return inodes;
-  }
+  } catch {}
+  const inodes = new Set<string>();
   for (const entry of entries) {
     try {
       const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${entry}`));
       if (match !== null) inodes.add(match[1]!);
-    } catch {
-      // the descriptor closed while we looked
-    }
+    } catch {}
   }
-  return inodes;
+  if (inodes.size === 0) return [];
+  // columns: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+  const lines = ['tcp', 'tcp6'].flatMap((table) => read(`/proc/${pid}/net/${table}`).split('\n').slice(1));
+  return lines
+    .map((line) => line.trim().split(/\s+/))
+    .filter((columns) => columns[3] === '0A' && columns[9] !== undefined && inodes.has(columns[9]))
+    .map((columns) => parseInt(columns[1]!.split(':')[1]!, 16));
 }
 
 /**
- * The TCP ports the process listens on (the service's customer and admin listeners), none while it
- * does not. Read from /proc because the service announces its addresses only at LOG_LEVEL=info and
- * the benchmark runs it at warn.
+ * Waits until the process and (`tree`) its descendants stay under `idleShare` of a core for
+ * `quietWindows` 250 ms windows in a row, at most `maxMs`: work queued behind the answers is done.
  */
-export function listeningPorts(pid: number): number[] {
-  const inodes = socketInodes(pid);
-  const ports: number[] = [];
-  if (inodes.size === 0) return ports;
-  for (const table of ['tcp', 'tcp6']) {
-    let text: string;
-    try {
-      text = fs.readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const columns = line.trim().split(/\s+/);
-      // columns: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-      if (columns[3] !== '0A' || columns[9] === undefined || !inodes.has(columns[9])) continue;
-      ports.push(parseInt(columns[1]!.split(':')[1]!, 16));
-    }
-  }
-  return ports;
-}
-
-/**
- * Waits until the process has used under `idleShare` of one core over a 250 ms window (work it
- * queued behind its answers is done), at most `maxMs`. Returns how long that took.
- */
-export async function waitUntilIdle(pid: number, { idleShare = 0.1, maxMs = 15_000 } = {}): Promise<number> {
+async function waitForQuiet(pid: number, tree: boolean, { idleShare = 0.1, quietWindows = 1, maxMs = 15_000 } = {}) {
   const started = performance.now();
-  const windowMs = 250;
-  for (;;) {
-    const before = cpuSeconds(pid);
-    await new Promise((resolve) => setTimeout(resolve, windowMs));
-    const used = cpuSeconds(pid) - before;
-    const elapsed = performance.now() - started;
-    if (!(used > (idleShare * windowMs) / 1000) || elapsed >= maxMs) return elapsed;
-  }
-}
-
-/**
- * Waits until the process and its descendants (the embedded database server) stay under `idleShare`
- * of a core for `quietWindows` windows in a row, so work queued behind the answers is done in both.
- */
-export async function waitUntilSettled(
-  pid: number,
-  { idleShare = 0.1, quietWindows = 4, maxMs = 30_000 } = {},
-): Promise<{ ms: number; settled: boolean }> {
-  const started = performance.now();
-  const windowMs = 250;
-  const treeSeconds = () => [pid, ...descendantPids(pid)].reduce((total, one) => total + (cpuSeconds(one) || 0), 0);
-  let quiet = 0;
-  for (;;) {
-    const before = treeSeconds();
-    await new Promise((resolve) => setTimeout(resolve, windowMs));
-    const used = treeSeconds() - before;
-    quiet = used > (idleShare * windowMs) / 1000 ? 0 : quiet + 1;
+  const seconds = () =>
+    [pid, ...(tree ? descendantPids(pid) : [])].reduce((sum, one) => sum + (cpuSeconds(one) || 0), 0);
+  for (let quiet = 0; ;) {
+    const before = seconds();
+    await sleep(250);
+    quiet = seconds() - before > idleShare * 0.25 ? 0 : quiet + 1;
     const ms = performance.now() - started;
-    if (quiet >= quietWindows) return { ms, settled: true };
-    if (ms >= maxMs) return { ms, settled: false };
+    if (quiet >= quietWindows || ms >= maxMs) return { ms, settled: quiet >= quietWindows };
   }
 }
+
+/** Waits until the process itself is idle for a window; returns how long that took. */
+export const waitUntilIdle = async (pid: number, options: { maxMs?: number } = {}) =>
+  (await waitForQuiet(pid, false, options)).ms;
+
+/** Waits until the process and its database server are quiet for `quietWindows` windows in a row. */
+export const waitUntilSettled = (pid: number, options: { quietWindows?: number; maxMs?: number } = {}) =>
+  waitForQuiet(pid, true, { quietWindows: 4, maxMs: 30_000, ...options });
 
 export interface ServiceCpu {
   /** Share of one core the main (event loop) thread used over the span. */
   mainShare: number;
   /** Cores used by the whole process (main thread, hashing threads, everything). */
   totalCores: number;
-  /** Main-thread CPU milliseconds per answer. */
   mainMsPerAnswer: number;
 }
 
 /**
- * Starts measuring a process's CPU; the returned function takes the number of answers in the
- * span and ends it. The main thread's own time (its task id is the pid) says whether the event
- * loop, rather than the hashing threads, was the limit.
+ * Starts measuring a process's CPU; the returned function takes the answers in the span. The main
+ * thread's own time (its task id is the pid) tells whether the event loop, not hashing, was the limit.
  */
 export function measureServiceCpu(pid: number): (answers: number) => ServiceCpu {
   const startedMs = performance.now();
   const mainPath = `/proc/${pid}/task/${pid}/stat`;
-  const mainBefore = threadSeconds(mainPath);
-  const totalBefore = cpuSeconds(pid);
+  const [mainBefore, totalBefore] = [statSeconds(mainPath), cpuSeconds(pid)];
   return (answers) => {
     const seconds = (performance.now() - startedMs) / 1000;
-    const main = threadSeconds(mainPath) - mainBefore;
+    const main = statSeconds(mainPath) - mainBefore;
     return {
       mainShare: main / seconds,
       totalCores: (cpuSeconds(pid) - totalBefore) / seconds,
@@ -174,14 +134,70 @@ export function measureServiceCpu(pid: number): (answers: number) => ServiceCpu 
   };
 }
 
-/** utime + stime of /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat. */
-function threadSeconds(statPath: string): number {
-  try {
-    const stat = fs.readFileSync(statPath, 'utf8');
-    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond;
-  } catch {
-    return Number.NaN;
+/** Busy CPU seconds of the whole host: everything but idle and iowait. */
+function hostBusySeconds(): number {
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = read('/proc/stat')
+    .split('\n', 1)[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user + nice + system + irq + softirq + steal) / ticksPerSecond;
+}
+
+/** CPU of a process plus its reaped children (the benchmark's finished children, a postmaster's backends). */
+const treeSeconds = (pid: number | 'self') => statSeconds(`/proc/${pid}/stat`, true) || 0;
+
+/** PostgreSQL, Redis and PgBouncer processes (anyone's: other users of the servers count here too). */
+const serverCommands = new Set(['postgres', 'redis-server', 'pgbouncer']);
+const serverSeconds = () =>
+  processIds()
+    .filter((pid) => serverCommands.has(read(`/proc/${pid}/comm`).trim()))
+    .reduce((total, pid) => total + treeSeconds(Number(pid)), 0);
+
+/** Shares of all cores over a span taken by processes other than the benchmark's, and by the servers. */
+export interface HostUse {
+  others: number;
+  servers: number;
+}
+
+/** Starts measuring; the returned function ends it (children must have exited: a child counts once reaped). */
+export function measureHost(): () => HostUse {
+  const snapshot = () => ({
+    atMs: performance.now(),
+    busy: hostBusySeconds(),
+    own: treeSeconds('self'),
+    servers: serverSeconds(),
+  });
+  const start = snapshot();
+  return () => {
+    const end = snapshot();
+    const capacity = ((end.atMs - start.atMs) / 1000) * os.cpus().length;
+    const servers = Math.max(0, end.servers - start.servers);
+    const others = Math.max(0, end.busy - start.busy - (end.own - start.own) - servers);
+    return { others: others / capacity, servers: servers / capacity };
+  };
+}
+
+export const loadAverageText = () =>
+  os
+    .loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' / ');
+
+/**
+ * Waits (at most `maxMs`) until processes other than the benchmark and `ownPids` use under
+ * `threshold` of the cores: on 2 cores another job would otherwise decide the figure.
+ */
+export async function waitForQuietHost(ownPids: number[], { maxMs = 10_000, threshold = 0.15 } = {}) {
+  const started = performance.now();
+  const own = () => treeSeconds('self') + ownPids.reduce((total, pid) => total + treeSeconds(pid), 0);
+  for (;;) {
+    const [busyBefore, ownBefore, sampled] = [hostBusySeconds(), own(), performance.now()];
+    await sleep(500);
+    const seconds = (performance.now() - sampled) / 1000;
+    const others = Math.max(0, hostBusySeconds() - busyBefore - (own() - ownBefore)) / (seconds * os.cpus().length);
+    const waitedMs = performance.now() - started;
+    if (others < threshold || waitedMs >= maxMs) return { waitedMs, others, quiet: others < threshold };
   }
 }

@@ -11,7 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
  * collection shrinks the young generation; then, after more quiet, full collections until one
  * hands nothing back, since only a second one compacts the pages the first left thinly used.
  * It never pauses a busy service, and runs once per burst. The measurements behind each step and
- * setting are in BENCHMARKS.md, "What was changed to reach it".
+ * setting are in docs/benchmarks.md, "What was changed to reach it".
  */
 export interface IdleCollectionSettings {
   intervalMs: number;
