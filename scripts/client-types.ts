@@ -1,9 +1,10 @@
 /**
  * `npm run client:types`: writes packages/client/src/api-types.ts, the wire types of the typed
- * client, from the route schemas (src/http/schemas.ts, passkey-schemas.ts, provider-schemas.ts, two-factor-schemas.ts) and the problem
- * codes (src/http/problems.ts). The client is a package of its own with no dependencies, so it
- * cannot import them: it carries this plain TypeScript copy, which test/client/api-types.test.ts
- * keeps equal to what this script makes now (and to TypeBox's own Static types).
+ * client, from the route schemas (src/http/core/schemas.ts and the schemas.ts of src/http/passkeys/,
+ * providers/ and two-factor/) and the problem codes (src/http/core/problems.ts). The client is a
+ * package of its own with no dependencies, so it cannot import them: it carries this plain
+ * TypeScript copy, which test/client/api-types.test.ts keeps equal to what this script makes now
+ * (and to TypeBox's own Static types).
  *
  *   node --import tsx scripts/client-types.ts [--check]   (--check: exit 1 when the file is stale)
  */
@@ -11,11 +12,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kind, type TSchema } from '@sinclair/typebox';
-import * as passkeySchemas from '../src/http/passkey-schemas.js';
-import * as providerSchemas from '../src/http/provider-schemas.js';
-import { adminProblemCatalogue, problemCatalogue } from '../src/http/problems.js';
-import * as schemas from '../src/http/schemas.js';
-import * as twoFactorSchemas from '../src/http/two-factor-schemas.js';
+import * as passkeySchemas from '../src/http/passkeys/schemas.js';
+import * as providerSchemas from '../src/http/providers/schemas.js';
+import { adminProblemCatalogue, problemCatalogue } from '../src/http/core/problems.js';
+import * as schemas from '../src/http/core/schemas.js';
+import * as twoFactorSchemas from '../src/http/two-factor/schemas.js';
 
 export const clientTypesFile = path.join(import.meta.dirname, '..', 'packages', 'client', 'src', 'api-types.ts');
 
@@ -145,8 +146,8 @@ export function clientTypesSource(): string {
     return `${comment(schema.description, '')}export interface ${name} ${body}\n`;
   });
   return [
-    '// Written by scripts/client-types.ts from the route schemas (src/http/schemas.ts,',
-    '// src/http/passkey-schemas.ts) and the problem codes (src/http/problems.ts): do not edit it by',
+    '// Written by scripts/client-types.ts from the route schemas (src/http/core/schemas.ts,',
+    '// src/http/passkeys/schemas.ts) and the problem codes (src/http/core/problems.ts): do not edit it by',
     '// hand; run `npm run client:types` after changing them.',
     '',
     '/** Every error code the API can answer with (the `code` of its problem documents). */',

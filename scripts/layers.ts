@@ -10,7 +10,9 @@
  * - delivery (a message carries what it says, it never asks the domain), then the store context,
  *   then a store's sign-in providers (their table and the OpenID relying party), then the hooks
  *   to a store's own systems (signed as Standard Webhooks), then the domain (auth), which reads
- *   the store's settings, matches a provider's identity and queues messages;
+ *   the store's settings, matches a provider's identity and queues messages; then the platform's
+ *   operations on stores (platform/: made, changed, hosts, providers; audited and announced alike
+ *   for the admin API and the command line);
  * - the janitor (it deletes through each table's owner), the composition root (services.ts, which
  *   knows nothing of HTTP; its parts in open-database.ts and configured-parts.ts), the edge
  *   (http, web), app.ts, serve.ts, and the command line on top.
@@ -50,6 +52,7 @@ export const layers: readonly (readonly string[])[] = [
   ['providers'],
   ['hooks'],
   ['auth'],
+  ['platform'],
   ['janitor.ts'],
   ['open-database.ts', 'configured-parts.ts'],
   ['services.ts'],

@@ -1,6 +1,6 @@
 /**
  * `npm run docs:reference`: writes the generated pages of docs/reference/ from what the code holds:
- * the problem codes (src/http/problems.ts, with their English texts from locales/en.json), the
+ * the problem codes (src/http/core/problems.ts, with their English texts from locales/en.json), the
  * command line's help (src/cli/usage.ts) and the two OpenAPI documents the service serves, built
  * in-process from the route schemas as the listeners build them, without a database or a port.
  * test/docs/reference-fresh.test.ts fails when a page on disk is not what this makes now.
@@ -18,7 +18,12 @@ import { usage } from '../src/cli/usage.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { buildAdminApp } from '../src/http/admin/app.js';
-import { adminProblemCatalogue, problemCatalogue, problemEntry, type AnyProblemCode } from '../src/http/problems.js';
+import {
+  adminProblemCatalogue,
+  problemCatalogue,
+  problemEntry,
+  type AnyProblemCode,
+} from '../src/http/core/problems.js';
 import { deriveKeys } from '../src/keys.js';
 import { Metrics } from '../src/metrics.js';
 import type { Services } from '../src/services.js';
@@ -333,7 +338,7 @@ function problemPage(): string[] {
       return [code(problem), String(status), cell(title), cell(detail)];
     });
   return [
-    header('src/http/problems.ts and locales/en.json'),
+    header('src/http/core/problems.ts and locales/en.json'),
     '',
     '# Problem codes',
     '',

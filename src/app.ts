@@ -1,38 +1,45 @@
-import { twoFactorRoutes } from './http/account/two-factor.js';
-import { secondStepSignInRoutes } from './http/sign-in/two-factor.js';
+import { twoFactorRoutes } from './http/two-factor/account.js';
+import { secondStepSignInRoutes } from './http/two-factor/sign-in.js';
 import cookie from '@fastify/cookie';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { csrfHeaderName } from './http/csrf.js';
+import { csrfHeaderName } from './http/core/csrf.js';
 import { acceptedKeys } from './keys.js';
-import { clientKey } from './http/client-address.js';
-import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from './http/common.js';
-import { addRequestLog, loggedUrl } from './http/request-log.js';
+import { clientKey } from './http/core/client-address.js';
+import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from './http/core/common.js';
+import { addRequestLog, loggedUrl } from './http/core/request-log.js';
 import { accountRoutes } from './http/account/account.js';
 import { erasureRoutes } from './http/account/erasure.js';
 import { identityRoutes } from './http/account/identity.js';
-import { passkeyRoutes } from './http/account/passkeys.js';
-import { providerAccountRoutes } from './http/account/providers.js';
+import { passkeyRoutes } from './http/passkeys/account.js';
+import { providerAccountRoutes } from './http/providers/account.js';
 import { sessionRoutes } from './http/account/sessions.js';
-import { csrfCookieRoute, platformRoutes, probeRoutes } from './http/platform/platform.js';
+import { csrfCookieRoute, platformRoutes, probeRoutes } from './http/operations/platform.js';
 import { recoveryRoutes } from './http/recovery/routes.js';
 import { registrationRoutes } from './http/registration/routes.js';
 import { codeLoginRoutes } from './http/sign-in/code-login.js';
 import { forwardAuthRoutes } from './http/sign-in/forward-auth.js';
-import { passkeyLoginRoutes } from './http/sign-in/passkey-login.js';
+import { passkeyLoginRoutes } from './http/passkeys/sign-in.js';
 import { passwordSignInRoutes } from './http/sign-in/password.js';
-import { providerSignInRoutes } from './http/sign-in/providers.js';
-import { openApiPages, registerOpenApi } from './http/openapi.js';
-import { customerScope, hostOf, probeScope, publicScope, unknownPathAnswer, type ScopeDeps } from './http/scopes.js';
+import { providerSignInRoutes } from './http/providers/sign-in.js';
+import { openApiPages, registerOpenApi } from './http/core/openapi.js';
+import {
+  customerScope,
+  hostOf,
+  probeScope,
+  publicScope,
+  unknownPathAnswer,
+  type ScopeDeps,
+} from './http/core/scopes.js';
 import { packageVersion } from './version.js';
 import type { Services } from './services.js';
-import { edgeOf, type Edge } from './http/edge.js';
+import { edgeOf, type Edge } from './http/core/edge.js';
 import { signInPage } from './web/page.js';
 import { storeOrigins, type StoreContext } from './store/store.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** A health probe (see http/scopes.ts): its successful answers are neither logged nor counted in the request metrics. */
+    /** A health probe (see http/core/scopes.ts): its successful answers are neither logged nor counted in the request metrics. */
     probe?: boolean;
   }
   interface FastifyRequest {
@@ -45,8 +52,8 @@ declare module 'fastify' {
   }
 }
 
-/** The body limit of both listeners (http/common.ts), named here too for the documents' checks. */
-export { bodyLimitBytes } from './http/common.js';
+/** The body limit of both listeners (http/core/common.ts), named here too for the documents' checks. */
+export { bodyLimitBytes } from './http/core/common.js';
 
 const gatedStore = Symbol('store');
 type GatedRequest = FastifyRequest & { [gatedStore]?: StoreContext };
@@ -57,7 +64,7 @@ export async function buildApp(built: Services): Promise<FastifyInstance> {
   const app = createFastify(services);
 
   app.decorate('draining', false);
-  // Set by the customer scope's store gate (http/scopes.ts); read anywhere else, it is a bug.
+  // Set by the customer scope's store gate (http/core/scopes.ts); read anywhere else, it is a bug.
   app.decorateRequest('store', {
     getter(this: GatedRequest) {
       const store = this[gatedStore];
@@ -129,7 +136,7 @@ async function browserCors(app: App, services: Edge): Promise<void> {
   });
 }
 
-/** Fastify with the service's options (http/common.ts), trusting a proxy when TRUST_PROXY says so. */
+/** Fastify with the service's options (http/core/common.ts), trusting a proxy when TRUST_PROXY says so. */
 function createFastify(services: Edge) {
   return createServiceFastify(services.logger, { trustProxy: services.config.trustProxy });
 }
@@ -138,7 +145,7 @@ type App = ReturnType<typeof createFastify>;
 
 /** The client key, the common headers, the draining signal and the request log, for every request. */
 function addRequestHooks(app: App, services: Edge): void {
-  // The scopes' own hooks (http/scopes.ts) run after this one.
+  // The scopes' own hooks (http/core/scopes.ts) run after this one.
   app.addHook('onRequest', async function clientKeyOf(request) {
     request.clientKey = clientKey(request.ip);
   });
@@ -167,7 +174,7 @@ async function registerRoutes(app: App, services: Edge, scopes: ScopeDeps): Prom
   const { config } = services;
   await registerOpenApi(app, config, packageVersion);
   // A load balancer is no browser: the probes run none of the browser scopes' hooks, neither
-  // cookies nor CORS (test/http/request-budget.test.ts holds each kind of call to its hooks).
+  // cookies nor CORS (test/http/core/request-budget.test.ts holds each kind of call to its hooks).
   await app.register(probeScope(scopes, probeRoutes(services)), { prefix: '/api/v1' });
   await app.register(async (browser) => {
     await browser.register(cookie);

@@ -10,7 +10,7 @@ export type KeySet = Record<KeyPurpose, Buffer>;
  * The keys of APP_SECRET, which make every new code MAC, CSRF token and sealed body, and those of
  * each APP_SECRET_PREVIOUS entry, which are only accepted when checking. Rotating the secret this
  * way keeps what was made under the old one working until the operator drops it from the list.
- * The counters key names rate-limit counters (http/rate-limit.ts) and is only ever the current one.
+ * The counters key names rate-limit counters (http/core/rate-limit.ts) and is only ever the current one.
  */
 export interface Keys extends KeySet {
   previous: readonly KeySet[];

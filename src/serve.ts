@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { buildAdminApp } from './http/admin/app.js';
-import { startMetricsServer } from './http/metrics-server.js';
+import { startMetricsServer } from './http/operations/metrics-server.js';
 import { nearMissWarning, type Config } from './config.js';
 import { IdleCollector, processHeap } from './idle-collection.js';
 import { createLogger, openServices, type Services } from './services.js';

@@ -7,8 +7,8 @@ import { bodyLimitBytes } from '../src/app.js';
 import { maxPasswordLength, minPasswordLength } from '../src/auth/rules/password.js';
 import { codeLifetimeSeconds, maxCodeAttempts } from '../src/auth/tables/codes.js';
 import { sessionAbsoluteLifetimeSeconds, sessionIdleTimeoutSeconds } from '../src/auth/tables/sessions.js';
-import { adminProblemCatalogue, problemCatalogue } from '../src/http/problems.js';
-import { limits } from '../src/http/rate-limit.js';
+import { adminProblemCatalogue, problemCatalogue } from '../src/http/core/problems.js';
+import { limits } from '../src/http/core/rate-limit.js';
 
 /**
  * The integration reference (docs/reference.md, an index, and the pages of docs/reference/)

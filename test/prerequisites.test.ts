@@ -87,8 +87,8 @@ describe('the programs the suites need', () => {
         .concat(found.redis.length > 0 ? ['redis'] : []);
     };
     assert.deepEqual(needed('test/storage/pgbouncer.test.ts'), ['pgbouncer']);
-    assert.deepEqual(needed('test/http/forward-auth-nginx.test.ts'), ['nginx']);
-    assert.deepEqual(needed('test/http/rate-limits-cluster.test.ts').sort(), ['redis-cli', 'redis-server']);
+    assert.deepEqual(needed('test/http/sign-in/forward-auth-nginx.test.ts'), ['nginx']);
+    assert.deepEqual(needed('test/http/core/rate-limits-cluster.test.ts').sort(), ['redis-cli', 'redis-server']);
     assert.deepEqual(needed('test/config.test.ts'), ['openssl']);
     assert.deepEqual(needed('test/storage/redis-tls.test.ts').sort(), ['openssl', 'redis-server']);
     assert.deepEqual(needed('test/production/faults.test.ts'), ['redis']);

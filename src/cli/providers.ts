@@ -1,15 +1,9 @@
 import fs from 'node:fs';
-import type { Clock } from '../clock.js';
 import type { Keys } from '../keys.js';
-import {
-  addStoreProvider,
-  listProviders,
-  removeProvider,
-  type ProviderField,
-  type ProviderInput,
-} from '../providers/configured.js';
+import { addProvider, deleteProvider } from '../platform/providers.js';
+import { listProviders, type ProviderField, type ProviderInput } from '../providers/configured.js';
 import type { StoreDatabase } from '../storage/database.js';
-import { recordOperatorChange } from './operator-audit.js';
+import { operator, operatorPlatform, type OperatorDeps } from './operator.js';
 import type { StoreContext } from '../store/store.js';
 
 /** `store providers add|remove|list`: a store's sign-in providers, as the admin API manages them. */
@@ -24,9 +18,8 @@ export type ProviderCommand =
   | { name: 'store.providers.list' };
 
 /** What a command about one store's providers works with (commands.ts hands it over). */
-interface ProviderCommandDeps {
+interface ProviderCommandDeps extends OperatorDeps {
   sdb: StoreDatabase;
-  clock: Clock;
   keys?: Keys | undefined;
   store: StoreContext;
 }
@@ -46,16 +39,16 @@ const flagOf: Record<ProviderField, string> = {
 };
 
 export async function runProviderCommand(
-  { sdb, clock, keys, store }: ProviderCommandDeps,
+  { sdb, keys, store, ...deps }: ProviderCommandDeps,
   command: ProviderCommand,
 ): Promise<{ ok: boolean; output?: unknown; error?: string }> {
+  const platform = operatorPlatform(deps);
   switch (command.name) {
     case 'store.providers.list':
       return { ok: true, output: await listProviders(sdb) };
     case 'store.providers.remove':
-      if (!(await removeProvider(sdb, command.id)))
+      if (!(await deleteProvider(platform, operator, store, command.id)).ok)
         return { ok: false, error: `the store ${store.slug} has no provider ${command.id}` };
-      await recordOperatorChange(sdb, clock, { provider_removed: command.id });
       return { ok: true, output: { id: command.id, status: 'removed' } };
     case 'store.providers.add': {
       if (keys === undefined) return { ok: false, error: 'store providers add needs the deployment keys' };
@@ -74,17 +67,14 @@ export async function runProviderCommand(
           return { ok: false, error: `${flag} ${file} cannot be read: ${(error as Error).message}` };
         }
       }
-      const result = await addStoreProvider(sdb, clock, keys, store, input);
-      if (result.ok) {
-        await recordOperatorChange(sdb, clock, { [`provider_${result.outcome}`]: result.provider.id });
-        return { ok: true, output: { ...result.provider, status: result.outcome } };
-      }
-      if (result.reason === 'phone_store')
+      const result = await addProvider({ ...platform, keys }, operator, store, input);
+      if (result.ok) return { ok: true, output: { ...result.value.provider, status: result.value.outcome } };
+      if (result.error === 'phone_store')
         return {
           ok: false,
           error: `the store ${store.slug} signs customers in by phone number: providers sign in by a verified email, so only email stores have them`,
         };
-      const lines = Object.entries(result.errors).flatMap(([field, messages]) =>
+      const lines = Object.entries(result.errors!).flatMap(([field, messages]) =>
         (messages ?? []).map((message) => `${flagOf[field as ProviderField]} ${message}`),
       );
       return { ok: false, error: lines.join('; ') };

@@ -1,11 +1,16 @@
 import fs from 'node:fs';
 import { domainToUnicode } from 'node:url';
-import { countCustomers } from '../auth/tables/customers.js';
-import { countStorePasskeys } from '../auth/tables/passkeys.js';
-import type { Clock } from '../clock.js';
-import { deliveryProblem, type Config } from '../config.js';
+import type { Failure } from '../auth/result.js';
 import type { Keys } from '../keys.js';
-import { forStore, type Database } from '../storage/database.js';
+import {
+  changeHost as changeStoreHost,
+  changeStore,
+  createStore,
+  deleteStore as markDeleted,
+  type RefusalFacts,
+  type StoreRefusal,
+} from '../platform/stores.js';
+import type { Database } from '../storage/database.js';
 import {
   cookieDomainRefusal,
   defaultLanguageRefusal,
@@ -13,26 +18,12 @@ import {
   FieldError,
   relyingPartyInUse,
   sealBotCheck,
-  storeChangeDetails,
   strandedPasskeysWarning,
   type BotCheckInput,
 } from '../store/fields.js';
-import {
-  addStoreHost,
-  createStore,
-  listStores,
-  loadStore,
-  markStoreDeleted,
-  onlyStore,
-  removeStoreHost,
-  updateStore,
-  type BotCheck,
-  type NewStore,
-  type StoreChanges,
-  type StoreContext,
-} from '../store/store.js';
+import { listStores, type BotCheck, type NewStore, type StoreChanges, type StoreContext } from '../store/store.js';
 import { counted } from './counted.js';
-import { recordOperatorChange } from './operator-audit.js';
+import { operator, operatorPlatform, type OperatorDeps } from './operator.js';
 
 /**
  * `store create|set|delete` and `store hosts add|remove`: a store's own fields, changed as the admin
@@ -52,14 +43,8 @@ export type StoreChangeCommand =
 
 type CommandNamed<N extends StoreChangeCommand['name']> = Extract<StoreChangeCommand, { name: N }>;
 
-interface CreateDeps {
-  db: Database;
-  clock: Clock;
-  config: Pick<Config, 'mail' | 'smsWebhook' | 'deliveryLogAllowed' | 'webauthn'>;
-}
-
 /** What a command about one store works with (commands.ts hands it over). */
-interface StoreCommandDeps extends CreateDeps {
+interface StoreCommandDeps extends OperatorDeps {
   keys?: Keys | undefined;
   store: StoreContext;
 }
@@ -84,12 +69,6 @@ function shownHost(host: string): string {
   return unicode === '' || unicode === host ? host : `${unicode} (${host})`;
 }
 
-/** The error line for a host another store holds, naming that store when it can still be read. */
-async function hostTaken(db: Database, host: string): Promise<string> {
-  const owner = await loadStore(db, { host });
-  return `the host ${shownHost(host)} belongs to ${owner === null ? 'another store' : `the store ${owner.slug}`}; remove it there first`;
-}
-
 export async function everyStore(db: Database): Promise<StoreContext[]> {
   const stores: StoreContext[] = [];
   for (;;) {
@@ -99,79 +78,84 @@ export async function everyStore(db: Database): Promise<StoreContext[]> {
   }
 }
 
-export async function createStoreNow({ db, clock, config }: CreateDeps, store: NewStore): Promise<Answer> {
-  const problem = deliveryProblem(config, store.identityMode);
-  if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
-  // The only store, while it has no hosts, answers on every host; beside a second store it answers
-  // on its own hosts only, and so on none. Made all the same, but the operator is told.
-  const before = await onlyStore(db);
-  const result = await createStore(db, clock, store);
-  if (result.ok) {
-    const unhosted = before.ok && before.store.hosts.length === 0 ? before.store.slug : undefined;
-    const warning =
-      unhosted === undefined
-        ? {}
-        : {
-            warning: `the store ${unhosted} has no host: it answered on every host as the only store, and now answers on none; give it one with store hosts add --store ${unhosted} <host>`,
-          };
-    await recordOperatorChange(forStore(db, result.store.id), clock, { slug: store.slug }, 'store.created');
-    return { ok: true, output: { ...describeStore(result.store), ...warning } };
-  }
-  switch (result.reason) {
+/** What the command asked for, where a refusal's line names it. */
+interface Asked {
+  slug: string;
+  store?: StoreContext;
+  cookieDomain?: string | null | undefined;
+  languages?: StoreChanges['languages'];
+  hosts?: readonly string[] | undefined;
+}
+
+/** A platform refusal as an error line: every kind mapped, or this does not compile. */
+function refusalLine(refusal: Failure<StoreRefusal, RefusalFacts>, asked: Asked): string {
+  switch (refusal.error) {
+    case 'no_transport':
+      return `${refusal.transport!.variable} ${refusal.transport!.reason}`;
     case 'slug_taken':
-      return { ok: false, error: `a store with the slug ${store.slug} exists already` };
-    case 'host_taken':
-      return { ok: false, error: await hostTaken(db, result.host) };
+      return `a store with the slug ${asked.slug} exists already`;
+    case 'host_taken': {
+      const { host, owner } = refusal.taken!;
+      return `the host ${shownHost(host)} belongs to ${owner === null ? 'another store' : `the store ${owner}`}; remove it there first`;
+    }
     case 'host_under_cookie_domain':
-      return { ok: false, error: hostUnderCookieDomain(result.host) };
-    default:
-      return {
-        ok: false,
-        error: `--cookie-domain ${cookieDomainRefusal(store.cookieDomain!, result, store.hosts ?? [])}`,
-      };
+      return `the host ${shownHost(refusal.host!)} is under another store's cookie domain: it would receive that store's cookies`;
+    case 'cookie_domain_off_hosts':
+    case 'cookie_domain_shared': {
+      const cookieRefusal = { ok: false as const, reason: refusal.error, host: refusal.host! };
+      return `--cookie-domain ${cookieDomainRefusal(asked.cookieDomain!, cookieRefusal, asked.hosts ?? [])}`;
+    }
+    case 'default_language_not_spoken':
+      return `--default-language ${defaultLanguageRefusal(refusal.languages!, asked.languages!)}`;
+    case 'identity_mode_in_use':
+      return `the store has ${counted(refusal.customers!, 'customer')} registered by its current identity mode; add --force to switch anyway (they will not be able to sign in)`;
+    case 'relying_party_in_use':
+      return relyingPartyInUse(refusal.host!, asked.store?.webauthnRpId ?? null, refusal.passkeys!, '--force');
+    case 'no_such_host':
+      return `the store ${asked.slug} has no host ${shownHost(refusal.host!)}`;
+    case 'no_store':
+    case 'idempotency_key_reused':
+      return `no store ${asked.slug}: it was deleted meanwhile`;
   }
 }
 
-function hostUnderCookieDomain(host: string): string {
-  return `the host ${shownHost(host)} is under another store's cookie domain: it would receive that store's cookies`;
+export async function createStoreNow(deps: OperatorDeps, store: NewStore): Promise<Answer> {
+  const result = await createStore(operatorPlatform(deps), operator, store);
+  if (!result.ok) return { ok: false, error: refusalLine(result, store) };
+  if (result.value.replayed) throw new Error('a store made without an idempotency key cannot be a replay');
+  // The only store, while it had no hosts, answered on every host; beside a second store it answers
+  // on its own hosts only, and so on none. Made all the same, but the operator is told.
+  const { unhosted } = result.value;
+  const warning =
+    unhosted === undefined
+      ? {}
+      : {
+          warning: `the store ${unhosted} has no host: it answered on every host as the only store, and now answers on none; give it one with store hosts add --store ${unhosted} <host>`,
+        };
+  return { ok: true, output: { ...describeStore(result.value.store), ...warning } };
 }
 
 async function changeHost(
-  { db, clock, config, store }: StoreCommandDeps,
+  deps: StoreCommandDeps,
   command: CommandNamed<'store.hosts.add' | 'store.hosts.remove'>,
 ): Promise<Answer> {
-  const options = { countPasskeys: countStorePasskeys, deploymentRpId: config.webauthn.rpId };
-  const result =
-    command.name === 'store.hosts.add'
-      ? await addStoreHost(db, clock, store.id, command.host, options)
-      : await removeStoreHost(db, clock, store.id, command.host, { ...options, force: command.force });
-  if (result.ok) {
-    const change = command.name === 'store.hosts.add' ? 'host_added' : 'host_removed';
-    await recordOperatorChange(forStore(db, store.id), clock, { [change]: command.host });
-    return { ok: true, output: describeStore(result.store) };
-  }
-  switch (result.reason) {
-    case 'host_taken':
-      return { ok: false, error: await hostTaken(db, command.host) };
-    case 'host_under_cookie_domain':
-      return { ok: false, error: hostUnderCookieDomain(command.host) };
-    case 'relying_party_in_use':
-      return { ok: false, error: relyingPartyInUse(command.host, store.webauthnRpId, result.passkeys, '--force') };
-    case 'no_such_host':
-      return { ok: false, error: `the store ${store.slug} has no host ${shownHost(command.host)}` };
-    case 'no_store':
-      return { ok: false, error: `no store ${store.slug}: it was deleted meanwhile` };
-  }
+  const { store } = deps;
+  const change =
+    command.name === 'store.hosts.add' ? { add: command.host } : { remove: command.host, force: command.force };
+  const result = await changeStoreHost(operatorPlatform(deps), operator, store, change);
+  if (!result.ok) return { ok: false, error: refusalLine(result, { slug: store.slug, store }) };
+  return { ok: true, output: describeStore(result.value) };
 }
 
-async function deleteStore({ db, clock, store }: StoreCommandDeps, confirm: string): Promise<Answer> {
+async function deleteStore(deps: StoreCommandDeps, confirm: string): Promise<Answer> {
+  const { store } = deps;
   if (confirm !== store.slug)
     return {
       ok: false,
       error: `--confirm must repeat the slug of the store to delete, ${store.slug}; nothing was deleted`,
     };
-  if (!(await markStoreDeleted(db, clock, store.id)))
-    return { ok: false, error: `no store ${store.slug}: it was deleted meanwhile` };
+  const result = await markDeleted(operatorPlatform(deps), store);
+  if (!result.ok) return { ok: false, error: refusalLine(result, { slug: store.slug }) };
   return {
     ok: true,
     output: {
@@ -183,10 +167,6 @@ async function deleteStore({ db, clock, store }: StoreCommandDeps, confirm: stri
         'continues in the background: the janitor of the running service (or of the next to start) erases what the store held, in batches; its slug and hosts are free now',
     },
   };
-}
-
-function noStore(): Answer {
-  return { ok: false, error: 'the deployment has no store: start the service once, or create one with store create' };
 }
 
 /** The bot check sealed with the deployment's keys, or what is wrong with it. */
@@ -208,40 +188,18 @@ function sealedBotCheck(command: BotCheckCommand, keys: Keys | undefined): BotCh
   }
 }
 
-async function setStore(
-  { db, clock, config, keys, store }: StoreCommandDeps,
-  command: CommandNamed<'store.set'>,
-): Promise<Answer> {
-  const mode = command.changes.identityMode;
-  const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
-  if (problem !== undefined) return { ok: false, error: `${problem.variable} ${problem.reason}` };
+async function setStore(deps: StoreCommandDeps, command: CommandNamed<'store.set'>): Promise<Answer> {
+  const { store } = deps;
   const changes = { ...command.changes };
   if (command.botCheck !== undefined) {
-    const botCheck = command.botCheck === null ? null : sealedBotCheck(command.botCheck, keys);
+    const botCheck = command.botCheck === null ? null : sealedBotCheck(command.botCheck, deps.keys);
     if (typeof botCheck === 'string') return { ok: false, error: botCheck };
     changes.botCheck = botCheck;
   }
-  const options = { store: store.id, force: command.force, countCustomers, countPasskeys: countStorePasskeys };
-  const result = await updateStore(db, clock, changes, options);
-  if (result.ok) {
-    await recordOperatorChange(forStore(db, store.id), clock, storeChangeDetails(changes));
-    const stranded = result.strandedPasskeys;
-    const warning = stranded > 0 ? { warning: strandedPasskeysWarning(stranded, store.webauthnRpId) } : {};
-    return { ok: true, output: { ...describeStore(result.store), ...warning } };
-  }
-  if (result.reason === 'cookie_domain_off_hosts' || result.reason === 'cookie_domain_shared')
-    return {
-      ok: false,
-      error: `--cookie-domain ${cookieDomainRefusal(command.changes.cookieDomain!, result, store.hosts)}`,
-    };
-  if (result.reason === 'default_language_not_spoken')
-    return {
-      ok: false,
-      error: `--default-language ${defaultLanguageRefusal(result.current, command.changes.languages!)}`,
-    };
-  if (result.reason !== 'identity_mode_in_use') return noStore();
-  return {
-    ok: false,
-    error: `the store has ${counted(result.customers, 'customer')} registered by its current identity mode; add --force to switch anyway (they will not be able to sign in)`,
-  };
+  const result = await changeStore(operatorPlatform(deps), operator, store, changes, command.force);
+  if (!result.ok)
+    return { ok: false, error: refusalLine(result, { ...changes, slug: store.slug, hosts: store.hosts }) };
+  const stranded = result.value.strandedPasskeys;
+  const warning = stranded > 0 ? { warning: strandedPasskeysWarning(stranded, store.webauthnRpId) } : {};
+  return { ok: true, output: { ...describeStore(result.value.store), ...warning } };
 }

@@ -175,7 +175,7 @@ export interface WebAuthnSettings {
   origins: string[];
   /**
    * WEBAUTHN_ORIGINS unset: the origin a request was addressed to is accepted too, when its host is
-   * on the RP ID (see relyingParty in http/passkey-support.ts).
+   * on the RP ID (see relyingParty in http/passkeys/support.ts).
    */
   includeOwnOrigin: boolean;
 }

@@ -107,6 +107,7 @@ export interface StoreRow {
 export const firstStoreId = 'default';
 
 export function toStore(row: StoreRow): StoreContext {
+  const branding = brandingOf(row.settings);
   return {
     id: row.id,
     slug: row.slug,
@@ -123,8 +124,8 @@ export function toStore(row: StoreRow): StoreContext {
     ...twoFactorOf(row.settings['auth.two_factor']),
     phoneCountries: stringList(row.settings['auth.phone_countries']),
     botCheck: botCheckOf(row.settings['auth.bot_check']),
-    branding: brandingOf(row.settings),
-    mailBranding: mailBrandingOf(brandingOf(row.settings), row.hosts),
+    branding,
+    mailBranding: mailBrandingOf(branding, row.hosts),
     hosts: row.hosts,
     allowedOrigins: row.allowed_origins,
     mailFrom: row.mail_from,

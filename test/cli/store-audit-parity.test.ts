@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { tokenIdOf } from '../../src/http/admin/tokens.js';
 import { adminAppOf, adminCaller } from '../helpers/admin.js';
 import { runAdminInProcess } from '../helpers/admin-cli.js';
 import { useHarness, type TestApp } from '../helpers/harness.js';
@@ -11,6 +12,7 @@ import { useHarness, type TestApp } from '../helpers/harness.js';
  */
 
 const adminToken = 'admin-token-PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP';
+const adminTokenId = tokenIdOf(adminToken);
 
 async function trail(t: TestApp, storeId: string) {
   await t.services.background.drain();
@@ -27,8 +29,8 @@ async function trail(t: TestApp, storeId: string) {
 describe('a store operation is audited alike from the admin API and the command line', () => {
   const harness = useHarness();
 
-  test('create, change fields, settings, branding and languages, add and remove a host, add and remove a provider', async () => {
-    const t = await harness.start({ env: { ADMIN_TOKENS: adminToken } });
+  test('create, change fields, settings, branding and languages, add and remove a host, a provider and a webhook endpoint', async () => {
+    const t = await harness.start({ env: { ADMIN_TOKENS: adminToken, WEBHOOK_ALLOW_PRIVATE: 'true' } });
     const call = adminCaller(await adminAppOf(t), adminToken);
     const { config, keys } = t.services;
     const cli = async (...argv: string[]) => {
@@ -60,6 +62,10 @@ describe('a store operation is audited alike from the admin API and the command 
     ok(await call('DELETE', `/admin/v1/stores/${api.id}/hosts/api.shop.test`));
     ok(await call('POST', `/admin/v1/stores/${api.id}/providers`, provider));
     ok(await call('DELETE', `/admin/v1/stores/${api.id}/providers/id-example`));
+    const hook = ok(
+      await call('POST', `/admin/v1/stores/${api.id}/webhooks`, { url: 'http://127.0.0.1:9/hooks', events: ['*'] }),
+    );
+    ok(await call('DELETE', `/admin/v1/stores/${api.id}/webhooks/${hook.id}`));
 
     const made = await cli('store', 'create', '--slug', 'by-cli', '--name', 'By CLI');
     const named = ['--store', 'by-cli'];
@@ -93,17 +99,42 @@ describe('a store operation is audited alike from the admin API and the command 
       provider.client_secret,
     );
     await cli('store', 'providers', 'remove', ...named, '--id', 'id-example');
+    const cliHook = await cli('webhooks', 'add', ...named, '--url', 'http://127.0.0.1:9/hooks', '--events', '*');
+    await cli('webhooks', 'remove', ...named, '--id', cliHook.id);
 
     const fromApi = await trail(t, api.id);
     const fromCli = await trail(t, made.id);
+    // Each side's own names: its slug, host and endpoint id.
+    const same = (row: unknown, names: [string, string][]) =>
+      names.reduce((text, [from, to]) => text.replaceAll(from, to), JSON.stringify(row));
     assert.deepEqual(
-      fromCli.map((row) => JSON.stringify(row).replace('cli.shop.test', 'api.shop.test')),
-      fromApi.map((row) => JSON.stringify(row).replace('by-api', 'by-cli')),
+      fromCli.map((row) =>
+        same(row, [
+          ['cli.shop.test', 'host'],
+          [cliHook.id, 'hook'],
+        ]),
+      ),
+      fromApi.map((row) =>
+        same(row, [
+          ['by-api', 'by-cli'],
+          ['api.shop.test', 'host'],
+          [hook.id, 'hook'],
+        ]),
+      ),
     );
     assert.deepEqual(
       fromApi.map((row) => row.event),
-      ['store.created', 'store.changed', 'store.changed', 'store.changed', 'store.changed', 'store.changed'],
+      ['store.created', ...Array(7).fill('store.changed')],
     );
+    // Who made it: the token over the admin API, the operator at the command line.
+    const whoOf = async (storeId: string) =>
+      (
+        await t.db.query<{ details: Record<string, string> }>('SELECT details FROM audit_events WHERE store_id = $1', [
+          storeId,
+        ])
+      ).map(({ details }) => `${details['by']} ${details['token'] ?? ''}`.trim());
+    assert.deepEqual(new Set(await whoOf(api.id)), new Set([`admin ${adminTokenId}`]));
+    assert.deepEqual(new Set(await whoOf(made.id)), new Set(['operator']));
     assert.deepEqual(fromApi[1]!.details, { fields: 'branding,languages,name,settings' });
   });
 });

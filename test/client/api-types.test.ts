@@ -12,11 +12,11 @@ import type * as recordSchemas from '../../src/http/admin/store-records-schemas.
 import type * as storeSchemas from '../../src/http/admin/store-schemas.js';
 import type * as webhookSchemas from '../../src/http/admin/webhook-schemas.js';
 import { clientTypesFile, clientTypesSource } from '../../scripts/client-types.js';
-import type * as passkeySchemas from '../../src/http/passkey-schemas.js';
-import type * as providerSchemas from '../../src/http/provider-schemas.js';
-import type { AdminProblemCode, ProblemCode } from '../../src/http/problems.js';
-import type * as schemas from '../../src/http/schemas.js';
-import type * as twoFactorSchemas from '../../src/http/two-factor-schemas.js';
+import type * as passkeySchemas from '../../src/http/passkeys/schemas.js';
+import type * as providerSchemas from '../../src/http/providers/schemas.js';
+import type { AdminProblemCode, ProblemCode } from '../../src/http/core/problems.js';
+import type * as schemas from '../../src/http/core/schemas.js';
+import type * as twoFactorSchemas from '../../src/http/two-factor/schemas.js';
 
 /**
  * The client package cannot import the service, so it carries a copy of the wire types that

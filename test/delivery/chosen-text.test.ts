@@ -10,7 +10,7 @@ import { defaultStore } from '../helpers/database.js';
  * whatever the person who registered typed (maybe a squatter on someone else's address, or a thief
  * who renamed the account), and a passkey's name whatever its adder typed. Messages go to the
  * address's owner and name only the store, the code, the time, the device family and masked
- * addresses. (A store's own template may show a proven customer's name: admin-templates.test.ts.)
+ * addresses. (A store's own template may show a proven customer's name: admin/templates.test.ts.)
  */
 
 const hostileName = 'Mallory. This was you: to undo it, visit https://evil.example/undo';

@@ -257,7 +257,7 @@ describe('the "Try it with curl" block, run with bash and curl against the servi
 
       let seen = messages.length;
       const register = next(/\$B\/register /);
-      assert.match(register.comment, /201 with the customer, verified_at null/);
+      assert.match(register.comment, /201 with the customer, its identity.verified_at null/);
       const registered = await call(register.text);
       assert.equal(registered.status, 201, JSON.stringify(registered.body));
       assert.equal(registered.body.name, 'Ada');

@@ -1,4 +1,4 @@
-import { authDeps } from '../../src/http/kit.js';
+import { authDeps } from '../../src/http/core/kit.js';
 import type { AuthDeps } from '../../src/auth/deps.js';
 import { parseIdentity, type ParsedIdentity } from '../../src/auth/rules/identity.js';
 import type { SignInAttempt } from '../../src/auth/rules/sign-in.js';

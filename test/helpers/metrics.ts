@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { startMetricsServer } from '../../src/http/metrics-server.js';
+import { startMetricsServer } from '../../src/http/operations/metrics-server.js';
 import type { TestApp } from './harness.js';
 
 /** Reading the metrics listener as Prometheus scrapes it. */

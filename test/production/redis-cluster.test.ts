@@ -5,7 +5,7 @@ import { Cluster } from 'ioredis';
 import { createScratchDatabase } from '../helpers/database.js';
 import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
-import { counterKey, limits } from '../../src/http/rate-limit.js';
+import { counterKey, limits } from '../../src/http/core/rate-limit.js';
 import { deriveKeys } from '../../src/keys.js';
 import { firstStoreId } from '../../src/store/store.js';
 

@@ -113,10 +113,13 @@ describe('scripts/layers.ts', () => {
   });
 
   test('fails when the client package imports the service, even a type of the wire schemas', () => {
-    const schemas = plantedTree({}, { 'index.ts': "import type { Customer } from '../../../src/http/schemas.js';\n" });
+    const schemas = plantedTree(
+      {},
+      { 'index.ts': "import type { Customer } from '../../../src/http/core/schemas.js';\n" },
+    );
     assert.match(
       theOneProblem(schemas),
-      /packages\/client\/src\/index\.ts imports src\/http\/schemas\.ts: the client is a package of its own/,
+      /packages\/client\/src\/index\.ts imports src\/http\/core\/schemas\.ts: the client is a package of its own/,
     );
     const domain = plantedTree({}, { 'index.ts': "const later = () => import('../../../src/auth/customers.js');\n" });
     assert.match(theOneProblem(domain), /packages\/client\/src\/index\.ts imports src\/auth\/customers\.ts/);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { counterKey, limits } from '../../src/http/rate-limit.js';
+import { counterKey, limits } from '../../src/http/core/rate-limit.js';
 import { keyName, type CounterStore } from '../../src/storage/counters.js';
 import { RedisCounterStore } from '../../src/storage/redis.js';
 import { updateStore } from '../../src/store/store.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createArgon2Hasher } from '../../src/auth/rules/password.js';
 import { sharedHashPool } from '../../src/auth/rules/hash-pool.js';
-import { problemEntry, type ProblemCode } from '../../src/http/problems.js';
+import { problemEntry, type ProblemCode } from '../../src/http/core/problems.js';
 import { loginRefusedDetail } from '../../src/http/sign-in/password.js';
 import { catalogue } from '../../src/i18n/strings.js';
 import { testArgon2 } from '../helpers/argon2.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import { problemCatalogue, type ProblemCode } from '../../src/http/problems.js';
+import { problemCatalogue, type ProblemCode } from '../../src/http/core/problems.js';
 import { auth, registration, type TestApp } from '../helpers/harness.js';
 import type { FuzzCase, Pool, SessionPool, StoreSetup } from './fuzz-cases.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { createServiceFastify } from '../../src/http/common.js';
+import { createServiceFastify } from '../../src/http/core/common.js';
 import { firstStoreId } from '../../src/store/store.js';
 import { adminAppOf } from '../helpers/admin.js';
 import { signedIn } from '../helpers/customers.js';

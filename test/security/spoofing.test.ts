@@ -6,7 +6,7 @@ import { MemoryCounterStore } from '../../src/storage/counters.js';
 import { api, auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
 import { otherThan } from '../helpers/assertions.js';
 import { auditRows } from '../helpers/audit.js';
-import { counterKey, limits } from '../../src/http/rate-limit.js';
+import { counterKey, limits } from '../../src/http/core/rate-limit.js';
 import { firstStoreId } from '../../src/store/store.js';
 
 /**

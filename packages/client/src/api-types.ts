@@ -1,5 +1,5 @@
-// Written by scripts/client-types.ts from the route schemas (src/http/schemas.ts,
-// src/http/passkey-schemas.ts) and the problem codes (src/http/problems.ts): do not edit it by
+// Written by scripts/client-types.ts from the route schemas (src/http/core/schemas.ts,
+// src/http/passkeys/schemas.ts) and the problem codes (src/http/core/problems.ts): do not edit it by
 // hand; run `npm run client:types` after changing them.
 
 /** Every error code the API can answer with (the `code` of its problem documents). */

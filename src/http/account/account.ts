@@ -3,12 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { changePassword, changeProfile } from '../../auth/flows/account.js';
 import { newPasswordErrors, validateName } from '../../auth/rules/fields.js';
 import { validateLocale } from '../../auth/rules/locale.js';
-import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
-import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
-import { limits } from '../rate-limit.js';
-import { storeCsrfKey } from '../csrf.js';
-import { requestCookies, startSessionCookies } from '../session-cookie.js';
-import { ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../schemas.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../core/declare.js';
+import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../core/kit.js';
+import { limits } from '../core/rate-limit.js';
+import { storeCsrfKey } from '../core/csrf.js';
+import { requestCookies, startSessionCookies } from '../core/session-cookie.js';
+import { ChangePasswordBody, Customer, PasswordChangedStatus, ProfileBody } from '../core/schemas.js';
 
 const passwordChangeOutcomes: Outcomes<'invalid' | 'wrong_password' | 'unauthenticated'> = {
   invalid: { problem: 'validation_failed', metric: 'invalid' },

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { deleteAccountWithPassword, exportAccount } from '../../auth/flows/erasure.js';
 import { wrongCurrentPassword } from '../../auth/rules/reauthentication.js';
-import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
-import { accountOf, routeKit, type KitSource } from '../kit.js';
-import { limits } from '../rate-limit.js';
-import { AccountExport, DeleteAccountBody, DeletedStatus } from '../schemas.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../core/declare.js';
+import { accountOf, routeKit, type KitSource } from '../core/kit.js';
+import { limits } from '../core/rate-limit.js';
+import { AccountExport, DeleteAccountBody, DeletedStatus } from '../core/schemas.js';
 
 const exportOutcomes: Outcomes<'gone'> = { gone: { problem: 'unauthenticated' } };
 

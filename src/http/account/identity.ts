@@ -6,10 +6,10 @@ import {
   identityChangeErrors,
   requestIdentityChange,
 } from '../../auth/flows/identity-change.js';
-import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
-import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
-import { limits, type LimitHit } from '../rate-limit.js';
-import { AcceptedStatus, Customer, IdentityChangeBody, IdentityConfirmBody } from '../schemas.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../core/declare.js';
+import { accountOf, refuseInvalidBody, routeKit, type KitSource } from '../core/kit.js';
+import { limits, type LimitHit } from '../core/rate-limit.js';
+import { AcceptedStatus, Customer, IdentityChangeBody, IdentityConfirmBody } from '../core/schemas.js';
 
 const changeOutcomes: Outcomes<'invalid' | 'wrong_password'> = {
   invalid: { problem: 'validation_failed', metric: 'invalid' },

@@ -2,11 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { revokeOneSession, revokeSessions } from '../../auth/flows/session-revocation.js';
 import { listCustomerSessions } from '../../auth/tables/sessions.js';
-import { declareRoute } from '../declare.js';
-import { accountOf, authDeps, routeKit, storeDbOf, type KitSource } from '../kit.js';
-import { ProblemError } from '../problems.js';
-import { limits } from '../rate-limit.js';
-import { RevokedCountStatus, RevokedStatus, SessionList } from '../schemas.js';
+import { declareRoute } from '../core/declare.js';
+import { accountOf, authDeps, routeKit, storeDbOf, type KitSource } from '../core/kit.js';
+import { ProblemError } from '../core/problems.js';
+import { limits } from '../core/rate-limit.js';
+import { RevokedCountStatus, RevokedStatus, SessionList } from '../core/schemas.js';
 
 const listSessionsRoute = declareRoute({
   operationId: 'listSessions',

@@ -1,11 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../../audit.js';
+import type { Actor, PlatformDeps } from '../../platform/actor.js';
 import { findStoreNamed, type StoreContext } from '../../store/store.js';
-import type { Edge } from '../edge.js';
-import { ProblemError, type AnyProblemCode } from '../problems.js';
-import { limits } from '../rate-limit.js';
-import { ownProblemResponses } from '../problem-responses.js';
+import type { BearerCaller } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError, type AnyProblemCode } from '../core/problems.js';
+import { limits } from '../core/rate-limit.js';
 import { adminCallerOf, missingTokenDetail } from './tokens.js';
 
 /** What the admin API's route modules about one store share: its path, its lookup, its audit. */
@@ -54,34 +55,8 @@ export const examples = {
   operators: true,
 };
 
-function tagOf(operationId: string): string {
-  if (operationId.includes('Webhook') || operationId.includes('Deliver')) return 'webhooks';
-  return operationId.includes('Customer') ? 'customers' : 'stores';
-}
-
-export function route<T extends object>(
-  operationId: string,
-  summary: string,
-  description: string,
-  parts: T,
-  codes: AnyProblemCode[],
-  success: Record<number, unknown>,
-  /** `attachValidation`: the handler merges the body's schema errors with its own field checks. */
-  options: { attachValidation?: boolean } = {},
-) {
-  return {
-    ...options,
-    schema: {
-      tags: [tagOf(operationId)],
-      operationId,
-      summary,
-      description,
-      security: [{ bearer: [] as string[] }],
-      ...parts,
-      response: { ...success, ...ownProblemResponses([...codes, ...common], examples) },
-    },
-  };
-}
+/** Every admin route's caller: a bearer token, and what any admin call can answer besides its own. */
+export const adminCaller: BearerCaller = { problems: common, examples };
 
 /** Every admin call counts against its token's limit. */
 export function countAdminCalls(app: FastifyInstance, limiter: Edge['limiter']): void {
@@ -122,4 +97,22 @@ export function adminStoreKit(services: Pick<Edge, 'db' | 'store' | 'audit'>) {
   }
 
   return { storeNamed, audit, changed };
+}
+
+/** The platform's operations as this listener runs them: its trail, and this instance told at once. */
+export function adminPlatform(services: Pick<Edge, 'db' | 'clock' | 'config' | 'store' | 'audit'>): PlatformDeps {
+  return {
+    db: services.db,
+    clock: services.clock,
+    config: services.config,
+    audit: services.audit,
+    announce: async () => {
+      await services.store.refresh();
+    },
+  };
+}
+
+/** The token that made the call, from where. */
+export function actorOf(request: FastifyRequest): Actor {
+  return { by: 'admin', token: adminCallerOf(request).tokenId, clientAddress: request.ip, requestId: request.id };
 }

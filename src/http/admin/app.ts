@@ -2,10 +2,10 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { packageVersion } from '../../version.js';
-import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from '../common.js';
-import { edgeOf } from '../edge.js';
-import { addRequestLog } from '../request-log.js';
-import { unknownPathAnswer } from '../scopes.js';
+import { acceptJsonOnly, createServiceFastify, handleError, setCommonHeaders } from '../core/common.js';
+import { edgeOf } from '../core/edge.js';
+import { addRequestLog } from '../core/request-log.js';
+import { unknownPathAnswer } from '../core/scopes.js';
 import { customerTransferRoutes } from './customer-transfer.js';
 import { introspectionRoutes } from './introspect.js';
 import { passwordHookRoutes } from './password-hook.js';
@@ -25,7 +25,7 @@ export const adminPrefix = '/admin/v1';
 /**
  * The admin listener's app: a Fastify instance of its own, listening apart from the customer app
  * (ADMIN_PORT, ADMIN_HOST), so no route of it is ever reachable where shoppers are. It shares the
- * customer app's wire format (http/common.ts) and services, not its scopes: no store gate, no
+ * customer app's wire format (http/core/common.ts) and services, not its scopes: no store gate, no
  * CSRF (a bearer token is no ambient credential), no per-address limit, no CORS.
  */
 export async function buildAdminApp(built: Services): Promise<FastifyInstance> {

@@ -7,7 +7,7 @@ import { toCustomer } from '../../auth/tables/customers.js';
 import type { SearchPosition, StaffCustomerRow } from '../../auth/tables/staff-customers.js';
 import type { IdentityMode } from '../../config.js';
 import type { StoreContext } from '../../store/store.js';
-import { ProblemError } from '../problems.js';
+import { ProblemError } from '../core/problems.js';
 import type { CustomerPatch } from './customer-schemas.js';
 
 /** A customer as the staff API shows it and takes it: answers, cursors and a patch checked. */

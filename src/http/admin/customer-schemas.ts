@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Customer, customerLocale } from '../schemas.js';
+import { Customer, customerLocale } from '../core/schemas.js';
 
 /** The admin API's words for a store's customers, as the platform's staff see and change them. */
 

@@ -12,10 +12,18 @@ import { inviteCustomer } from '../../auth/flows/invitation.js';
 import { importLines } from '../../auth/rules/import-line.js';
 import { findImport, noImportCounts, recordImport, startImport } from '../../auth/tables/customer-imports.js';
 import { forStore } from '../../storage/database.js';
-import type { Edge } from '../edge.js';
-import { authDeps, type AuthDepsSource } from '../kit.js';
-import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, CustomerParams, route, StoreParams, storeProblems } from './admin-kit.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { authDeps, type AuthDepsSource } from '../core/kit.js';
+import { ProblemError } from '../core/problems.js';
+import {
+  adminCaller,
+  adminStoreKit,
+  countAdminCalls,
+  CustomerParams,
+  StoreParams,
+  storeProblems,
+} from './admin-kit.js';
 
 /**
  * A store's customers in and out, whole: an import of another system's customers (their password
@@ -91,14 +99,18 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
 
     app.post(
       '/stores/:id/customers/import',
-      route(
-        'importStoreCustomers',
-        "Import a store's customers",
-        importDescription,
-        { params: StoreParams, querystring: ImportQuery },
-        [...storeProblems, 'import_running', 'payload_too_large', 'unsupported_media_type'],
-        { 202: ImportStarted },
-      ),
+      declareRoute({
+        operationId: 'importStoreCustomers',
+        summary: "Import a store's customers",
+        description: importDescription,
+        tag: 'customers',
+        bearer: adminCaller,
+        params: StoreParams,
+        query: ImportQuery,
+        problems: [...storeProblems, 'import_running', 'payload_too_large', 'unsupported_media_type'],
+        answer: ImportStarted,
+        status: 202,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         if (!(request.body instanceof Readable)) {
@@ -132,14 +144,17 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
 
     app.get(
       '/stores/:id/imports/:import_id',
-      route(
-        'getStoreImport',
-        "Read a customer import's report",
-        'Its counts so far (written after every batch of 500 lines) and, once it ended, whether it finished.',
-        { params: ImportParams },
-        [...storeProblems, 'not_found'],
-        { 200: ImportReport },
-      ),
+      declareRoute({
+        operationId: 'getStoreImport',
+        summary: "Read a customer import's report",
+        description:
+          'Its counts so far (written after every batch of 500 lines) and, once it ended, whether it finished.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: ImportParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: ImportReport,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const report = await findImport(forStore(db, store.id), clock, request.params.import_id);
@@ -150,14 +165,18 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
 
     app.post(
       '/stores/:id/customers/:customer_id/invite',
-      route(
-        'inviteStoreCustomer',
-        "Invite a store's customer to set a password",
-        "Sends a customer who has no password (an import brought none) a set-password code, valid for a week, through the outbox under the store's hourly budget; any earlier one stops working. The message tells them where to enter it: the sign-in page's forgot/reset, whose code proves their control of the identity. Recorded as `customer.invited` with the token's id.",
-        { params: CustomerParams },
-        [...storeProblems, 'not_found', 'has_password'],
-        { 202: Invited },
-      ),
+      declareRoute({
+        operationId: 'inviteStoreCustomer',
+        summary: "Invite a store's customer to set a password",
+        description:
+          "Sends a customer who has no password (an import brought none) a set-password code, valid for a week, through the outbox under the store's hourly budget; any earlier one stops working. The message tells them where to enter it: the sign-in page's forgot/reset, whose code proves their control of the identity. Recorded as `customer.invited` with the token's id.",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        problems: [...storeProblems, 'not_found', 'has_password'],
+        answer: Invited,
+        status: 202,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const result = await inviteCustomer(authDeps(services, store), store, request.params.customer_id);
@@ -172,14 +191,17 @@ export function customerTransferRoutes(services: Deps): FastifyPluginAsyncTypebo
 
     app.get(
       '/stores/:id/customers/export',
-      route(
-        'exportStoreCustomers',
-        "Export a store's customers",
-        'Every customer of the store, one a line (`application/x-ndjson`), in the format an import reads: identity, name, `verified`, the password hash (this service’s argon2id in PHC form, or a hash an import brought that no sign-in has replaced yet), `external_id`, `created_at`, `locale` and provider links. Another deployment imports it whole and its customers sign in there with the same passwords. Streamed a page at a time. Recorded as `customers.exported` with the token’s id.',
-        { params: StoreParams },
-        storeProblems,
-        { 200: Type.String({ description: 'NDJSON: one customer a line.' }) },
-      ),
+      declareRoute({
+        operationId: 'exportStoreCustomers',
+        summary: "Export a store's customers",
+        description:
+          'Every customer of the store, one a line (`application/x-ndjson`), in the format an import reads: identity, name, `verified`, the password hash (this service’s argon2id in PHC form, or a hash an import brought that no sign-in has replaced yet), `external_id`, `created_at`, `locale` and provider links. Another deployment imports it whole and its customers sign in there with the same passwords. Streamed a page at a time. Recorded as `customers.exported` with the token’s id.',
+        tag: 'customers',
+        bearer: adminCaller,
+        params: StoreParams,
+        problems: storeProblems,
+        answer: Type.String({ description: 'NDJSON: one customer a line.' }),
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         audit(request, store.id, 'customers.exported', {});

@@ -20,16 +20,17 @@ import { findStaffCustomer, searchCustomers } from '../../auth/tables/staff-cust
 import { forStore, inStore } from '../../storage/database.js';
 import { requestHash, runOnce } from '../../store/idempotency.js';
 import type { StoreContext } from '../../store/store.js';
-import type { Edge } from '../edge.js';
-import { authDeps, type AuthDepsSource } from '../kit.js';
-import { ProblemError } from '../problems.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { authDeps, type AuthDepsSource } from '../core/kit.js';
+import { ProblemError } from '../core/problems.js';
 import {
+  adminCaller,
   adminStoreKit,
   countAdminCalls,
   CustomerParams,
   IdempotencyHeaders,
   pageSize,
-  route,
   StoreParams,
   storeProblems,
   withBody,
@@ -79,14 +80,18 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/customers',
-      route(
-        'listStoreCustomers',
-        "Find a store's customers",
-        "A page of the store's customers: with `query`, those whose email, phone or name starts with it; with `identity`, the one who holds exactly that identity (normalized as at sign-in); with neither, all, in identity order. `status` keeps those in that state. Each page reads only its own rows from an index, whatever the store's size. A customer of another store is never listed. Recorded as `customer.looked_up` when `identity` names one.",
-        { params: StoreParams, querystring: CustomerListQuery },
-        [...storeProblems, 'validation_failed'],
-        { 200: CustomerList },
-      ),
+      declareRoute({
+        operationId: 'listStoreCustomers',
+        summary: "Find a store's customers",
+        description:
+          "A page of the store's customers: with `query`, those whose email, phone or name starts with it; with `identity`, the one who holds exactly that identity (normalized as at sign-in); with neither, all, in identity order. `status` keeps those in that state. Each page reads only its own rows from an index, whatever the store's size. A customer of another store is never listed. Recorded as `customer.looked_up` when `identity` names one.",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: StoreParams,
+        query: CustomerListQuery,
+        problems: [...storeProblems, 'validation_failed'],
+        answer: CustomerList,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const sdb = forStore(db, store.id);
@@ -117,14 +122,17 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/customers/:customer_id',
-      route(
-        'getStoreCustomer',
-        "Read a store's customer",
-        "The customer with where their account stands and what support asks about: their block, last sign-in, live sessions, passkeys and linked providers. Recorded as `customer.looked_up` with the token's id.",
-        { params: CustomerParams },
-        [...storeProblems, 'not_found'],
-        { 200: StaffCustomer },
-      ),
+      declareRoute({
+        operationId: 'getStoreCustomer',
+        summary: "Read a store's customer",
+        description:
+          "The customer with where their account stands and what support asks about: their block, last sign-in, live sessions, passkeys and linked providers. Recorded as `customer.looked_up` with the token's id.",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: StaffCustomer,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const answer = await answerOf(store, request.params.customer_id);
@@ -135,14 +143,20 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.post(
       '/stores/:id/customers',
-      route(
-        'createStoreCustomer',
-        'Create a customer',
-        "Makes one customer as an import line would: `verified` is the staff's word that the customer controls the identity (a `customer.verified` follows); `password_hash` in any format an import takes; `invite` sends a customer without one a set-password code valid for a week. With an `Idempotency-Key`, a retry of the same call within 24 hours answers the first answer again and makes nothing. `422 identity_unavailable` when the identity has an account. Recorded as `customer.created` with the token's id; raises `customer.registered` (`method: staff`).",
-        { params: StoreParams, headers: IdempotencyHeaders, body: CreateCustomerBody },
-        [...withBody, ...storeProblems, 'identity_unavailable', 'idempotency_key_reused'],
-        { 201: StaffCustomer },
-      ),
+      declareRoute({
+        operationId: 'createStoreCustomer',
+        summary: 'Create a customer',
+        description:
+          "Makes one customer as an import line would: `verified` is the staff's word that the customer controls the identity (a `customer.verified` follows); `password_hash` in any format an import takes; `invite` sends a customer without one a set-password code valid for a week. With an `Idempotency-Key`, a retry of the same call within 24 hours answers the first answer again and makes nothing. `422 identity_unavailable` when the identity has an account. Recorded as `customer.created` with the token's id; raises `customer.registered` (`method: staff`).",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: StoreParams,
+        headers: IdempotencyHeaders,
+        body: CreateCustomerBody,
+        problems: [...withBody, ...storeProblems, 'identity_unavailable', 'idempotency_key_reused'],
+        answer: StaffCustomer,
+        status: 201,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const { identity, ...fields } = request.body;
@@ -185,14 +199,18 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.patch(
       '/stores/:id/customers/:customer_id',
-      route(
-        'changeStoreCustomer',
-        "Change a store's customer",
-        "A JSON merge patch of `name`, `email` or `phone` (as the store signs in), `verified`, `locale` (null: the store's default) and `external_id`. A new email or phone is proven as `verified` says (absent: not proven), ends every session and live code, and the old one gets the notice a customer's own change sends (`customer.identity_changed`). `verified: true` on an unproven account is its first proof of control: what was set up before it (sessions, passkeys, links) ends, as with any first proof. `422 identity_unavailable` when another account has the identity. Recorded as `customer.changed` naming the fields.",
-        { params: CustomerParams, body: CustomerPatch },
-        [...withBody, ...storeProblems, 'not_found', 'identity_unavailable'],
-        { 200: StaffCustomer },
-      ),
+      declareRoute({
+        operationId: 'changeStoreCustomer',
+        summary: "Change a store's customer",
+        description:
+          "A JSON merge patch of `name`, `email` or `phone` (as the store signs in), `verified`, `locale` (null: the store's default) and `external_id`. A new email or phone is proven as `verified` says (absent: not proven), ends every session and live code, and the old one gets the notice a customer's own change sends (`customer.identity_changed`). `verified: true` on an unproven account is its first proof of control: what was set up before it (sessions, passkeys, links) ends, as with any first proof. `422 identity_unavailable` when another account has the identity. Recorded as `customer.changed` naming the fields.",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        body: CustomerPatch,
+        problems: [...withBody, ...storeProblems, 'not_found', 'identity_unavailable'],
+        answer: StaffCustomer,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const change = changeOf(store, request.body, config.smsAllowedCallingCodes);
@@ -211,14 +229,18 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.post(
       '/stores/:id/customers/:customer_id/block',
-      route(
-        'blockStoreCustomer',
-        "Block a store's customer",
-        'Every session ends at once, and none opens while the block holds: a sign-in with the right password, code, passkey or provider answers `403 account_blocked` (with `until` when set); a wrong one answers as any wrong one. Forgot, resend and code requests still answer `202` and send nothing. Blocking again replaces the reason and end. Recorded as `customer.blocked`; raises `customer.blocked`.',
-        { params: CustomerParams, body: BlockBody },
-        [...withBody, ...storeProblems, 'not_found'],
-        { 200: StaffCustomer },
-      ),
+      declareRoute({
+        operationId: 'blockStoreCustomer',
+        summary: "Block a store's customer",
+        description:
+          'Every session ends at once, and none opens while the block holds: a sign-in with the right password, code, passkey or provider answers `403 account_blocked` (with `until` when set); a wrong one answers as any wrong one. Forgot, resend and code requests still answer `202` and send nothing. Blocking again replaces the reason and end. Recorded as `customer.blocked`; raises `customer.blocked`.',
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        body: BlockBody,
+        problems: [...withBody, ...storeProblems, 'not_found'],
+        answer: StaffCustomer,
+      }),
       async (request) => {
         const { reason, until } = request.body;
         const end = until === undefined ? null : new Date(until);
@@ -232,53 +254,65 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.post(
       '/stores/:id/customers/:customer_id/unblock',
-      route(
-        'unblockStoreCustomer',
-        "Unblock a store's customer",
-        'The customer can sign in again. A customer not blocked is left as they are. Recorded as `customer.unblocked`; raises `customer.unblocked` when a block was lifted.',
-        { params: CustomerParams },
-        [...storeProblems, 'not_found'],
-        { 200: StaffCustomer },
-      ),
+      declareRoute({
+        operationId: 'unblockStoreCustomer',
+        summary: "Unblock a store's customer",
+        description:
+          'The customer can sign in again. A customer not blocked is left as they are. Recorded as `customer.unblocked`; raises `customer.unblocked` when a block was lifted.',
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: StaffCustomer,
+      }),
       async (request) => changeOne(request, 'customer.unblocked', (deps, _store, id) => unblockCustomer(deps, id)),
     );
 
     app.post(
       '/stores/:id/customers/:customer_id/require-password-reset',
-      route(
-        'requireStoreCustomerPasswordReset',
-        "Require a store's customer to reset their password",
-        "The password stops signing in at once (a login checking it now opens nothing), every session and live code ends, and a reset code is sent (none while a block holds): the customer sets a new password with forgot/reset's second step, or asks for a new code with forgot. Recorded as `customer.reset_required`; raises `customer.password_changed` (`how: retired`).",
-        { params: CustomerParams },
-        [...storeProblems, 'not_found'],
-        { 200: StaffCustomer },
-      ),
+      declareRoute({
+        operationId: 'requireStoreCustomerPasswordReset',
+        summary: "Require a store's customer to reset their password",
+        description:
+          "The password stops signing in at once (a login checking it now opens nothing), every session and live code ends, and a reset code is sent (none while a block holds): the customer sets a new password with forgot/reset's second step, or asks for a new code with forgot. Recorded as `customer.reset_required`; raises `customer.password_changed` (`how: retired`).",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: StaffCustomer,
+      }),
       async (request) => changeOne(request, 'customer.reset_required', requirePasswordReset),
     );
 
     app.post(
       '/stores/:id/customers/:customer_id/remove-two-factor',
-      route(
-        'removeStoreCustomerTwoFactor',
-        "Remove a store's customer's second step",
-        'For a shopper who lost both their authenticator app and their recovery codes, once support has made sure of who they are: the secret and recovery codes are deleted, sign-ins waiting for them end, and the password (or code, or provider) alone signs in again; the customer may set up a new one. Sends them the notice of turning it off. A customer without one is left as they are. Recorded as `customer.two_factor_removed`.',
-        { params: CustomerParams },
-        [...storeProblems, 'not_found'],
-        { 200: StaffCustomer },
-      ),
+      declareRoute({
+        operationId: 'removeStoreCustomerTwoFactor',
+        summary: "Remove a store's customer's second step",
+        description:
+          'For a shopper who lost both their authenticator app and their recovery codes, once support has made sure of who they are: the secret and recovery codes are deleted, sign-ins waiting for them end, and the password (or code, or provider) alone signs in again; the customer may set up a new one. Sends them the notice of turning it off. A customer without one is left as they are. Recorded as `customer.two_factor_removed`.',
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: StaffCustomer,
+      }),
       async (request) => changeOne(request, 'customer.two_factor_removed', removeSecondStep),
     );
 
     app.post(
       '/stores/:id/customers/:customer_id/revoke-sessions',
-      route(
-        'revokeStoreCustomerSessions',
-        "Sign a store's customer out everywhere",
-        "Ends every session of the customer at once: their next call on any instance is unauthenticated. Recorded as `session.revoked` with `count`, `by: admin` and the token's id.",
-        { params: CustomerParams },
-        [...storeProblems, 'not_found'],
-        { 200: RevokedSessions },
-      ),
+      declareRoute({
+        operationId: 'revokeStoreCustomerSessions',
+        summary: "Sign a store's customer out everywhere",
+        description:
+          "Ends every session of the customer at once: their next call on any instance is unauthenticated. Recorded as `session.revoked` with `count`, `by: admin` and the token's id.",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: RevokedSessions,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const deps = authDeps(services, store);
@@ -292,14 +326,18 @@ export function customerRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/stores/:id/customers/:customer_id',
-      route(
-        'deleteStoreCustomer',
-        "Delete a store's customer",
-        "Erases the account as the customer's own deletion does, in one transaction: sessions, codes, passkeys, provider links, messages; the audit trail keeps the id without the identity; an `account_deleted` notice goes to the identity. The identity is free at once. Recorded as `account.deleted` with the token's id; raises `customer.deleted`.",
-        { params: CustomerParams },
-        [...storeProblems, 'not_found'],
-        { 202: DeletedCustomer },
-      ),
+      declareRoute({
+        operationId: 'deleteStoreCustomer',
+        summary: "Delete a store's customer",
+        description:
+          "Erases the account as the customer's own deletion does, in one transaction: sessions, codes, passkeys, provider links, messages; the audit trail keeps the id without the identity; an `account_deleted` notice goes to the identity. The identity is free at once. Recorded as `account.deleted` with the token's id; raises `customer.deleted`.",
+        tag: 'customers',
+        bearer: adminCaller,
+        params: CustomerParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: DeletedCustomer,
+        status: 202,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const id = request.params.customer_id;

@@ -4,13 +4,13 @@ import { toCustomer } from '../../auth/tables/customers.js';
 import { findLiveSession } from '../../auth/tables/sessions.js';
 import { forStore } from '../../storage/database.js';
 import { normalizeHost, type StoreContext } from '../../store/store.js';
-import { bodyLimitBytes } from '../common.js';
-import { soleCookie, storeCookies } from '../csrf.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { limits } from '../rate-limit.js';
-import { Customer } from '../schemas.js';
-import { ownProblemResponses } from '../problem-responses.js';
+import { bodyLimitBytes } from '../core/common.js';
+import { soleCookie, storeCookies } from '../core/csrf.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError } from '../core/problems.js';
+import { limits } from '../core/rate-limit.js';
+import { Customer } from '../core/schemas.js';
 import { adminCallerOf, missingTokenDetail } from './tokens.js';
 
 export const IntrospectBody = Type.Object(
@@ -88,36 +88,32 @@ export const InactiveSession = Type.Object(
   },
 );
 
-const introspectRoute = {
-  config: { introspectionTokens: true },
-  schema: {
-    tags: ['sessions'],
-    operationId: 'introspectSession',
-    summary: "Introspect a shopper's session",
-    description:
-      "For a backend that receives a shopper's request: whether its session cookie names a live session, and whose. Reads the same rows as the customer API's session check, so a session ended by logout or revocation is inactive at once, and slides its idle window as that check does. Answers while the store is paused or closed, reporting its status. Counted per token (`introspect`, 100,000 a minute, shared by every instance through REDIS_URL), never per address; not written to the audit trail one by one.",
-    security: [{ bearer: [] as string[] }],
-    body: IntrospectBody,
-    response: {
-      200: Type.Union([ActiveSession, InactiveSession], {
-        description: 'Whether the session is live (`active: true`, with whose it is) or not (`active: false`).',
-      }),
-      ...ownProblemResponses(
-        [
-          'validation_failed',
-          'store_not_found',
-          'unauthenticated',
-          'payload_too_large',
-          'unsupported_media_type',
-          'rate_limited',
-          'service_unavailable',
-          'internal_error',
-        ],
-        { fieldErrors: notExactlyOne, details: { unauthenticated: missingTokenDetail }, operators: true },
-      ),
-    },
+const introspectRoute = declareRoute({
+  operationId: 'introspectSession',
+  summary: "Introspect a shopper's session",
+  description:
+    "For a backend that receives a shopper's request: whether its session cookie names a live session, and whose. Reads the same rows as the customer API's session check, so a session ended by logout or revocation is inactive at once, and slides its idle window as that check does. Answers while the store is paused or closed, reporting its status. Counted per token (`introspect`, 100,000 a minute, shared by every instance through REDIS_URL), never per address; not written to the audit trail one by one.",
+  tag: 'sessions',
+  // An introspection token is enough; none of the admin calls' `forbidden`.
+  bearer: {
+    problems: [
+      'validation_failed',
+      'store_not_found',
+      'unauthenticated',
+      'payload_too_large',
+      'unsupported_media_type',
+      'rate_limited',
+      'service_unavailable',
+      'internal_error',
+    ],
+    examples: { fieldErrors: notExactlyOne, details: { unauthenticated: missingTokenDetail }, operators: true },
+    introspection: true,
   },
-};
+  body: IntrospectBody,
+  answer: Type.Union([ActiveSession, InactiveSession], {
+    description: 'Whether the session is live (`active: true`, with whose it is) or not (`active: false`).',
+  }),
+});
 
 /** A body that gives the session one way, as validation cannot say. */
 function checkOneSession(body: IntrospectBody): void {

@@ -2,9 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { checkedLogo, deleteLogo, logoTypes, maxLogoBytes, saveLogo, uploadedLogoUrl } from '../../store/logos.js';
 import { describeStore, FieldError } from '../../store/fields.js';
 import { updateStore } from '../../store/store.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems, withBody } from './admin-kit.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError } from '../core/problems.js';
+import { adminCaller, adminStoreKit, countAdminCalls, StoreParams, storeProblems, withBody } from './admin-kit.js';
 import { Store } from './store-schemas.js';
 
 type Deps = Pick<Edge, 'db' | 'clock' | 'keys' | 'store' | 'limiter' | 'audit'>;
@@ -31,14 +32,16 @@ export function logoRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.put(
       '/stores/:id/logo',
-      route(
-        'uploadStoreLogo',
-        "Upload a store's logo",
-        `The image as the body, \`Content-Type\` one of ${logoTypes.join(', ')} (no SVG: it can hold script), at most ${maxLogoBytes / 1024} KiB; its first bytes must be of that type. Kept in the database and served at \`/brand/logo\` on the store's hosts; the store's \`branding.logo_url\` becomes that path, versioned by the image's digest. Recorded as \`store.changed\` with \`logo_uploaded\`.`,
-        { params: StoreParams },
-        [...withBody, ...storeProblems],
-        { 200: Store },
-      ),
+      declareRoute({
+        operationId: 'uploadStoreLogo',
+        summary: "Upload a store's logo",
+        description: `The image as the body, \`Content-Type\` one of ${logoTypes.join(', ')} (no SVG: it can hold script), at most ${maxLogoBytes / 1024} KiB; its first bytes must be of that type. Kept in the database and served at \`/brand/logo\` on the store's hosts; the store's \`branding.logo_url\` becomes that path, versioned by the image's digest. Recorded as \`store.changed\` with \`logo_uploaded\`.`,
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        problems: [...withBody, ...storeProblems],
+        answer: Store,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         if (!Buffer.isBuffer(request.body))
@@ -59,14 +62,17 @@ export function logoRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/stores/:id/logo',
-      route(
-        'removeStoreLogo',
-        "Remove a store's uploaded logo",
-        "The image is deleted, and the store's `branding.logo_url` with it when it named the upload. Recorded as `store.changed` with `logo_removed`.",
-        { params: StoreParams },
-        [...storeProblems, 'not_found'],
-        { 200: Store },
-      ),
+      declareRoute({
+        operationId: 'removeStoreLogo',
+        summary: "Remove a store's uploaded logo",
+        description:
+          "The image is deleted, and the store's `branding.logo_url` with it when it named the upload. Recorded as `store.changed` with `logo_removed`.",
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: Store,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         if (!(await deleteLogo(db, store.id)))

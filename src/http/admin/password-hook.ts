@@ -2,9 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { findPasswordHook, removePasswordHook, savePasswordHook } from '../../hooks/password-hooks.js';
 import { forStore } from '../../storage/database.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems, withBody } from './admin-kit.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError } from '../core/problems.js';
+import { adminCaller, adminStoreKit, countAdminCalls, StoreParams, storeProblems, withBody } from './admin-kit.js';
 
 type Deps = Pick<Edge, 'db' | 'clock' | 'keys' | 'store' | 'limiter' | 'audit'>;
 
@@ -45,14 +46,20 @@ export function passwordHookRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.put(
       '/stores/:id/password-hook',
-      route(
-        'setPasswordHook',
-        "Set a store's password migration hook",
-        'When a customer an import brought without a password hash signs in with a password, the service POSTs `{ "identity", "password", "external_id" }` to this URL, signed as Standard Webhooks sign (`webhook-id`, `webhook-timestamp`, `webhook-signature`), 5 s at most, redirects not followed. Only `200 {"valid": true}` accepts the password: it is then hashed with argon2id, and the hook is never asked about that customer again. The hook is never called for an identity without an account. Adding answers 201, replacing 200. Recorded as `store.changed` with `password_hook_added` or `password_hook_replaced`.',
-        { params: StoreParams, body: PasswordHookBody },
-        [...withBody, ...storeProblems],
-        { 201: PasswordHook, 200: PasswordHook },
-      ),
+      declareRoute({
+        operationId: 'setPasswordHook',
+        summary: "Set a store's password migration hook",
+        description:
+          'When a customer an import brought without a password hash signs in with a password, the service POSTs `{ "identity", "password", "external_id" }` to this URL, signed as Standard Webhooks sign (`webhook-id`, `webhook-timestamp`, `webhook-signature`), 5 s at most, redirects not followed. Only `200 {"valid": true}` accepts the password: it is then hashed with argon2id, and the hook is never asked about that customer again. The hook is never called for an identity without an account. Adding answers 201, replacing 200. Recorded as `store.changed` with `password_hook_added` or `password_hook_replaced`.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        body: PasswordHookBody,
+        problems: [...withBody, ...storeProblems],
+        answer: PasswordHook,
+        status: 201,
+        answers: { 200: PasswordHook },
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const result = await savePasswordHook(forStore(db, store.id), clock, keys, request.body);
@@ -64,14 +71,16 @@ export function passwordHookRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/password-hook',
-      route(
-        'getPasswordHook',
-        "A store's password migration hook",
-        'Its URL, without the secret.',
-        { params: StoreParams },
-        [...storeProblems, 'not_found'],
-        { 200: PasswordHook },
-      ),
+      declareRoute({
+        operationId: 'getPasswordHook',
+        summary: "A store's password migration hook",
+        description: 'Its URL, without the secret.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: PasswordHook,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const hook = await findPasswordHook(forStore(db, store.id));
@@ -82,14 +91,17 @@ export function passwordHookRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/stores/:id/password-hook',
-      route(
-        'removePasswordHook',
-        "Remove a store's password migration hook",
-        'Imported customers without a password hash then set one with a reset code (or an invitation), or sign in with a code. Recorded as `store.changed` with `password_hook_removed`.',
-        { params: StoreParams },
-        [...storeProblems, 'not_found'],
-        { 200: RemovedHook },
-      ),
+      declareRoute({
+        operationId: 'removePasswordHook',
+        summary: "Remove a store's password migration hook",
+        description:
+          'Imported customers without a password hash then set one with a reset code (or an invitation), or sign in with a code. Recorded as `store.changed` with `password_hook_removed`.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: RemovedHook,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         if (!(await removePasswordHook(forStore(db, store.id)))) throw noHook();

@@ -1,12 +1,23 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { addStoreProvider, listProviders, removeProvider } from '../../providers/configured.js';
+import { addProvider, deleteProvider } from '../../platform/providers.js';
+import { listProviders } from '../../providers/configured.js';
 import { forStore } from '../../storage/database.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems, withBody } from './admin-kit.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError } from '../core/problems.js';
+import {
+  actorOf,
+  adminCaller,
+  adminPlatform,
+  adminStoreKit,
+  countAdminCalls,
+  StoreParams,
+  storeProblems,
+  withBody,
+} from './admin-kit.js';
 
-type Deps = Pick<Edge, 'db' | 'clock' | 'keys' | 'store' | 'limiter' | 'audit'>;
+type Deps = Pick<Edge, 'db' | 'clock' | 'config' | 'keys' | 'store' | 'limiter' | 'audit'>;
 
 const time = Type.String({ format: 'date-time' });
 export const Provider = Type.Object({
@@ -55,44 +66,52 @@ const RemovedProvider = Type.Object({ id: Type.String(), status: Type.Literal('r
  * on the command line. A secret goes in and is sealed; it never comes back out.
  */
 export function providerAdminRoutes(services: Deps): FastifyPluginAsyncTypebox {
-  const { db, clock, keys, limiter } = services;
-  const { storeNamed, audit } = adminStoreKit(services);
+  const { db, keys, limiter } = services;
+  const { storeNamed } = adminStoreKit(services);
+  const platform = adminPlatform(services);
 
   return async (app) => {
     countAdminCalls(app, limiter);
 
     app.post(
       '/stores/:id/providers',
-      route(
-        'addStoreProvider',
-        'Add a sign-in provider to a store',
-        "Adds an OpenID Connect provider (201), or replaces the store's provider of that id (200), for a new secret, say. The store's shoppers see it on their next `GET /providers`. Register `https://<store host>/api/v1/customer/auth/providers/{id}/callback` as its redirect URI at the provider. Recorded as `store.changed` with `provider_added` or `provider_replaced`.",
-        { params: StoreParams, body: ProviderBody },
-        [...withBody, ...storeProblems, 'phone_store'],
-        { 201: Provider, 200: Provider },
-      ),
+      declareRoute({
+        operationId: 'addStoreProvider',
+        summary: 'Add a sign-in provider to a store',
+        description:
+          "Adds an OpenID Connect provider (201), or replaces the store's provider of that id (200), for a new secret, say. The store's shoppers see it on their next `GET /providers`. Register `https://<store host>/api/v1/customer/auth/providers/{id}/callback` as its redirect URI at the provider. Recorded as `store.changed` with `provider_added` or `provider_replaced`.",
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        body: ProviderBody,
+        problems: [...withBody, ...storeProblems, 'phone_store'],
+        answer: Provider,
+        status: 201,
+        answers: { 200: Provider },
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
-        const result = await addStoreProvider(forStore(db, store.id), clock, keys, store, request.body);
+        const result = await addProvider({ ...platform, keys }, actorOf(request), store, request.body);
         if (!result.ok) {
-          if (result.reason === 'phone_store') throw new ProblemError('phone_store');
-          throw new ProblemError('validation_failed', { errors: result.errors });
+          if (result.error === 'phone_store') throw new ProblemError('phone_store');
+          throw new ProblemError('validation_failed', { errors: result.errors! });
         }
-        audit(request, store.id, 'store.changed', { [`provider_${result.outcome}`]: result.provider.id });
-        return reply.code(result.outcome === 'added' ? 201 : 200).send(result.provider);
+        return reply.code(result.value.outcome === 'added' ? 201 : 200).send(result.value.provider);
       },
     );
 
     app.get(
       '/stores/:id/providers',
-      route(
-        'listStoreProviders',
-        "A store's sign-in providers",
-        'By id, without their secrets.',
-        { params: StoreParams },
-        storeProblems,
-        { 200: ProviderList },
-      ),
+      declareRoute({
+        operationId: 'listStoreProviders',
+        summary: "A store's sign-in providers",
+        description: 'By id, without their secrets.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        problems: storeProblems,
+        answer: ProviderList,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         return { providers: await listProviders(forStore(db, store.id)) };
@@ -101,19 +120,21 @@ export function providerAdminRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/stores/:id/providers/:provider',
-      route(
-        'removeStoreProvider',
-        'Remove a sign-in provider from a store',
-        'Shoppers can no longer start or finish signing in with it. The links customers made with it stay (their export still lists them), and sign in again if a provider of the same issuer comes back. Recorded as `store.changed` with `provider_removed`.',
-        { params: ProviderParams },
-        [...storeProblems, 'not_found'],
-        { 200: RemovedProvider },
-      ),
+      declareRoute({
+        operationId: 'removeStoreProvider',
+        summary: 'Remove a sign-in provider from a store',
+        description:
+          'Shoppers can no longer start or finish signing in with it. The links customers made with it stay (their export still lists them), and sign in again if a provider of the same issuer comes back. Recorded as `store.changed` with `provider_removed`.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: ProviderParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: RemovedProvider,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
-        if (!(await removeProvider(forStore(db, store.id), request.params.provider)))
-          throw new ProblemError('not_found', {}, {}, 'The store has no such provider.');
-        audit(request, store.id, 'store.changed', { provider_removed: request.params.provider });
+        const result = await deleteProvider(platform, actorOf(request), store, request.params.provider);
+        if (!result.ok) throw new ProblemError('not_found', {}, {}, 'The store has no such provider.');
         return { id: request.params.provider, status: 'removed' as const };
       },
     );

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { deliveryProblem, type IdentityMode } from '../../config.js';
 import {
   cookieDomainRefusal,
+  defaultLanguageRefusal,
   distinct,
   FieldError,
   newStoreLanguages,
@@ -21,16 +22,13 @@ import {
   storeSlug,
   storeSmsSender,
 } from '../../store/fields.js';
-import {
-  storeSlugPattern,
-  type CookieDomainRefusal,
-  type NewStore,
-  type StoreChanges,
-  type StoreCreateResult,
-} from '../../store/store.js';
-import type { Edge } from '../edge.js';
-import { ProblemError, type FieldMessage } from '../problems.js';
-import { validationErrors } from '../validation.js';
+import type { Failure } from '../../auth/result.js';
+import type { RefusalFacts, StoreRefusal } from '../../platform/stores.js';
+import { storeSlugPattern, type NewStore, type StoreChanges } from '../../store/store.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError, type FieldMessage } from '../core/problems.js';
+import { validationErrors } from '../core/validation.js';
+import { storeNotFound } from './admin-kit.js';
 import type { CreateStoreBody, StorePatch } from './store-schemas.js';
 
 /** A store's fields as the admin API takes them: checked by the store's rules, refused all at once. */
@@ -41,12 +39,12 @@ type Deps = Pick<Edge, 'config' | 'keys'>;
  * Each field's refusals, all in one answer, as the customer API names every failing field: those
  * of the body's schema (the route attaches them instead of answering) and of the field rules.
  */
-export class FieldErrors {
+export class FieldChecker {
   readonly errors: Record<string, FieldMessage[]> = {};
 
   /** Starts from the body's schema errors; any other failed check (the path, the query) is answered at once. */
-  static of(request: FastifyRequest): FieldErrors {
-    const fields = new FieldErrors();
+  static of(request: FastifyRequest): FieldChecker {
+    const fields = new FieldChecker();
     const failed = request.validationError;
     if (failed === undefined) return fields;
     const schemaErrors = 'validation' in failed ? validationErrors(failed.validation) : {};
@@ -85,7 +83,7 @@ export class FieldErrors {
 }
 
 /** A patch's or a new store's fields in the store's terms, every value checked by the store's field rules. */
-export function storeChangesOf(body: StorePatch, fields: FieldErrors, keys: Deps['keys']): StoreChanges {
+export function storeChangesOf(body: StorePatch, fields: FieldChecker, keys: Deps['keys']): StoreChanges {
   const changes: StoreChanges = {};
   const set = <K extends keyof StoreChanges>(key: K, value: StoreChanges[K] | undefined) => {
     if (value !== undefined) changes[key] = value;
@@ -150,7 +148,7 @@ export function storeChangesOf(body: StorePatch, fields: FieldErrors, keys: Deps
 
 export function newStoreOf(
   body: CreateStoreBody,
-  fields: FieldErrors,
+  fields: FieldChecker,
   config: Deps['config'],
   keys: Deps['keys'],
 ): NewStore {
@@ -165,14 +163,14 @@ export function newStoreOf(
 }
 
 /** In production, an identity mode the deployment has no transport for is refused. */
-export function checkTransport(fields: FieldErrors, config: Deps['config'], mode: IdentityMode | undefined): void {
+export function checkTransport(fields: FieldChecker, config: Deps['config'], mode: IdentityMode | undefined): void {
   const problem = mode === undefined ? undefined : deliveryProblem(config, mode);
   if (problem !== undefined)
     fields.note('identity_mode', `The deployment cannot send by ${mode}: ${problem.variable} ${problem.reason}.`);
 }
 
 export function hostOf(input: string): string {
-  const fields = new FieldErrors();
+  const fields = new FieldChecker();
   const host = fields.value('host', input, storeHost);
   fields.throwIfAny();
   return host!;
@@ -188,34 +186,57 @@ export function slugAfter(cursor: string | undefined): string {
   return slug;
 }
 
-export function refusedCreate(result: Exclude<StoreCreateResult, { ok: true }>, store: NewStore): ProblemError {
-  if (result.reason === 'slug_taken') return new ProblemError('slug_taken');
-  if (result.reason === 'host_taken')
-    return new ProblemError('host_taken', {}, {}, `Another store answers on ${result.host}; remove it there first.`);
-  if (result.reason === 'host_under_cookie_domain') return hostUnderCookieDomain(result.host);
-  return refusedCookieDomain(result, store.cookieDomain!, store.hosts ?? []);
+/** What the call asked for, where a refusal's answer names it. */
+interface Asked {
+  cookieDomain?: string | null | undefined;
+  languages?: StoreChanges['languages'];
+  hosts?: readonly string[] | undefined;
 }
 
-export function hostUnderCookieDomain(host: string): ProblemError {
-  return new ProblemError(
-    'cookie_domain_shared',
-    {},
-    {},
-    `${host} is under another store's cookie domain: it would receive that store's cookies.`,
-  );
-}
-
-/**
- * A cookie domain refused against the hosts: one covering another store's host is a conflict with
- * that store; one covering none of the store's own is a wrong value.
- */
-export function refusedCookieDomain(
-  refusal: CookieDomainRefusal,
-  domain: string,
-  hosts: readonly string[],
-): ProblemError {
-  const message = cookieDomainRefusal(domain, refusal, hosts);
-  return refusal.reason === 'cookie_domain_shared'
-    ? new ProblemError('cookie_domain_shared', {}, {}, message)
-    : new ProblemError('validation_failed', { errors: { cookie_domain: [message] } });
+/** A platform refusal as the admin API answers it: every kind mapped, or this does not compile. */
+export function storeRefusal(refusal: Failure<StoreRefusal, RefusalFacts>, asked: Asked = {}): ProblemError {
+  switch (refusal.error) {
+    case 'no_transport': {
+      const { variable, reason } = refusal.transport!;
+      const detail = `The deployment cannot send by this identity mode: ${variable} ${reason}.`;
+      return new ProblemError('validation_failed', { errors: { identity_mode: [detail] } });
+    }
+    case 'slug_taken':
+    case 'identity_mode_in_use':
+    case 'idempotency_key_reused':
+      return new ProblemError(refusal.error);
+    case 'host_taken':
+      return new ProblemError(
+        'host_taken',
+        {},
+        {},
+        `Another store answers on ${refusal.taken!.host}; remove it there first.`,
+      );
+    case 'host_under_cookie_domain':
+      return new ProblemError(
+        'cookie_domain_shared',
+        {},
+        {},
+        `${refusal.host} is under another store's cookie domain: it would receive that store's cookies.`,
+      );
+    case 'cookie_domain_off_hosts':
+    case 'cookie_domain_shared': {
+      // One covering another store's host is a conflict with that store; one covering none of the store's own is a wrong value.
+      const cookieRefusal = { ok: false as const, reason: refusal.error, host: refusal.host! };
+      const message = cookieDomainRefusal(asked.cookieDomain!, cookieRefusal, asked.hosts ?? []);
+      return refusal.error === 'cookie_domain_shared'
+        ? new ProblemError('cookie_domain_shared', {}, {}, message)
+        : new ProblemError('validation_failed', { errors: { cookie_domain: [message] } });
+    }
+    case 'default_language_not_spoken': {
+      const message = defaultLanguageRefusal(refusal.languages!, asked.languages!);
+      return new ProblemError('validation_failed', { errors: { default_language: [message] } });
+    }
+    case 'no_such_host':
+      return new ProblemError('not_found', {}, {}, 'The store has no such host.');
+    case 'relying_party_in_use':
+      return new ProblemError('relying_party_in_use');
+    case 'no_store':
+      return new ProblemError('store_not_found', {}, {}, storeNotFound);
+  }
 }

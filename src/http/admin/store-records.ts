@@ -3,9 +3,10 @@ import { Type } from '@sinclair/typebox';
 import { listAudit } from '../../audit.js';
 import { listOutbox, retryOutboxMessage } from '../../delivery/outbox.js';
 import { forStore } from '../../storage/database.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, pageSize, route, StoreParams, storeProblems } from './admin-kit.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError } from '../core/problems.js';
+import { adminCaller, adminStoreKit, countAdminCalls, pageSize, StoreParams, storeProblems } from './admin-kit.js';
 import { AuditPage, AuditQuery, OutboxPage, OutboxQuery, RetriedMessage } from './store-records-schemas.js';
 
 type Deps = Pick<Edge, 'db' | 'clock' | 'store' | 'limiter' | 'audit' | 'dispatcher'>;
@@ -45,14 +46,18 @@ export function storeRecordRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/audit',
-      route(
-        'listStoreAudit',
-        "A store's audit trail",
-        "The store's security events, newest first, a page at a time: pass `next_cursor` as `cursor` until it is null. Pages are keyed by the event's id, so an event written meanwhile is never on a later page and none is listed twice. `customer_id` and `event` narrow it; a customer of another store finds nothing. Kept for AUDIT_RETENTION_DAYS.",
-        { params: StoreParams, querystring: AuditQuery },
-        [...storeProblems, 'validation_failed'],
-        { 200: AuditPage },
-      ),
+      declareRoute({
+        operationId: 'listStoreAudit',
+        summary: "A store's audit trail",
+        description:
+          "The store's security events, newest first, a page at a time: pass `next_cursor` as `cursor` until it is null. Pages are keyed by the event's id, so an event written meanwhile is never on a later page and none is listed twice. `customer_id` and `event` narrow it; a customer of another store finds nothing. Kept for AUDIT_RETENTION_DAYS.",
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        query: AuditQuery,
+        problems: [...storeProblems, 'validation_failed'],
+        answer: AuditPage,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const size = pageSize(request.query.limit);
@@ -69,14 +74,18 @@ export function storeRecordRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/outbox',
-      route(
-        'listStoreOutbox',
-        "A store's messages",
-        "The store's email and SMS messages, newest first, a page at a time (as `cursor` and `next_cursor` on the audit trail): recipient, purpose, status, attempts and the last error, never the body. `status` narrows it. Sent and dropped messages are kept for MESSAGE_RETENTION_DAYS, failed ones for FAILED_MESSAGE_RETENTION_DAYS.",
-        { params: StoreParams, querystring: OutboxQuery },
-        [...storeProblems, 'validation_failed'],
-        { 200: OutboxPage },
-      ),
+      declareRoute({
+        operationId: 'listStoreOutbox',
+        summary: "A store's messages",
+        description:
+          "The store's email and SMS messages, newest first, a page at a time (as `cursor` and `next_cursor` on the audit trail): recipient, purpose, status, attempts and the last error, never the body. `status` narrows it. Sent and dropped messages are kept for MESSAGE_RETENTION_DAYS, failed ones for FAILED_MESSAGE_RETENTION_DAYS.",
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreParams,
+        query: OutboxQuery,
+        problems: [...storeProblems, 'validation_failed'],
+        answer: OutboxPage,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const size = pageSize(request.query.limit);
@@ -93,14 +102,18 @@ export function storeRecordRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.post(
       '/stores/:id/outbox/:message_id/retry',
-      route(
-        'retryStoreOutboxMessage',
-        'Send a failed message again',
-        'Puts a failed message back in the queue with a fresh delivery window, as `storefront-auth outbox retry` does; the dispatcher sends it next. Only a failed one: a pending, sent or dropped message (a dropped one has no body left) is `409 message_not_retryable`. Not written to the audit trail.',
-        { params: MessageParams },
-        [...storeProblems, 'not_found', 'message_not_retryable'],
-        { 202: RetriedMessage },
-      ),
+      declareRoute({
+        operationId: 'retryStoreOutboxMessage',
+        summary: 'Send a failed message again',
+        description:
+          'Puts a failed message back in the queue with a fresh delivery window, as `storefront-auth outbox retry` does; the dispatcher sends it next. Only a failed one: a pending, sent or dropped message (a dropped one has no body left) is `409 message_not_retryable`. Not written to the audit trail.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: MessageParams,
+        problems: [...storeProblems, 'not_found', 'message_not_retryable'],
+        answer: RetriedMessage,
+        status: 202,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const id = request.params.message_id;

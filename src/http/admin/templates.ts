@@ -12,9 +12,10 @@ import {
 import { deleteTemplate, findTemplate, listTemplates, saveTemplate } from '../../delivery/store-templates.js';
 import { forStore } from '../../storage/database.js';
 import type { StoreContext } from '../../store/store.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, route, storeProblems, withBody } from './admin-kit.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError } from '../core/problems.js';
+import { adminCaller, adminStoreKit, countAdminCalls, storeProblems, withBody } from './admin-kit.js';
 
 type Deps = Pick<Edge, 'db' | 'clock' | 'keys' | 'store' | 'limiter' | 'audit'>;
 
@@ -98,14 +99,17 @@ export function templateRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/templates',
-      route(
-        'listStoreTemplates',
-        "A store's message templates",
-        'Which messages the store words itself, in which languages; every other message is sent in the built-in words.',
-        { params: StoreOnly },
-        [...storeProblems],
-        { 200: TemplateList },
-      ),
+      declareRoute({
+        operationId: 'listStoreTemplates',
+        summary: "A store's message templates",
+        description:
+          'Which messages the store words itself, in which languages; every other message is sent in the built-in words.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: StoreOnly,
+        problems: [...storeProblems],
+        answer: TemplateList,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const templates = await listTemplates(forStore(db, store.id));
@@ -121,14 +125,18 @@ export function templateRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.put(
       path,
-      route(
-        'setStoreTemplate',
-        "Set a store's template of a message",
-        "From the next message queued, the store's emails of this message in this language use it (SMS keep the built-in words). Checked first: a syntax error, a tag other than a plain `{{variable}}`, a variable the message does not have, a code message without `{{code}}`, a remote image in a code message's HTML, or a subject over one line or 200 characters is a 422 naming the part, the line and the variable. Recorded as `store.changed` with `template_set`.",
-        { params: TemplateParams, body: TemplateBody },
-        [...withBody, ...storeProblems],
-        { 200: StoredTemplate },
-      ),
+      declareRoute({
+        operationId: 'setStoreTemplate',
+        summary: "Set a store's template of a message",
+        description:
+          "From the next message queued, the store's emails of this message in this language use it (SMS keep the built-in words). Checked first: a syntax error, a tag other than a plain `{{variable}}`, a variable the message does not have, a code message without `{{code}}`, a remote image in a code message's HTML, or a subject over one line or 200 characters is a 422 naming the part, the line and the variable. Recorded as `store.changed` with `template_set`.",
+        tag: 'stores',
+        bearer: adminCaller,
+        params: TemplateParams,
+        body: TemplateBody,
+        problems: [...withBody, ...storeProblems],
+        answer: StoredTemplate,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const { message } = request.params;
@@ -142,14 +150,16 @@ export function templateRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       path,
-      route(
-        'getStoreTemplate',
-        "A store's template of a message",
-        'As saved; 404 while the message is sent in the built-in words.',
-        { params: TemplateParams },
-        [...storeProblems, 'not_found'],
-        { 200: StoredTemplate },
-      ),
+      declareRoute({
+        operationId: 'getStoreTemplate',
+        summary: "A store's template of a message",
+        description: 'As saved; 404 while the message is sent in the built-in words.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: TemplateParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: StoredTemplate,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const found = await findTemplate(forStore(db, store.id), request.params.message, request.params.language);
@@ -160,14 +170,17 @@ export function templateRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.delete(
       path,
-      route(
-        'removeStoreTemplate',
-        "Remove a store's template of a message",
-        'The built-in words return from the next message queued. Recorded as `store.changed` with `template_removed`.',
-        { params: TemplateParams },
-        [...storeProblems, 'not_found'],
-        { 200: Removed },
-      ),
+      declareRoute({
+        operationId: 'removeStoreTemplate',
+        summary: "Remove a store's template of a message",
+        description:
+          'The built-in words return from the next message queued. Recorded as `store.changed` with `template_removed`.',
+        tag: 'stores',
+        bearer: adminCaller,
+        params: TemplateParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: Removed,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const { message, language } = request.params;
@@ -179,14 +192,18 @@ export function templateRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.post(
       `${path}/preview`,
-      route(
-        'previewStoreTemplate',
-        "Preview a store's template of a message",
-        "The subject and both parts of the template in the body as a shopper would get them, with sample values (and the store's own name, support link and logo where it has them), checked as a save checks it. Nothing is saved or sent.",
-        { params: TemplateParams, body: TemplateBody },
-        [...withBody, ...storeProblems],
-        { 200: Rendered },
-      ),
+      declareRoute({
+        operationId: 'previewStoreTemplate',
+        summary: "Preview a store's template of a message",
+        description:
+          "The subject and both parts of the template in the body as a shopper would get them, with sample values (and the store's own name, support link and logo where it has them), checked as a save checks it. Nothing is saved or sent.",
+        tag: 'stores',
+        bearer: adminCaller,
+        params: TemplateParams,
+        body: TemplateBody,
+        problems: [...withBody, ...storeProblems],
+        answer: Rendered,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const { message } = request.params;

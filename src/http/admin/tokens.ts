@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AdminListenerConfig } from '../../config.js';
-import { ProblemError } from '../problems.js';
-import { loggedUrl } from '../request-log.js';
+import { ProblemError } from '../core/problems.js';
+import { loggedUrl } from '../core/request-log.js';
 
 /** ADMIN_TOKENS may call every admin route; INTROSPECTION_TOKENS only those that let them in. */
 export type AdminRole = 'admin' | 'introspection';

@@ -1,19 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import {
-  addWebhookEndpoint,
-  changeWebhookEndpoint,
-  findWebhookEndpoint,
-  listWebhookEndpoints,
-  removeWebhookEndpoint,
-  rotateWebhookSecret,
-  type EndpointErrors,
-} from '../../hooks/webhook-endpoints.js';
+import { findWebhookEndpoint, listWebhookEndpoints, type EndpointErrors } from '../../hooks/webhook-endpoints.js';
+import { addWebhook, changeWebhook, removeWebhook, rotateWebhook } from '../../platform/webhooks.js';
 import { listDeliveries, recordTestEvent, retryDelivery } from '../../hooks/webhook-outbox.js';
 import { forStore } from '../../storage/database.js';
-import type { Edge } from '../edge.js';
-import { ProblemError } from '../problems.js';
-import { adminStoreKit, countAdminCalls, route, StoreParams, storeProblems, withBody } from './admin-kit.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
+import { ProblemError } from '../core/problems.js';
+import {
+  actorOf,
+  adminCaller,
+  adminPlatform,
+  adminStoreKit,
+  countAdminCalls,
+  StoreParams,
+  storeProblems,
+  withBody,
+} from './admin-kit.js';
 import {
   DeliveriesQuery,
   DeliveryList,
@@ -39,43 +42,48 @@ const refused = (errors: EndpointErrors) => new ProblemError('validation_failed'
  */
 export function webhookRoutes(services: Deps): FastifyPluginAsyncTypebox {
   const { db, clock, keys, limiter } = services;
-  const rules = services.config.webhooks;
-  const { storeNamed, audit } = adminStoreKit(services);
+  const { storeNamed } = adminStoreKit(services);
+  const platform = adminPlatform(services);
 
   return async (app) => {
     countAdminCalls(app, limiter);
 
     app.post(
       '/stores/:id/webhooks',
-      route(
-        'addWebhook',
-        'Add a webhook endpoint',
-        "The store's events of the types named are POSTed to the URL from now on, signed with the secret answered here (and only here). A store has 20 endpoints at most. Recorded as `store.changed` with `webhook_added`.",
-        { params: StoreParams, body: NewWebhookBody },
-        [...withBody, ...storeProblems, 'webhook_limit'],
-        { 201: WebhookEndpointWithSecret },
-      ),
+      declareRoute({
+        operationId: 'addWebhook',
+        summary: 'Add a webhook endpoint',
+        description:
+          "The store's events of the types named are POSTed to the URL from now on, signed with the secret answered here (and only here). A store has 20 endpoints at most. Recorded as `store.changed` with `webhook_added`.",
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: StoreParams,
+        body: NewWebhookBody,
+        problems: [...withBody, ...storeProblems, 'webhook_limit'],
+        answer: WebhookEndpointWithSecret,
+        status: 201,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
-        const result = await addWebhookEndpoint(forStore(db, store.id), { clock, keys, rules }, request.body);
-        if (!result.ok) throw 'full' in result ? new ProblemError('webhook_limit') : refused(result.errors);
-        audit(request, store.id, 'store.changed', { webhook_added: result.endpoint.id });
-        return reply.code(201).send({ ...result.endpoint, secret: result.secret });
+        const result = await addWebhook({ ...platform, keys }, actorOf(request), store, request.body);
+        if (!result.ok)
+          throw result.error === 'webhook_limit' ? new ProblemError('webhook_limit') : refused(result.errors!);
+        return reply.code(201).send({ ...result.value.endpoint, secret: result.value.secret });
       },
     );
 
     app.get(
       '/stores/:id/webhooks',
-      route(
-        'listWebhooks',
-        "A store's webhook endpoints",
-        'Oldest first, without their secrets.',
-        { params: StoreParams },
-        storeProblems,
-        {
-          200: Type.Object({ webhooks: Type.Array(WebhookEndpoint) }),
-        },
-      ),
+      declareRoute({
+        operationId: 'listWebhooks',
+        summary: "A store's webhook endpoints",
+        description: 'Oldest first, without their secrets.',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: StoreParams,
+        problems: storeProblems,
+        answer: Type.Object({ webhooks: Type.Array(WebhookEndpoint) }),
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         return { webhooks: await listWebhookEndpoints(forStore(db, store.id), clock) };
@@ -84,16 +92,16 @@ export function webhookRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/webhooks/:webhook_id',
-      route(
-        'getWebhook',
-        'A webhook endpoint',
-        'Without its secret.',
-        { params: WebhookParams },
-        [...storeProblems, 'not_found'],
-        {
-          200: WebhookEndpoint,
-        },
-      ),
+      declareRoute({
+        operationId: 'getWebhook',
+        summary: 'A webhook endpoint',
+        description: 'Without its secret.',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: WebhookParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: WebhookEndpoint,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const endpoint = await findWebhookEndpoint(forStore(db, store.id), clock, request.params.webhook_id);
@@ -104,77 +112,83 @@ export function webhookRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.patch(
       '/stores/:id/webhooks/:webhook_id',
-      route(
-        'changeWebhook',
-        'Change a webhook endpoint',
-        'A merge patch of `url`, `events`, `description` and `enabled`. Recorded as `store.changed` with `webhook_changed`.',
-        { params: WebhookParams, body: WebhookPatchBody },
-        [...withBody, ...storeProblems, 'not_found'],
-        { 200: WebhookEndpoint },
-      ),
+      declareRoute({
+        operationId: 'changeWebhook',
+        summary: 'Change a webhook endpoint',
+        description:
+          'A merge patch of `url`, `events`, `description` and `enabled`. Recorded as `store.changed` with `webhook_changed`.',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: WebhookParams,
+        body: WebhookPatchBody,
+        problems: [...withBody, ...storeProblems, 'not_found'],
+        answer: WebhookEndpoint,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
-        const result = await changeWebhookEndpoint(
-          forStore(db, store.id),
-          { clock, rules },
-          request.params.webhook_id,
-          request.body,
-        );
-        if (!result.ok) throw 'missing' in result ? noEndpoint() : refused(result.errors);
-        audit(request, store.id, 'store.changed', { webhook_changed: result.endpoint.id });
+        const result = await changeWebhook(platform, actorOf(request), store, request.params.webhook_id, request.body);
+        if (!result.ok) throw result.error === 'no_such_endpoint' ? noEndpoint() : refused(result.errors!);
         // Turned back on: what waited for it may go now.
         if (request.body.enabled === true) services.webhooks.nudge();
-        return result.endpoint;
+        return result.value;
       },
     );
 
     app.delete(
       '/stores/:id/webhooks/:webhook_id',
-      route(
-        'removeWebhook',
-        'Remove a webhook endpoint',
-        'Its deliveries go with it, sent or not. Recorded as `store.changed` with `webhook_removed`.',
-        { params: WebhookParams },
-        [...storeProblems, 'not_found'],
-        { 200: Removed },
-      ),
+      declareRoute({
+        operationId: 'removeWebhook',
+        summary: 'Remove a webhook endpoint',
+        description: 'Its deliveries go with it, sent or not. Recorded as `store.changed` with `webhook_removed`.',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: WebhookParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: Removed,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
-        if (!(await removeWebhookEndpoint(forStore(db, store.id), request.params.webhook_id))) throw noEndpoint();
-        audit(request, store.id, 'store.changed', { webhook_removed: request.params.webhook_id });
+        const result = await removeWebhook(platform, actorOf(request), store, request.params.webhook_id);
+        if (!result.ok) throw noEndpoint();
         return { status: 'removed' as const };
       },
     );
 
     app.post(
       '/stores/:id/webhooks/:webhook_id/rotate-secret',
-      route(
-        'rotateWebhookSecret',
-        "Rotate a webhook endpoint's secret",
-        'Answers the new secret (only here). For 24 hours every delivery carries two signatures, the new secret’s and the old one’s, so the receiver can switch at its pace. Recorded as `store.changed` with `webhook_secret_rotated`.',
-        { params: WebhookParams },
-        [...storeProblems, 'not_found'],
-        { 200: WebhookEndpointWithSecret },
-      ),
+      declareRoute({
+        operationId: 'rotateWebhookSecret',
+        summary: "Rotate a webhook endpoint's secret",
+        description:
+          'Answers the new secret (only here). For 24 hours every delivery carries two signatures, the new secret’s and the old one’s, so the receiver can switch at its pace. Recorded as `store.changed` with `webhook_secret_rotated`.',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: WebhookParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: WebhookEndpointWithSecret,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
-        const rotated = await rotateWebhookSecret(forStore(db, store.id), { clock, keys }, request.params.webhook_id);
-        if (rotated === null) throw noEndpoint();
-        audit(request, store.id, 'store.changed', { webhook_secret_rotated: rotated.endpoint.id });
-        return { ...rotated.endpoint, secret: rotated.secret };
+        const rotated = await rotateWebhook({ ...platform, keys }, actorOf(request), store, request.params.webhook_id);
+        if (!rotated.ok) throw noEndpoint();
+        return { ...rotated.value.endpoint, secret: rotated.value.secret };
       },
     );
 
     app.post(
       '/stores/:id/webhooks/:webhook_id/test',
-      route(
-        'testWebhook',
-        'Send a test event',
-        'Queues a `webhook.test` to this endpoint, whatever it asked for; its delivery shows in the deliveries like any other. A disabled endpoint is `404`.',
-        { params: WebhookParams },
-        [...storeProblems, 'not_found'],
-        { 202: Queued },
-      ),
+      declareRoute({
+        operationId: 'testWebhook',
+        summary: 'Send a test event',
+        description:
+          'Queues a `webhook.test` to this endpoint, whatever it asked for; its delivery shows in the deliveries like any other. A disabled endpoint is `404`.',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: WebhookParams,
+        problems: [...storeProblems, 'not_found'],
+        answer: Queued,
+        status: 202,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const endpointId = request.params.webhook_id;
@@ -191,14 +205,18 @@ export function webhookRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.get(
       '/stores/:id/webhooks/:webhook_id/deliveries',
-      route(
-        'listWebhookDeliveries',
-        "A webhook endpoint's deliveries",
-        'Newest first, each with its last attempts (time, status or error, duration). Kept as long as the outbox keeps messages (MESSAGE_RETENTION_DAYS, failed ones FAILED_MESSAGE_RETENTION_DAYS).',
-        { params: WebhookParams, querystring: DeliveriesQuery },
-        [...storeProblems, 'not_found', 'validation_failed'],
-        { 200: DeliveryList },
-      ),
+      declareRoute({
+        operationId: 'listWebhookDeliveries',
+        summary: "A webhook endpoint's deliveries",
+        description:
+          'Newest first, each with its last attempts (time, status or error, duration). Kept as long as the outbox keeps messages (MESSAGE_RETENTION_DAYS, failed ones FAILED_MESSAGE_RETENTION_DAYS).',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: WebhookParams,
+        query: DeliveriesQuery,
+        problems: [...storeProblems, 'not_found', 'validation_failed'],
+        answer: DeliveryList,
+      }),
       async (request) => {
         const store = await storeNamed(request.params.id);
         const sdb = forStore(db, store.id);
@@ -213,14 +231,18 @@ export function webhookRoutes(services: Deps): FastifyPluginAsyncTypebox {
 
     app.post(
       '/stores/:id/webhooks/:webhook_id/deliveries/:delivery_id/retry',
-      route(
-        'retryWebhookDelivery',
-        'Send a delivery again',
-        'A failed, sent or waiting delivery is sent again now with a fresh schedule of retries, under the same `webhook-id`. Not one whose customer was deleted since (`409 delivery_erased`).',
-        { params: DeliveryParams },
-        [...storeProblems, 'not_found', 'delivery_erased'],
-        { 202: Queued },
-      ),
+      declareRoute({
+        operationId: 'retryWebhookDelivery',
+        summary: 'Send a delivery again',
+        description:
+          'A failed, sent or waiting delivery is sent again now with a fresh schedule of retries, under the same `webhook-id`. Not one whose customer was deleted since (`409 delivery_erased`).',
+        tag: 'webhooks',
+        bearer: adminCaller,
+        params: DeliveryParams,
+        problems: [...storeProblems, 'not_found', 'delivery_erased'],
+        answer: Queued,
+        status: 202,
+      }),
       async (request, reply) => {
         const store = await storeNamed(request.params.id);
         const { webhook_id: endpointId, delivery_id: deliveryId } = request.params;

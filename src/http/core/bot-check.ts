@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import { addFieldError, type FieldErrors } from '../auth/deps.js';
-import { acceptedKeys, unseal } from '../keys.js';
-import type { BotCheck, BotCheckOperation, BotCheckProvider } from '../store/store.js';
+import { addFieldError, type FieldErrors } from '../../auth/deps.js';
+import { acceptedKeys, unseal } from '../../keys.js';
+import type { BotCheck, BotCheckOperation, BotCheckProvider } from '../../store/store.js';
 import type { Edge } from './edge.js';
 import { ProblemError } from './problems.js';
 import { maxCaptchaTokenLength } from './schemas.js';

@@ -8,13 +8,13 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { HasherBusyError } from '../auth/rules/password.js';
-import { BackgroundBusyError } from '../background.js';
-import { DatabaseUnavailableError } from '../storage/database.js';
+import { HasherBusyError } from '../../auth/rules/password.js';
+import { BackgroundBusyError } from '../../background.js';
+import { DatabaseUnavailableError } from '../../storage/database.js';
 import { setLanguageHeaders } from './language-headers.js';
-import { fieldPhrase } from '../auth/rules/field-phrase.js';
-import { negotiate } from '../i18n/negotiate.js';
-import { baseLanguage } from '../i18n/strings.js';
+import { fieldPhrase } from '../../auth/rules/field-phrase.js';
+import { negotiate } from '../../i18n/negotiate.js';
+import { baseLanguage } from '../../i18n/strings.js';
 import {
   ProblemError,
   problemDocument,
@@ -103,7 +103,7 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
  */
 export function createServiceFastify(logger: FastifyBaseLogger, { trustProxy }: { trustProxy: boolean }) {
   return Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
-    // A request logged whole shows no header and no query value (http/request-log.ts).
+    // A request logged whole shows no header and no query value (http/core/request-log.ts).
     loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
     // Each app writes one line per request from an onResponse hook instead.
     logController: new LogController({ disableRequestLogging: true }),

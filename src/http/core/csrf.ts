@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { hashSessionId } from '../auth/tables/sessions.js';
-import { storeOrigins, type StoreContext } from '../store/store.js';
+import { hashSessionId } from '../../auth/tables/sessions.js';
+import { storeOrigins, type StoreContext } from '../../store/store.js';
 import { ProblemError } from './problems.js';
 
 export const csrfCookieName = 'XSRF-TOKEN';

@@ -1,7 +1,7 @@
-import type { Services } from '../services.js';
-import { MemoryCounterStore } from '../storage/counters.js';
+import type { Services } from '../../services.js';
+import { MemoryCounterStore } from '../../storage/counters.js';
 import { RateLimiter, type Refusal } from './rate-limit.js';
-import { createReadinessProbe, type Readiness } from './readiness.js';
+import { createReadinessProbe, type Readiness } from '../operations/readiness.js';
 
 /** Addresses the probe counters keep at most; probes come from a few load balancers, not the public. */
 const probeCounterEntries = 10_000;

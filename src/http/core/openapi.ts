@@ -4,10 +4,10 @@ import { fileURLToPath } from 'node:url';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../../config.js';
 
 // public/ sits at the package root, two levels above this file's folder in both src/ and dist/.
-const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../public');
+const publicDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../public');
 
 /** What public/docs-csrf.js defines on the docs page; read by the interceptors below. */
 interface DocsPage {

@@ -1,6 +1,6 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
-import { fieldPhrase } from '../auth/rules/field-phrase.js';
-import { baseLanguage } from '../i18n/strings.js';
+import { fieldPhrase } from '../../auth/rules/field-phrase.js';
+import { baseLanguage } from '../../i18n/strings.js';
 import { problemDocument, problemEntry, type AnyProblemCode, type FieldMessage, type ProblemCode } from './problems.js';
 import { ReadinessChecks } from './schemas.js';
 

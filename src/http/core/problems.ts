@@ -1,4 +1,4 @@
-import { baseLanguage, catalogue, type Phrase } from '../i18n/strings.js';
+import { baseLanguage, catalogue, type Phrase } from '../../i18n/strings.js';
 
 /**
  * Every error code the customer API can answer with, and its status. Its title and detail are the

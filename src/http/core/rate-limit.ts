@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Clock } from '../clock.js';
-import { BatchedCounters } from '../storage/batched-counters.js';
-import { keyName, type CounterStore } from '../storage/counters.js';
+import type { Clock } from '../../clock.js';
+import { BatchedCounters } from '../../storage/batched-counters.js';
+import { keyName, type CounterStore } from '../../storage/counters.js';
 import { ProblemError } from './problems.js';
 
 export interface LimitRule {

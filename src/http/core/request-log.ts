@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { noStoreLabel, type Metrics } from '../metrics.js';
+import { noStoreLabel, type Metrics } from '../../metrics.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /**
      * The `store` label of the request's metrics (Metrics.storeLabels): set by the store gate
-     * (http/scopes.ts) from the request's store, `""` on every request no store gate named one for.
+     * (http/core/scopes.ts) from the request's store, `""` on every request no store gate named one for.
      */
     storeLabel: string;
   }

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { maxNameLength } from '../auth/rules/fields.js';
-import { maxIdentityLength } from '../auth/rules/identity.js';
-import { maxPasswordLength } from '../auth/rules/password.js';
+import { maxNameLength } from '../../auth/rules/fields.js';
+import { maxIdentityLength } from '../../auth/rules/identity.js';
+import { maxPasswordLength } from '../../auth/rules/password.js';
 import { typedDigits } from './typed-digits.js';
 
 /** Caps a raw name before trimming; the name's own limit (maxNameLength) applies after it. */

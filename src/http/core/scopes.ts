@@ -4,10 +4,10 @@ import { checkCsrf, onCookieDomain, storeCookies, type CsrfOptions } from './csr
 import type { Edge } from './edge.js';
 import type { StoreFeature } from './declare.js';
 import { resolveAccount, type Account } from './kit.js';
-import type { StoreLanguages } from '../i18n/negotiate.js';
+import type { StoreLanguages } from '../../i18n/negotiate.js';
 import { ProblemError } from './problems.js';
 import { limits } from './rate-limit.js';
-import { requestHost, type StoreContext } from '../store/store.js';
+import { requestHost, type StoreContext } from '../../store/store.js';
 
 /*
  * Every route lives in one of three scopes, and each scope owns the hooks its routes run (Fastify

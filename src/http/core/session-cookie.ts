@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { sessionAbsoluteLifetimeSeconds } from '../auth/tables/sessions.js';
+import { sessionAbsoluteLifetimeSeconds } from '../../auth/tables/sessions.js';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SignInNotice } from '../auth/rules/sign-in.js';
-import type { Metrics } from '../metrics.js';
+import type { SignInNotice } from '../../auth/rules/sign-in.js';
+import type { Metrics } from '../../metrics.js';
 import {
   cookieScope,
   expireHostOnly,

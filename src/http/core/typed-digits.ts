@@ -1,4 +1,4 @@
-import { asciiDigits } from '../auth/rules/digits.js';
+import { asciiDigits } from '../../auth/rules/digits.js';
 
 /**
  * A schema keyword for fields people type digits into (the six-digit codes): `[typedDigits]: true`

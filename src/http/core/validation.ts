@@ -1,5 +1,5 @@
-import { fieldPhrase } from '../auth/rules/field-phrase.js';
-import type { Phrase } from '../i18n/strings.js';
+import { fieldPhrase } from '../../auth/rules/field-phrase.js';
+import type { Phrase } from '../../i18n/strings.js';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 
 function fieldOf(error: FastifySchemaValidationError): string {

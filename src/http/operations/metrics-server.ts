@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../../metrics.js';
 
 /** GET /metrics in Prometheus text format, on its own listener so it is never public by accident. */
 export async function startMetricsServer(

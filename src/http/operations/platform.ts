@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Edge } from '../edge.js';
-import { setCsrfCookie, storeCsrfKey } from '../csrf.js';
-import { hostOf } from '../scopes.js';
-import { ProblemError } from '../problems.js';
-import { HealthReady, HealthStatus, PlatformInfo } from '../schemas.js';
-import { customerProblems, problemResponses } from '../problem-responses.js';
-import { requestCookies, sessionCookieOf } from '../session-cookie.js';
+import type { Edge } from '../core/edge.js';
+import { setCsrfCookie, storeCsrfKey } from '../core/csrf.js';
+import { hostOf } from '../core/scopes.js';
+import { ProblemError } from '../core/problems.js';
+import { HealthReady, HealthStatus, PlatformInfo } from '../core/schemas.js';
+import { customerProblems, problemResponses } from '../core/problem-responses.js';
+import { requestCookies, sessionCookieOf } from '../core/session-cookie.js';
 
 export const apiVersion = 'v1';
 

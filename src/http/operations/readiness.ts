@@ -1,7 +1,7 @@
-import type { CounterStore } from '../storage/counters.js';
-import type { Queryable } from '../storage/database.js';
-import type { StoreDirectory } from '../store/directory.js';
-import type { StoreContext } from '../store/store.js';
+import type { CounterStore } from '../../storage/counters.js';
+import type { Queryable } from '../../storage/database.js';
+import type { StoreDirectory } from '../../store/directory.js';
+import type { StoreContext } from '../../store/store.js';
 
 export interface Readiness {
   ready: boolean;

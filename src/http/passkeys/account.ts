@@ -6,14 +6,14 @@ import type { FieldErrors } from '../../auth/deps.js';
 import { finishPasskeyRegistration, startPasskeyRegistration } from '../../auth/flows/passkey-registration.js';
 import { validateName } from '../../auth/rules/fields.js';
 import { listPasskeys, removePasskey } from '../../auth/tables/passkeys.js';
-import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
-import { accountOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
-import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
-import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
-import { ProblemError } from '../problems.js';
-import { limits } from '../rate-limit.js';
-import { Passkey, PasskeyCreationOptions, PasskeyList, PasskeyRegisterBody } from '../passkey-schemas.js';
-import { DeletedStatus } from '../schemas.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../core/declare.js';
+import { accountOf, routeKit, storeDbOf, type KitSource } from '../core/kit.js';
+import { clearPasskeyCookie, passkeyHandle } from './cookie.js';
+import { passkeyRouteSupport, relyingParty } from './support.js';
+import { ProblemError } from '../core/problems.js';
+import { limits } from '../core/rate-limit.js';
+import { Passkey, PasskeyCreationOptions, PasskeyList, PasskeyRegisterBody } from './schemas.js';
+import { DeletedStatus } from '../core/schemas.js';
 
 export const credentialRefused = fieldPhrase('credential');
 

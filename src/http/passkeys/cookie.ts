@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { passkeyChallengeLifetimeSeconds } from '../auth/tables/passkey-challenges.js';
-import { handleCookie } from './handle-cookie.js';
+import { passkeyChallengeLifetimeSeconds } from '../../auth/tables/passkey-challenges.js';
+import { handleCookie } from '../core/handle-cookie.js';
 
 /** The cookie that binds a passkey ceremony to the browser that asked for it (see handleCookie). */
 export const passkeyCookiePath = '/api/v1/customer/auth/passkeys';

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { maxPasswordLength } from '../auth/rules/password.js';
-import { maxRawNameLength } from './schemas.js';
+import { maxPasswordLength } from '../../auth/rules/password.js';
+import { maxRawNameLength } from '../core/schemas.js';
 
 // The WebAuthn JSON shapes, as @simplewebauthn/browser sends and reads them. Objects stay open
 // (additionalProperties), so fields newer browsers add pass through rather than being cut.

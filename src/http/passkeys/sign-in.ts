@@ -2,14 +2,14 @@ import type { Phrase } from '../../i18n/strings.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { loginWithPasskey, startPasskeyLogin, type PasskeyLoginFailure } from '../../auth/flows/passkey-login.js';
-import { declareRoute, type Outcome, type Outcomes } from '../declare.js';
-import { routeKit, type KitSource } from '../kit.js';
-import { clearPasskeyCookie, passkeyHandle } from '../passkey-cookie.js';
-import { PasskeyLoginBody, PasskeyRequestOptions } from '../passkey-schemas.js';
-import { passkeyRouteSupport, relyingParty } from '../passkey-support.js';
-import { limits } from '../rate-limit.js';
-import { AuthSession } from '../schemas.js';
-import { sessionCookieOf } from '../session-cookie.js';
+import { declareRoute, type Outcome, type Outcomes } from '../core/declare.js';
+import { routeKit, type KitSource } from '../core/kit.js';
+import { clearPasskeyCookie, passkeyHandle } from './cookie.js';
+import { PasskeyLoginBody, PasskeyRequestOptions } from './schemas.js';
+import { passkeyRouteSupport, relyingParty } from './support.js';
+import { limits } from '../core/rate-limit.js';
+import { AuthSession } from '../core/schemas.js';
+import { sessionCookieOf } from '../core/session-cookie.js';
 
 export const passkeyLoginRefusedDetail: Phrase = { key: 'problem.details.passkey_login_refused' };
 

@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RelyingParty } from '../auth/rules/relying-party.js';
-import { isOnRpId } from '../config.js';
-import { acceptedKeys } from '../keys.js';
-import type { Edge } from './edge.js';
-import { ownOrigin } from './csrf.js';
-import { setPasskeyCookie } from './passkey-cookie.js';
-import { limits } from './rate-limit.js';
+import type { RelyingParty } from '../../auth/rules/relying-party.js';
+import { isOnRpId } from '../../config.js';
+import { acceptedKeys } from '../../keys.js';
+import type { Edge } from '../core/edge.js';
+import { ownOrigin } from '../core/csrf.js';
+import { setPasskeyCookie } from './cookie.js';
+import { limits } from '../core/rate-limit.js';
 
 /**
  * The relying party of this request: configured RP ID and origins, the store's name, and, when

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { linkedProviders, unlinkProvider } from '../../auth/flows/provider-sign-in.js';
-import { declareRoute, type Outcomes } from '../declare.js';
+import { declareRoute, type Outcomes } from '../core/declare.js';
 import { listProviders } from '../../providers/configured.js';
-import { accountOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
-import { LinkedProviders, ProviderParams, UnlinkedStatus } from '../provider-schemas.js';
+import { accountOf, routeKit, storeDbOf, type KitSource } from '../core/kit.js';
+import { LinkedProviders, ProviderParams, UnlinkedStatus } from './schemas.js';
 
 const unlinkOutcomes: Outcomes<'gone' | 'not_linked' | 'last_sign_in_method'> = {
   gone: { problem: 'unauthenticated' },

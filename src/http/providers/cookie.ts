@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { seal, unseal } from '../keys.js';
-import type { PendingSignIn } from '../providers/relying-party.js';
+import { seal, unseal } from '../../keys.js';
+import type { PendingSignIn } from '../../providers/relying-party.js';
 
 /**
  * The cookies of a provider sign-in, sealed (AES-GCM under a key of their own, which nothing else

@@ -9,22 +9,16 @@ import {
 import { acceptedKeys } from '../../keys.js';
 import { listProviders, loadProvider } from '../../providers/configured.js';
 import { storeOrigins, type StoreContext } from '../../store/store.js';
-import { isGenuineCsrfToken, ownOrigin, storeCsrfKey } from '../csrf.js';
-import { declareRoute } from '../declare.js';
-import type { Edge } from '../edge.js';
+import { isGenuineCsrfToken, ownOrigin, storeCsrfKey } from '../core/csrf.js';
+import { declareRoute } from '../core/declare.js';
+import type { Edge } from '../core/edge.js';
 import { findLiveSession } from '../../auth/tables/sessions.js';
-import { routeKit, storeDbOf, type KitSource } from '../kit.js';
-import { ProblemError } from '../problems.js';
-import { providerCallbackPath, providerCookies, providerStartLifetimeSeconds } from '../provider-cookie.js';
-import {
-  ProviderCallbackParameters,
-  ProviderList,
-  ProviderParams,
-  ProviderStartQuery,
-  Redirect,
-} from '../provider-schemas.js';
-import { limits } from '../rate-limit.js';
-import { sessionCookieOf } from '../session-cookie.js';
+import { routeKit, storeDbOf, type KitSource } from '../core/kit.js';
+import { ProblemError } from '../core/problems.js';
+import { providerCallbackPath, providerCookies, providerStartLifetimeSeconds } from './cookie.js';
+import { ProviderCallbackParameters, ProviderList, ProviderParams, ProviderStartQuery, Redirect } from './schemas.js';
+import { limits } from '../core/rate-limit.js';
+import { sessionCookieOf } from '../core/session-cookie.js';
 
 /**
  * Signing in with a store's OpenID Connect providers: the list for the buttons, the start (a

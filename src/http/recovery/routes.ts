@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requestPasswordReset, resetPassword } from '../../auth/flows/password-reset.js';
 import { newPasswordErrors } from '../../auth/rules/fields.js';
-import { declareRoute, type Outcomes } from '../declare.js';
-import { identityOf, messageRequestRoute, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
-import { limits } from '../rate-limit.js';
-import { PasswordResetStatus, ResetPasswordBody } from '../schemas.js';
+import { declareRoute, type Outcomes } from '../core/declare.js';
+import { identityOf, messageRequestRoute, refuseInvalidBody, routeKit, type KitSource } from '../core/kit.js';
+import { limits } from '../core/rate-limit.js';
+import { PasswordResetStatus, ResetPasswordBody } from '../core/schemas.js';
 
 const resetOutcomes: Outcomes<'invalid' | 'invalid_challenge'> = {
   invalid: { problem: 'validation_failed' },

@@ -3,10 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { register, registrationErrors } from '../../auth/flows/registration.js';
 import { resendVerification, verifyIdentity } from '../../auth/flows/verification.js';
 import { requestedLanguage } from '../../i18n/negotiate.js';
-import { declareRoute, type Outcomes } from '../declare.js';
-import { identityOf, messageRequestRoute, refuseInvalidBody, routeKit, type KitSource } from '../kit.js';
-import { limits } from '../rate-limit.js';
-import { Customer, RegisterBody, VerifyBody } from '../schemas.js';
+import { declareRoute, type Outcomes } from '../core/declare.js';
+import { identityOf, messageRequestRoute, refuseInvalidBody, routeKit, type KitSource } from '../core/kit.js';
+import { limits } from '../core/rate-limit.js';
+import { Customer, RegisterBody, VerifyBody } from '../core/schemas.js';
 
 const registerOutcomes: Outcomes<'invalid' | 'identity_unavailable'> = {
   invalid: { problem: 'validation_failed' },

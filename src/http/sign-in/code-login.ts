@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { loginWithCode, requestSignInCode } from '../../auth/flows/code-login.js';
-import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../declare.js';
-import { identityOf, messageRequestRoute, routeKit, type KitSource } from '../kit.js';
-import { limits } from '../rate-limit.js';
-import { SignInAnswer, VerifyBody } from '../schemas.js';
-import { sessionCookieOf } from '../session-cookie.js';
+import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../core/declare.js';
+import { identityOf, messageRequestRoute, routeKit, type KitSource } from '../core/kit.js';
+import { limits } from '../core/rate-limit.js';
+import { SignInAnswer, VerifyBody } from '../core/schemas.js';
+import { sessionCookieOf } from '../core/session-cookie.js';
 
 const codeLoginOutcomes: Outcomes<'refused' | 'blocked'> = {
   refused: signInRefused('code', 'invalid_identity_challenge'),

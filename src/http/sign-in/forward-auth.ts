@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { declareRoute } from '../declare.js';
-import { findAccount, type KitSource } from '../kit.js';
+import { declareRoute } from '../core/declare.js';
+import { findAccount, type KitSource } from '../core/kit.js';
 
 /**
  * Forward auth: a reverse proxy (nginx auth_request, Traefik forwardAuth, Caddy forward_auth)

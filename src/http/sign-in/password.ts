@@ -3,12 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { login } from '../../auth/flows/login.js';
 import { toCustomer } from '../../auth/tables/customers.js';
 import { deleteSession } from '../../auth/tables/sessions.js';
-import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../declare.js';
-import { accountOf, identityOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
-import { ProblemError } from '../problems.js';
-import { limits, type LimitHit } from '../rate-limit.js';
-import { AuthSession, LoginBody, SignedOutStatus, SignInAnswer } from '../schemas.js';
-import { sessionCookieOf } from '../session-cookie.js';
+import { declareRoute, signInBlocked, signInRefused, type Outcomes } from '../core/declare.js';
+import { accountOf, identityOf, routeKit, storeDbOf, type KitSource } from '../core/kit.js';
+import { ProblemError } from '../core/problems.js';
+import { limits, type LimitHit } from '../core/rate-limit.js';
+import { AuthSession, LoginBody, SignedOutStatus, SignInAnswer } from '../core/schemas.js';
+import { sessionCookieOf } from '../core/session-cookie.js';
 
 export const loginRefusedDetail: Phrase = { key: 'problem.details.login_refused' };
 

@@ -8,9 +8,9 @@ import {
   turnOffSecondStep,
 } from '../../auth/flows/two-factor.js';
 import { fieldPhrase } from '../../auth/rules/field-phrase.js';
-import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../declare.js';
-import { accountOf, routeKit, storeDbOf, type KitSource } from '../kit.js';
-import { limits } from '../rate-limit.js';
+import { declareRoute, wrongPasswordOutcome, type Outcomes } from '../core/declare.js';
+import { accountOf, routeKit, storeDbOf, type KitSource } from '../core/kit.js';
+import { limits } from '../core/rate-limit.js';
 import {
   RecoveryCodes,
   TwoFactorChangeBody,
@@ -19,7 +19,7 @@ import {
   TwoFactorSetup,
   TwoFactorSetupBody,
   TwoFactorStatus,
-} from '../two-factor-schemas.js';
+} from './schemas.js';
 
 const outcomes = (
   operation: string,

@@ -1,5 +1,5 @@
-import { pendingSignInLifetimeSeconds } from '../auth/tables/pending-sign-ins.js';
-import { handleCookie } from './handle-cookie.js';
+import { pendingSignInLifetimeSeconds } from '../../auth/tables/pending-sign-ins.js';
+import { handleCookie } from '../core/handle-cookie.js';
 
 /**
  * The cookie of a sign-in waiting for its second step: only the browser whose first step was

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { typedDigits } from './typed-digits.js';
+import { typedDigits } from '../core/typed-digits.js';
 
 /** The bodies and answers of the second step: in the account area, and finishing a sign-in. */
 

@@ -4,14 +4,14 @@ import { fieldPhrase } from '../../auth/rules/field-phrase.js';
 import type { SecondStepAnswer } from '../../auth/rules/second-step.js';
 import { findPendingSignIn } from '../../auth/tables/pending-sign-ins.js';
 import { acceptedKeys } from '../../keys.js';
-import { declareRoute, type Outcome, type Outcomes } from '../declare.js';
-import { routeKit, storeDbOf, type KitSource } from '../kit.js';
-import { ProblemError } from '../problems.js';
-import { limits } from '../rate-limit.js';
-import { AuthSession } from '../schemas.js';
-import { secondStepCookie } from '../second-step-cookie.js';
-import { sessionCookieOf } from '../session-cookie.js';
-import { SecondStepBody } from '../two-factor-schemas.js';
+import { declareRoute, type Outcome, type Outcomes } from '../core/declare.js';
+import { routeKit, storeDbOf, type KitSource } from '../core/kit.js';
+import { ProblemError } from '../core/problems.js';
+import { limits } from '../core/rate-limit.js';
+import { AuthSession } from '../core/schemas.js';
+import { secondStepCookie } from './cookie.js';
+import { sessionCookieOf } from '../core/session-cookie.js';
+import { SecondStepBody } from './schemas.js';
 
 const exactlyOne = fieldPhrase('one_of_code_or_recovery_code');
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore } from '../../src/store/store.js';
-import { api, auth, useHarness, registeredCustomer, type TestApp } from '../helpers/harness.js';
-import { assertProblem } from '../helpers/assertions.js';
-import { loginFrom, sessionCookie, withSession, works } from '../helpers/customers.js';
-import { auditRows as auditEvents } from '../helpers/audit.js';
+import { updateStore } from '../../../src/store/store.js';
+import { api, auth, useHarness, registeredCustomer, type TestApp } from '../../helpers/harness.js';
+import { assertProblem } from '../../helpers/assertions.js';
+import { loginFrom, sessionCookie, withSession, works } from '../../helpers/customers.js';
+import { auditRows as auditEvents } from '../../helpers/audit.js';
 
 const newPassword = 'difference engine 1822';
 

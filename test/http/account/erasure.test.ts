@@ -1,12 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { attributeUnownedMessages } from '../../src/delivery/outbox.js';
-import { updateStore } from '../../src/store/store.js';
-import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../helpers/harness.js';
-import { assertProblem } from '../helpers/assertions.js';
-import { count, listedSessionFields, loginFrom, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
-import { auditRows as auditEvents } from '../helpers/audit.js';
-import { defaultStore } from '../helpers/database.js';
+import { attributeUnownedMessages } from '../../../src/delivery/outbox.js';
+import { updateStore } from '../../../src/store/store.js';
+import { auth, useHarness, registeredCustomer, registration, type TestApp } from '../../helpers/harness.js';
+import { assertProblem } from '../../helpers/assertions.js';
+import {
+  count,
+  listedSessionFields,
+  loginFrom,
+  sessionCookie,
+  signedIn,
+  withSession,
+} from '../../helpers/customers.js';
+import { auditRows as auditEvents } from '../../helpers/audit.js';
+import { defaultStore } from '../../helpers/database.js';
 
 /**
  * Export my data and delete my account: what each answers, what each refuses, and what a

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore } from '../../src/store/store.js';
-import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
-import { assertProblem } from '../helpers/assertions.js';
-import { sessionCookie, withSession, works } from '../helpers/customers.js';
-import { auditRows } from '../helpers/audit.js';
+import { updateStore } from '../../../src/store/store.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../../helpers/harness.js';
+import { assertProblem } from '../../helpers/assertions.js';
+import { sessionCookie, withSession, works } from '../../helpers/customers.js';
+import { auditRows } from '../../helpers/audit.js';
 
 async function login(t: TestApp, identity: string, password: string) {
   const reply = await t.post(`${auth}/login`, { identity, password });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { findSessionCustomer } from '../../src/auth/tables/sessions.js';
-import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { count, signedIn as loggedIn } from '../helpers/customers.js';
-import { defaultStore } from '../helpers/database.js';
+import { findSessionCustomer } from '../../../src/auth/tables/sessions.js';
+import { auth, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { count, signedIn as loggedIn } from '../../helpers/customers.js';
+import { defaultStore } from '../../helpers/database.js';
 
 const day = 24 * 60 * 60;
 

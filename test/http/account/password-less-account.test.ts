@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auth } from '../helpers/harness.js';
-import { addTestProvider, login, shopHost, signedInWith, useProviderSuite, withSession } from '../helpers/providers.js';
+import { auth } from '../../helpers/harness.js';
+import {
+  addTestProvider,
+  login,
+  shopHost,
+  signedInWith,
+  useProviderSuite,
+  withSession,
+} from '../../helpers/providers.js';
 
 /**
  * An account a provider made has no password: the Customer says so, the calls that ask for the

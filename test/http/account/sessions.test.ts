@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { listAudit } from '../../src/audit.js';
-import { maskAddress } from '../../src/auth/rules/network.js';
-import { hashSessionId } from '../../src/auth/tables/sessions.js';
-import { migrate } from '../../src/storage/migrations.js';
-import { updateStore } from '../../src/store/store.js';
-import { auth, useHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../helpers/harness.js';
-import { listedSessionFields } from '../helpers/customers.js';
-import { defaultStore } from '../helpers/database.js';
+import { listAudit } from '../../../src/audit.js';
+import { maskAddress } from '../../../src/auth/rules/network.js';
+import { hashSessionId } from '../../../src/auth/tables/sessions.js';
+import { migrate } from '../../../src/storage/migrations.js';
+import { updateStore } from '../../../src/store/store.js';
+import { auth, useHarness, registeredCustomer, toReply, type Reply, type TestApp } from '../../helpers/harness.js';
+import { listedSessionFields } from '../../helpers/customers.js';
+import { defaultStore } from '../../helpers/database.js';
 
 /** In seconds, as the test clock counts. */
 const minute = 60;

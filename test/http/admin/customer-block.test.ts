@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore } from '../../src/store/store.js';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
-import { auditRows } from '../helpers/audit.js';
-import { count, loginFrom, signedIn, withSession, works } from '../helpers/customers.js';
-import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { find, scrape, total } from '../helpers/metrics.js';
-import { addPasskey, allowPasskeys, signedInCustomer, signInWithPasskey } from '../helpers/passkeys.js';
-import { perDescribe } from '../helpers/per-describe.js';
+import { updateStore } from '../../../src/store/store.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
+import { auditRows } from '../../helpers/audit.js';
+import { count, loginFrom, signedIn, withSession, works } from '../../helpers/customers.js';
+import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { find, scrape, total } from '../../helpers/metrics.js';
+import { addPasskey, allowPasskeys, signedInCustomer, signInWithPasskey } from '../../helpers/passkeys.js';
+import { perDescribe } from '../../helpers/per-describe.js';
 import {
   addTestProvider,
   linkRows,
@@ -17,10 +17,10 @@ import {
   signInWith,
   startProvider,
   withSession as providerSession,
-} from '../helpers/providers.js';
-import { heldHasher } from '../helpers/races.js';
-import { refusalShape } from '../helpers/stores.js';
-import { SoftAuthenticator } from '../helpers/webauthn.js';
+} from '../../helpers/providers.js';
+import { heldHasher } from '../../helpers/races.js';
+import { refusalShape } from '../../helpers/stores.js';
+import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 /**
  * A block by the platform's staff, through the admin API: the customer's sessions end at once, and

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, test } from 'node:test';
-import { tokenIdOf } from '../../src/http/admin/tokens.js';
-import { adminToken, imported, importUrl, startAdmin, upload } from '../helpers/import.js';
-import { auditRows } from '../helpers/audit.js';
-import { count, loginFrom } from '../helpers/customers.js';
-import { createHarness, useHarness } from '../helpers/harness.js';
+import { tokenIdOf } from '../../../src/http/admin/tokens.js';
+import { adminToken, imported, importUrl, startAdmin, upload } from '../../helpers/import.js';
+import { auditRows } from '../../helpers/audit.js';
+import { count, loginFrom } from '../../helpers/customers.js';
+import { createHarness, useHarness } from '../../helpers/harness.js';
 
 /**
  * The import and the export over the admin API: customers of other systems arrive with their
@@ -13,7 +13,7 @@ import { createHarness, useHarness } from '../helpers/harness.js';
  * deployment to another.
  */
 
-const vectors = JSON.parse(fs.readFileSync(new URL('../fixtures/legacy-hashes.json', import.meta.url), 'utf8')) as {
+const vectors = JSON.parse(fs.readFileSync(new URL('../../fixtures/legacy-hashes.json', import.meta.url), 'utf8')) as {
   format: string;
   source: string;
   password: string;

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
-import { withSession } from '../helpers/customers.js';
-import { auth, toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { registerIn, signedInIn, twoStores, verifyIn, type StoreSide } from '../helpers/stores.js';
-import { tokenIdOf } from '../../src/http/admin/tokens.js';
-import { searchCustomers } from '../../src/auth/tables/staff-customers.js';
-import { forStore } from '../../src/storage/database.js';
-import { firstStoreId } from '../../src/store/store.js';
-import { find, scrape } from '../helpers/metrics.js';
-import { planNodes } from '../helpers/query-plans.js';
-import { recording, type Recorded } from '../helpers/recording-db.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
+import { withSession } from '../../helpers/customers.js';
+import { auth, toReply, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { registerIn, signedInIn, twoStores, verifyIn, type StoreSide } from '../../helpers/stores.js';
+import { tokenIdOf } from '../../../src/http/admin/tokens.js';
+import { searchCustomers } from '../../../src/auth/tables/staff-customers.js';
+import { forStore } from '../../../src/storage/database.js';
+import { firstStoreId } from '../../../src/store/store.js';
+import { find, scrape } from '../../helpers/metrics.js';
+import { planNodes } from '../../helpers/query-plans.js';
+import { recording, type Recorded } from '../../helpers/recording-db.js';
 
 /** The platform's staff and a store's customers: find, read, create, change, require a reset, delete. */
 

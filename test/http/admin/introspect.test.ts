@@ -1,21 +1,30 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { sessionAbsoluteLifetimeSeconds, sessionIdleTimeoutSeconds } from '../../src/auth/tables/sessions.js';
-import { ConfigError, loadConfig } from '../../src/config.js';
-import { adminAppOf } from '../helpers/admin.js';
-import { adminGuard, AdminTokens, tokenIdOf } from '../../src/http/admin/tokens.js';
-import { createServiceFastify, handleError, setCommonHeaders } from '../../src/http/common.js';
-import { counterKey, limits } from '../../src/http/rate-limit.js';
-import { firstStoreId, updateStore } from '../../src/store/store.js';
-import { signedIn, withSession } from '../helpers/customers.js';
-import { api, auth, injector, testSecret, toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { capturingLogger } from '../helpers/logs.js';
-import { serviceBackend } from '../helpers/service-backend.js';
-import { startService } from '../helpers/service-process.js';
-import { assertRedoclyClean } from '../helpers/openapi-lint.js';
-import { SpentCounters } from '../helpers/counters.js';
-import { recording, type Recorded } from '../helpers/recording-db.js';
+import { sessionAbsoluteLifetimeSeconds, sessionIdleTimeoutSeconds } from '../../../src/auth/tables/sessions.js';
+import { ConfigError, loadConfig } from '../../../src/config.js';
+import { adminAppOf } from '../../helpers/admin.js';
+import { adminGuard, AdminTokens, tokenIdOf } from '../../../src/http/admin/tokens.js';
+import { createServiceFastify, handleError, setCommonHeaders } from '../../../src/http/core/common.js';
+import { counterKey, limits } from '../../../src/http/core/rate-limit.js';
+import { firstStoreId, updateStore } from '../../../src/store/store.js';
+import { signedIn, withSession } from '../../helpers/customers.js';
+import {
+  api,
+  auth,
+  injector,
+  testSecret,
+  toReply,
+  useHarness,
+  type Reply,
+  type TestApp,
+} from '../../helpers/harness.js';
+import { capturingLogger } from '../../helpers/logs.js';
+import { serviceBackend } from '../../helpers/service-backend.js';
+import { startService } from '../../helpers/service-process.js';
+import { assertRedoclyClean } from '../../helpers/openapi-lint.js';
+import { SpentCounters } from '../../helpers/counters.js';
+import { recording, type Recorded } from '../../helpers/recording-db.js';
 
 const adminToken = 'admin-token-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
 const introspectionToken = 'introspection-token-BBBBBBBBBBBBBBBBBBBBBBBBBBBB';
@@ -462,7 +471,7 @@ describe('the admin listener', () => {
       assert.equal(reply.status, 200);
       const document = reply.body;
       assert.equal(document.openapi, '3.1.0');
-      // Its own calls; the store calls are test/http/admin-stores.test.ts's.
+      // Its own calls; the store calls are test/http/admin/stores.test.ts's.
       assert.ok(Object.keys(document.paths).includes(introspectPath));
       const operation = document.paths[introspectPath].post;
       assert.equal(operation.operationId, 'introspectSession');

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { tokenIdOf } from '../../src/http/admin/tokens.js';
-import { auditRows } from '../helpers/audit.js';
-import { loginFrom } from '../helpers/customers.js';
-import { auth, useHarness, type TestApp } from '../helpers/harness.js';
-import { adminToken, imported, startAdmin } from '../helpers/import.js';
+import { tokenIdOf } from '../../../src/http/admin/tokens.js';
+import { auditRows } from '../../helpers/audit.js';
+import { loginFrom } from '../../helpers/customers.js';
+import { auth, useHarness, type TestApp } from '../../helpers/harness.js';
+import { adminToken, imported, startAdmin } from '../../helpers/import.js';
 
 /**
  * Customers an import brought without a password (Shopify exports none) are invited to set one:

@@ -4,10 +4,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { auditRows } from '../helpers/audit.js';
-import { loginFrom } from '../helpers/customers.js';
-import { registeredCustomer, useHarness, type TestApp } from '../helpers/harness.js';
-import { imported, startAdmin } from '../helpers/import.js';
+import { auditRows } from '../../helpers/audit.js';
+import { loginFrom } from '../../helpers/customers.js';
+import { registeredCustomer, useHarness, type TestApp } from '../../helpers/harness.js';
+import { imported, startAdmin } from '../../helpers/import.js';
 
 /**
  * The password migration hook: a customer an import brought without a hash signs in with the

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { listAudit, writeAuditEntry, type AuditEvent } from '../../src/audit.js';
-import { enqueueMessage, markDropped, type NewMessage } from '../../src/delivery/outbox.js';
-import { forStore } from '../../src/storage/database.js';
-import { createStore, firstStoreId } from '../../src/store/store.js';
-import { adminAppOf, adminCaller, type AdminMethod } from '../helpers/admin.js';
-import { assertProblem } from '../helpers/assertions.js';
-import { toReply, useHarness, type TestApp } from '../helpers/harness.js';
-import { adminToken } from '../helpers/import.js';
-import { planNodes } from '../helpers/query-plans.js';
-import { recording, type Recorded } from '../helpers/recording-db.js';
+import { listAudit, writeAuditEntry, type AuditEvent } from '../../../src/audit.js';
+import { enqueueMessage, markDropped, type NewMessage } from '../../../src/delivery/outbox.js';
+import { forStore } from '../../../src/storage/database.js';
+import { createStore, firstStoreId } from '../../../src/store/store.js';
+import { adminAppOf, adminCaller, type AdminMethod } from '../../helpers/admin.js';
+import { assertProblem } from '../../helpers/assertions.js';
+import { toReply, useHarness, type TestApp } from '../../helpers/harness.js';
+import { adminToken } from '../../helpers/import.js';
+import { planNodes } from '../../helpers/query-plans.js';
+import { recording, type Recorded } from '../../helpers/recording-db.js';
 
 /** A store's audit trail and message outbox over the admin API: pages, filters, scope, retry. */
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
-import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { challengeCookieName, cookieOf, cookies } from '../helpers/passkeys.js';
-import { registerIn, signedInIn, storeSide, verifyIn, type StoreSide } from '../helpers/stores.js';
-import { SoftAuthenticator } from '../helpers/webauthn.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
+import { auth, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { challengeCookieName, cookieOf, cookies } from '../../helpers/passkeys.js';
+import { registerIn, signedInIn, storeSide, verifyIn, type StoreSide } from '../../helpers/stores.js';
+import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 /**
  * What a store's hosts decide beyond where it answers: the relying party its passkeys are bound

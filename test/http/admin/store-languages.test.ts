@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { tokenIdOf } from '../../src/http/admin/tokens.js';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
-import { toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
+import { tokenIdOf } from '../../../src/http/admin/tokens.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
+import { toReply, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
 
 /**
  * A store's languages through the admin API: `languages` and `default_language` on create and on

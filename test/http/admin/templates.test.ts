@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
-import { registeredCustomer, useHarness, type Reply } from '../helpers/harness.js';
-import { resetWithCode } from '../helpers/customers.js';
-import { registerIn, twoStores } from '../helpers/stores.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
+import { registeredCustomer, useHarness, type Reply } from '../../helpers/harness.js';
+import { resetWithCode } from '../../helpers/customers.js';
+import { registerIn, twoStores } from '../../helpers/stores.js';
 
 /** A store's own words for its emails: saved through the admin API, checked, previewed, sent. */
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { listAudit } from '../../src/audit.js';
-import { runAdminCommand } from '../../src/cli/commands.js';
-import { auth, useHarness, registeredCustomer } from '../helpers/harness.js';
-import { defaultStore } from '../helpers/database.js';
+import { listAudit } from '../../../src/audit.js';
+import { runAdminCommand } from '../../../src/cli/commands.js';
+import { auth, useHarness, registeredCustomer } from '../../helpers/harness.js';
+import { defaultStore } from '../../helpers/database.js';
 
 describe('the audit trail', () => {
   const harness = useHarness();

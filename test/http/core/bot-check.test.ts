@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { updateStore, type BotCheckOperation } from '../../src/store/store.js';
-import { sealBotCheck } from '../../src/store/fields.js';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
-import { assertFieldError } from '../helpers/assertions.js';
-import { sessionCookie, withSession } from '../helpers/customers.js';
+import { updateStore, type BotCheckOperation } from '../../../src/store/store.js';
+import { sealBotCheck } from '../../../src/store/fields.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
+import { assertFieldError } from '../../helpers/assertions.js';
+import { sessionCookie, withSession } from '../../helpers/customers.js';
 import {
   auth,
   registeredCustomer,
@@ -15,7 +15,7 @@ import {
   useHarness,
   withoutRequestId,
   type TestApp,
-} from '../helpers/harness.js';
+} from '../../helpers/harness.js';
 
 const secret = 'siteverify-secret-0x1234';
 const goodToken = 'token-that-passes';

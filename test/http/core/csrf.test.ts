@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { describe, test } from 'node:test';
-import { issueCsrfToken } from '../../src/http/csrf.js';
-import { api, auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
+import { issueCsrfToken } from '../../../src/http/core/csrf.js';
+import { api, auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../../helpers/harness.js';
 
 const sessionCookie = 'storefront_session';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { listAudit } from '../../src/audit.js';
-import { counterKey, limits, type LimitRule } from '../../src/http/rate-limit.js';
-import type { CounterStore } from '../../src/storage/counters.js';
-import { updateStore } from '../../src/store/store.js';
-import { assertProblem } from '../helpers/assertions.js';
-import { defaultStore, openTestCounterStore } from '../helpers/database.js';
-import { api, auth, registration, type Reply, type TestApp, useHarness, toReply } from '../helpers/harness.js';
+import { listAudit } from '../../../src/audit.js';
+import { counterKey, limits, type LimitRule } from '../../../src/http/core/rate-limit.js';
+import type { CounterStore } from '../../../src/storage/counters.js';
+import { updateStore } from '../../../src/store/store.js';
+import { assertProblem } from '../../helpers/assertions.js';
+import { defaultStore, openTestCounterStore } from '../../helpers/database.js';
+import { api, auth, registration, type Reply, type TestApp, useHarness, toReply } from '../../helpers/harness.js';
 
 const customerPrefix = '/api/v1/customer';
 const crossSite = { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' };

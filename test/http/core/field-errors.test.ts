@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auth, useHarness } from '../helpers/harness.js';
+import { auth, useHarness } from '../../helpers/harness.js';
 
 const phoneStore = { STORE_IDENTITY_MODE: 'phone' };
 

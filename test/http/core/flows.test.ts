@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auth, useHarness, registration } from '../helpers/harness.js';
-import { resetWithCode } from '../helpers/customers.js';
+import { auth, useHarness, registration } from '../../helpers/harness.js';
+import { resetWithCode } from '../../helpers/customers.js';
 
 describe('the whole journey', () => {
   const harness = useHarness();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { problemCatalogue } from '../../src/http/problems.js';
-import { api, createHarness } from '../helpers/harness.js';
-import { assertRedoclyClean } from '../helpers/openapi-lint.js';
+import { problemCatalogue } from '../../../src/http/core/problems.js';
+import { api, createHarness } from '../../helpers/harness.js';
+import { assertRedoclyClean } from '../../helpers/openapi-lint.js';
 
 describe('the OpenAPI document', () => {
   let harness: Awaited<ReturnType<typeof createHarness>>;

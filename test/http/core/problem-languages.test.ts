@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { validationErrors } from '../../src/http/validation.js';
-import { problemCatalogue, problemEntry } from '../../src/http/problems.js';
-import { passkeyLoginRefusedDetail } from '../../src/http/sign-in/passkey-login.js';
-import { loginRefusedDetail } from '../../src/http/sign-in/password.js';
-import { catalogue } from '../../src/i18n/strings.js';
-import { updateStore, type StoreChanges } from '../../src/store/store.js';
-import { assertProblem } from '../helpers/assertions.js';
-import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { twoStores } from '../helpers/stores.js';
+import { validationErrors } from '../../../src/http/core/validation.js';
+import { problemCatalogue, problemEntry } from '../../../src/http/core/problems.js';
+import { passkeyLoginRefusedDetail } from '../../../src/http/passkeys/sign-in.js';
+import { loginRefusedDetail } from '../../../src/http/sign-in/password.js';
+import { catalogue } from '../../../src/i18n/strings.js';
+import { updateStore, type StoreChanges } from '../../../src/store/store.js';
+import { assertProblem } from '../../helpers/assertions.js';
+import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { twoStores } from '../../helpers/stores.js';
 
 const arabic = /[\u0600-\u06ff]/u;
 

@@ -1,6 +1,6 @@
 import { after, before, describe } from 'node:test';
-import { openTestCounterStore } from '../helpers/database.js';
-import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
+import { openTestCounterStore } from '../../helpers/database.js';
+import { startRedisCluster, type RedisCluster } from '../../helpers/redis-cluster.js';
 import { rateLimitSuite } from './rate-limits-suite.js';
 
 // The whole rate-limit suite again with the counters in a Redis Cluster of three masters, straight

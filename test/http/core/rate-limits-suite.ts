@@ -8,7 +8,7 @@ import {
   type HarnessOptions,
   type TestApp,
   useHarness,
-} from '../helpers/harness.js';
+} from '../../helpers/harness.js';
 
 const minute = 60;
 const hour = 60 * minute;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { useHarness, type TestApp } from '../helpers/harness.js';
+import { useHarness, type TestApp } from '../../helpers/harness.js';
 
 /**
  * What each kind of call pays before and after its own work: the hooks Fastify runs for its route,

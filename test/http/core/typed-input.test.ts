@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore } from '../../src/store/store.js';
-import { auth, registration, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { assertFieldError, assertProblem } from '../helpers/assertions.js';
-import { count, sessionCookie, withSession } from '../helpers/customers.js';
+import { updateStore } from '../../../src/store/store.js';
+import { auth, registration, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { assertFieldError, assertProblem } from '../../helpers/assertions.js';
+import { count, sessionCookie, withSession } from '../../helpers/customers.js';
 
 /**
  * Input as people type it: codes and phone numbers in the digits an Arabic keyboard types, and

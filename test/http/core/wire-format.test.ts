@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { PasswordHasher } from '../../src/auth/rules/password.js';
-import { api, auth, useHarness, registration, toReply, type Reply, type TestApp } from '../helpers/harness.js';
+import type { PasswordHasher } from '../../../src/auth/rules/password.js';
+import { api, auth, useHarness, registration, toReply, type Reply, type TestApp } from '../../helpers/harness.js';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore } from '../../src/store/store.js';
-import { assertProblem } from '../helpers/assertions.js';
-import { sessionCookie, withSession } from '../helpers/customers.js';
+import { updateStore } from '../../../src/store/store.js';
+import { assertProblem } from '../../helpers/assertions.js';
+import { sessionCookie, withSession } from '../../helpers/customers.js';
 import {
   auth,
   registeredCustomer,
@@ -11,8 +11,8 @@ import {
   withoutRequestId,
   type Reply,
   type TestApp,
-} from '../helpers/harness.js';
-import { outboxLock, until } from '../helpers/races.js';
+} from '../../helpers/harness.js';
+import { outboxLock, until } from '../../helpers/races.js';
 
 /** One task at a time, two admitted: two held requests fill the queue. */
 const smallQueue = { concurrency: 1, maxPending: 2 };

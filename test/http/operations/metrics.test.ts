@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { startMetricsServer } from '../../src/http/metrics-server.js';
-import { api, auth, useHarness, registeredCustomer } from '../helpers/harness.js';
+import { startMetricsServer } from '../../../src/http/operations/metrics-server.js';
+import { api, auth, useHarness, registeredCustomer } from '../../helpers/harness.js';
 
 describe('Prometheus metrics', () => {
   const harness = useHarness();

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { firstStoreId, loadStore } from '../../src/store/store.js';
-import { api, createHarness, type Reply, type TestApp } from '../helpers/harness.js';
+import { firstStoreId, loadStore } from '../../../src/store/store.js';
+import { api, createHarness, type Reply, type TestApp } from '../../helpers/harness.js';
 
 type SearchBehaviour = 'healthy' | 'failing' | 'hanging' | 'redirecting';
 

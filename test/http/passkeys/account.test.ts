@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { runAdminCommand, type AdminCommand } from '../../src/cli/commands.js';
-import { parseCommand } from '../../src/cli/arguments.js';
-import { prune } from '../../src/janitor.js';
-import { defaultRetention, loadConfig } from '../../src/config.js';
-import { updateStore } from '../../src/store/store.js';
-import { auth, createHarness, type TestApp } from '../helpers/harness.js';
+import { runAdminCommand, type AdminCommand } from '../../../src/cli/commands.js';
+import { parseCommand } from '../../../src/cli/arguments.js';
+import { prune } from '../../../src/janitor.js';
+import { defaultRetention, loadConfig } from '../../../src/config.js';
+import { updateStore } from '../../../src/store/store.js';
+import { auth, createHarness, type TestApp } from '../../helpers/harness.js';
 import {
   addPasskey,
   allowPasskeys,
@@ -17,8 +17,8 @@ import {
   sessionCookieName,
   signedInCustomer,
   signInWithPasskey,
-} from '../helpers/passkeys.js';
-import { SoftAuthenticator } from '../helpers/webauthn.js';
+} from '../../helpers/passkeys.js';
+import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 /** Passkeys in the account area and around it: the store setting, removal, deletion, resets, limits, the command line. */
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createHarness, type Reply } from '../helpers/harness.js';
-import { assertFieldError } from '../helpers/assertions.js';
+import { createHarness, type Reply } from '../../helpers/harness.js';
+import { assertFieldError } from '../../helpers/assertions.js';
 import {
   addPasskey,
   allowPasskeys,
@@ -10,8 +10,8 @@ import {
   sessionCookieName,
   signedInCustomer,
   signInWithPasskey,
-} from '../helpers/passkeys.js';
-import { SoftAuthenticator } from '../helpers/webauthn.js';
+} from '../../helpers/passkeys.js';
+import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 /**
  * Credential ids at WebAuthn's limit and past it. WebAuthn caps a credential id at 1,023 bytes

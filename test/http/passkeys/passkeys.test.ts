@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { auth, createHarness, stableHeaders, withoutRequestId, type Reply, type TestApp } from '../helpers/harness.js';
+import {
+  auth,
+  createHarness,
+  stableHeaders,
+  withoutRequestId,
+  type Reply,
+  type TestApp,
+} from '../../helpers/harness.js';
 import {
   addPasskey,
   allowPasskeys,
@@ -16,9 +23,9 @@ import {
   sessionCookieName,
   signedInCustomer,
   signInWithPasskey,
-} from '../helpers/passkeys.js';
-import { until, waitingOnLocks } from '../helpers/races.js';
-import { SoftAuthenticator } from '../helpers/webauthn.js';
+} from '../../helpers/passkeys.js';
+import { until, waitingOnLocks } from '../../helpers/races.js';
+import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 /** The registration and sign-in ceremonies, with real WebAuthn answers from a software authenticator. */
 

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { auditRows } from '../helpers/audit.js';
-import { count } from '../helpers/customers.js';
-import { auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { consentAt, signingKeys, type ProviderAnswer } from '../helpers/openid-provider.js';
+import { auditRows } from '../../helpers/audit.js';
+import { count } from '../../helpers/customers.js';
+import { auth, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { consentAt, signingKeys, type ProviderAnswer } from '../../helpers/openid-provider.js';
 import {
   addTestProvider,
   comeBack,
@@ -18,7 +18,7 @@ import {
   startCookieName,
   startProvider,
   useProviderSuite,
-} from '../helpers/providers.js';
+} from '../../helpers/providers.js';
 
 /**
  * What an attacker (or a broken provider) can do to the way back, against a real provider: every

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auditRows } from '../helpers/audit.js';
-import { count, verifiedAt } from '../helpers/customers.js';
-import { auth, registeredCustomer, type TestApp } from '../helpers/harness.js';
+import { auditRows } from '../../helpers/audit.js';
+import { count, verifiedAt } from '../../helpers/customers.js';
+import { auth, registeredCustomer, type TestApp } from '../../helpers/harness.js';
 import {
   addTestProvider,
   comeBack,
@@ -19,11 +19,11 @@ import {
   startCookieName,
   useProviderSuite,
   withSession,
-} from '../helpers/providers.js';
-import { hostA, hostB, twoStores } from '../helpers/stores.js';
-import { consentAt } from '../helpers/openid-provider.js';
-import { removeProvider } from '../../src/providers/configured.js';
-import { forStore } from '../../src/storage/database.js';
+} from '../../helpers/providers.js';
+import { hostA, hostB, twoStores } from '../../helpers/stores.js';
+import { consentAt } from '../../helpers/openid-provider.js';
+import { removeProvider } from '../../../src/providers/configured.js';
+import { forStore } from '../../../src/storage/database.js';
 
 /**
  * Signing in with a store's OpenID providers against a real provider (oidc-provider): the five

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
-import { assertFieldError, otherThan } from '../helpers/assertions.js';
-import { assertNoSessionOpened, verifiedAt } from '../helpers/customers.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../../helpers/harness.js';
+import { assertFieldError, otherThan } from '../../helpers/assertions.js';
+import { assertNoSessionOpened, verifiedAt } from '../../helpers/customers.js';
 
 const oldPassword = 'analytical engine 1843';
 const newPassword = 'difference engine 1822';

@@ -3,13 +3,13 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { breachedRangeTimeoutMs } from '../../src/auth/rules/breached.js';
-import { insertBreachedHashes } from '../../src/auth/tables/breached-hashes.js';
-import { assertFieldError } from '../helpers/assertions.js';
-import { loginFrom, resetWithCode, withSession, signedIn } from '../helpers/customers.js';
-import { auth, registration, useHarness, type TestApp } from '../helpers/harness.js';
-import { imported, startAdmin } from '../helpers/import.js';
-import { scrape, total } from '../helpers/metrics.js';
+import { breachedRangeTimeoutMs } from '../../../src/auth/rules/breached.js';
+import { insertBreachedHashes } from '../../../src/auth/tables/breached-hashes.js';
+import { assertFieldError } from '../../helpers/assertions.js';
+import { loginFrom, resetWithCode, withSession, signedIn } from '../../helpers/customers.js';
+import { auth, registration, useHarness, type TestApp } from '../../helpers/harness.js';
+import { imported, startAdmin } from '../../helpers/import.js';
+import { scrape, total } from '../../helpers/metrics.js';
 
 /** The SHA-1 of a password as the Pwned Passwords corpus lists it: 40 uppercase hex digits. */
 function sha1(password: string): string {

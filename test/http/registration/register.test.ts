@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auth, useHarness, registration, type TestApp } from '../helpers/harness.js';
-import { assertFieldError } from '../helpers/assertions.js';
+import { auth, useHarness, registration, type TestApp } from '../../helpers/harness.js';
+import { assertFieldError } from '../../helpers/assertions.js';
 
 const phoneStore = { env: { STORE_IDENTITY_MODE: 'phone' } };
 

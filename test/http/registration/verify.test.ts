@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
-import { assertFieldError, otherThan } from '../helpers/assertions.js';
-import { assertNoSessionOpened } from '../helpers/customers.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../../helpers/harness.js';
+import { assertFieldError, otherThan } from '../../helpers/assertions.js';
+import { assertNoSessionOpened } from '../../helpers/customers.js';
 
 const tenMinutes = 10 * 60;
 
@@ -211,7 +211,7 @@ describe('verify', () => {
     assertFieldError(await verify(t, 4155550123, '123456'), 'identity');
   });
 
-  // Arabic-Indic digits are read as ASCII (test/http/typed-input.test.ts); no other script's are.
+  // Arabic-Indic digits are read as ASCII (test/http/core/typed-input.test.ts); no other script's are.
   test('a code that is not exactly six digits in a string answers 422 validation_failed on code', async () => {
     const t = await harness.start();
     const customer = await registeredCustomer(t);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
-import { listAudit } from '../../src/audit.js';
-import { updateStore } from '../../src/store/store.js';
+import { listAudit } from '../../../src/audit.js';
+import { updateStore } from '../../../src/store/store.js';
 import {
   api,
   auth,
@@ -12,11 +12,11 @@ import {
   withoutRequestId,
   type Reply,
   type TestApp,
-} from '../helpers/harness.js';
-import { otherThan } from '../helpers/assertions.js';
-import { count, sessionCookie, verifiedAt } from '../helpers/customers.js';
-import { until, waitingOnLocks } from '../helpers/races.js';
-import { defaultStore } from '../helpers/database.js';
+} from '../../helpers/harness.js';
+import { otherThan } from '../../helpers/assertions.js';
+import { count, sessionCookie, verifiedAt } from '../../helpers/customers.js';
+import { until, waitingOnLocks } from '../../helpers/races.js';
+import { defaultStore } from '../../helpers/database.js';
 
 const tenMinutes = 10 * 60;
 

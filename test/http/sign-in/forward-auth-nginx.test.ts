@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { startNginx, type Nginx } from '../helpers/nginx.js';
-import { serviceBackend, type ServiceBackend } from '../helpers/service-backend.js';
-import { setStoreStatus, startService, type ServiceProcess } from '../helpers/service-process.js';
+import { startNginx, type Nginx } from '../../helpers/nginx.js';
+import { serviceBackend, type ServiceBackend } from '../../helpers/service-backend.js';
+import { setStoreStatus, startService, type ServiceProcess } from '../../helpers/service-process.js';
 
 /**
  * Forward auth behind a real nginx: `auth_request` asks the service about every request for the

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sessionIdleTimeoutSeconds } from '../../src/auth/tables/sessions.js';
-import { headerValue } from '../../src/http/sign-in/forward-auth.js';
-import { updateStore } from '../../src/store/store.js';
-import { auth, registeredCustomer, toReply, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { cookieValue, sessionCookie, signedIn, withSession } from '../helpers/customers.js';
+import { sessionIdleTimeoutSeconds } from '../../../src/auth/tables/sessions.js';
+import { headerValue } from '../../../src/http/sign-in/forward-auth.js';
+import { updateStore } from '../../../src/store/store.js';
+import { auth, registeredCustomer, toReply, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { cookieValue, sessionCookie, signedIn, withSession } from '../../helpers/customers.js';
 
 const forward = `${auth}/forward`;
 const minute = 60;

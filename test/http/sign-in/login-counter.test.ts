@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { counterKey, limits } from '../../src/http/rate-limit.js';
-import type { CounterStore } from '../../src/storage/counters.js';
-import { firstStoreId } from '../../src/store/store.js';
-import { openTestCounterStore } from '../helpers/database.js';
-import { auth, registeredCustomer, useHarness, type TestApp } from '../helpers/harness.js';
-import { until } from '../helpers/races.js';
+import { counterKey, limits } from '../../../src/http/core/rate-limit.js';
+import type { CounterStore } from '../../../src/storage/counters.js';
+import { firstStoreId } from '../../../src/store/store.js';
+import { openTestCounterStore } from '../../helpers/database.js';
+import { auth, registeredCustomer, useHarness, type TestApp } from '../../helpers/harness.js';
+import { until } from '../../helpers/races.js';
 
 /** The counters of the test backend, with `delete` replaced. */
 async function countersWithDelete(

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { listKnownDevices } from '../../src/auth/tables/known-devices.js';
-import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { recording, type Recorded } from '../helpers/recording-db.js';
-import { defaultStore } from '../helpers/database.js';
+import { listKnownDevices } from '../../../src/auth/tables/known-devices.js';
+import { auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { recording, type Recorded } from '../../helpers/recording-db.js';
+import { defaultStore } from '../../helpers/database.js';
 
 const firefox = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
 

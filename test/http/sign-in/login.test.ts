@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createArgon2Hasher } from '../../src/auth/rules/password.js';
-import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
-import { assertFieldError } from '../helpers/assertions.js';
-import { count } from '../helpers/customers.js';
+import { createArgon2Hasher } from '../../../src/auth/rules/password.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../../helpers/harness.js';
+import { assertFieldError } from '../../helpers/assertions.js';
+import { count } from '../../helpers/customers.js';
 
 const password = 'analytical engine 1843';
 

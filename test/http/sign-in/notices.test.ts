@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { listKnownDevices } from '../../src/auth/tables/known-devices.js';
-import type { OutgoingMessage } from '../../src/delivery/message.js';
-import { prune } from '../../src/janitor.js';
-import { defaultRetention } from '../../src/config.js';
-import { cliEnv, runCommand, tempFolders } from '../helpers/cli.js';
-import { recording, type Recorded } from '../helpers/recording-db.js';
-import { auth, useHarness, registeredCustomer, testSecret, type TestApp } from '../helpers/harness.js';
-import { defaultStore } from '../helpers/database.js';
+import { listKnownDevices } from '../../../src/auth/tables/known-devices.js';
+import type { OutgoingMessage } from '../../../src/delivery/message.js';
+import { prune } from '../../../src/janitor.js';
+import { defaultRetention } from '../../../src/config.js';
+import { cliEnv, runCommand, tempFolders } from '../../helpers/cli.js';
+import { recording, type Recorded } from '../../helpers/recording-db.js';
+import { auth, useHarness, registeredCustomer, testSecret, type TestApp } from '../../helpers/harness.js';
+import { defaultStore } from '../../helpers/database.js';
 
 const folders = tempFolders('sfa-sign-in-notices-');
 const day = 24 * 60 * 60;

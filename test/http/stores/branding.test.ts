@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { contrastRatio, storeAccentColour, storePrimaryColour } from '../../src/store/fields.js';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
-import { auth, registeredCustomer, registration, toReply, useHarness } from '../helpers/harness.js';
-import { resetWithCode } from '../helpers/customers.js';
-import { twoStores, verifyIn, type StoreSide } from '../helpers/stores.js';
+import { contrastRatio, storeAccentColour, storePrimaryColour } from '../../../src/store/fields.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
+import { auth, registeredCustomer, registration, toReply, useHarness } from '../../helpers/harness.js';
+import { resetWithCode } from '../../helpers/customers.js';
+import { twoStores, verifyIn, type StoreSide } from '../../helpers/stores.js';
 
 const adminToken = 'admin-token-BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
 

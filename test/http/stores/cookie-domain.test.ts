@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.js';
-import { api, auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
+import { ConfigError, loadConfig } from '../../../src/config.js';
+import { api, auth, registeredCustomer, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
 
 // A storefront on shop.test calling the service on auth.shop.test: the cookies are the parent
 // domain's, so the storefront's script can read the XSRF-TOKEN and the browser sends the session.

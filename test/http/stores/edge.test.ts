@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { buildAdminApp } from '../../src/http/admin/app.js';
-import { auth, injector, registration, useHarness, type TestApp } from '../helpers/harness.js';
-import { twoStores } from '../helpers/stores.js';
+import { buildAdminApp } from '../../../src/http/admin/app.js';
+import { auth, injector, registration, useHarness, type TestApp } from '../../helpers/harness.js';
+import { twoStores } from '../../helpers/stores.js';
 
 const token = 'introspection-token-BBBBBBBBBBBBBBBBBBBBBBBBBBBB';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore, type StoreChanges } from '../../src/store/store.js';
-import { auth, stableHeaders, useHarness, withoutRequestId, type Reply, type TestApp } from '../helpers/harness.js';
+import { updateStore, type StoreChanges } from '../../../src/store/store.js';
+import { auth, stableHeaders, useHarness, withoutRequestId, type Reply, type TestApp } from '../../helpers/harness.js';
 
 /**
  * A feature a store setting turns off (`auth.sign_in_with_code`, `auth.passkeys`) is not there:

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countCustomers } from '../../src/auth/tables/customers.js';
-import { StoreDirectory } from '../../src/store/directory.js';
-import { firstStoreId, loadStore, updateStore, type StoreStatus } from '../../src/store/store.js';
+import { countCustomers } from '../../../src/auth/tables/customers.js';
+import { StoreDirectory } from '../../../src/store/directory.js';
+import { firstStoreId, loadStore, updateStore, type StoreStatus } from '../../../src/store/store.js';
 import {
   api,
   auth,
@@ -11,7 +11,7 @@ import {
   type Reply,
   type TestApp,
   useHarness,
-} from '../helpers/harness.js';
+} from '../../helpers/harness.js';
 
 /** The store context (docs/reference/store-context.md): the store-wide gate answers before anything else, so a shut store leaks nothing. */
 function assertStoreUnavailable(reply: Reply, where: string): void {

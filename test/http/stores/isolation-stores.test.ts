@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { markStoreDeleted } from '../../src/store/store.js';
-import { limits } from '../../src/http/rate-limit.js';
-import { api, auth, registration, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { withSession } from '../helpers/customers.js';
-import { cookieOf } from '../helpers/passkeys.js';
-import { loginIn, registerIn, signedInIn, twoStores, verifyIn, type StoreSide } from '../helpers/stores.js';
+import { markStoreDeleted } from '../../../src/store/store.js';
+import { limits } from '../../../src/http/core/rate-limit.js';
+import { api, auth, registration, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { withSession } from '../../helpers/customers.js';
+import { cookieOf } from '../../helpers/passkeys.js';
+import { loginIn, registerIn, signedInIn, twoStores, verifyIn, type StoreSide } from '../../helpers/stores.js';
 
 /**
  * Isolation: what one store's state does (paused, deleted, its limits used up) never

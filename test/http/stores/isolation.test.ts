@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { api, auth, useHarness, type Reply, type TestApp } from '../helpers/harness.js';
-import { withSession } from '../helpers/customers.js';
-import { challengeCookieName, cookieOf, cookies, sessionCookieName } from '../helpers/passkeys.js';
+import { api, auth, useHarness, type Reply, type TestApp } from '../../helpers/harness.js';
+import { withSession } from '../../helpers/customers.js';
+import { challengeCookieName, cookieOf, cookies, sessionCookieName } from '../../helpers/passkeys.js';
 import {
   hostA,
   hostB,
@@ -13,8 +13,8 @@ import {
   twoStores,
   verifyIn,
   type StoreSide,
-} from '../helpers/stores.js';
-import { SoftAuthenticator } from '../helpers/webauthn.js';
+} from '../../helpers/stores.js';
+import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 /**
  * Isolation: two stores on one deployment, told apart by the request's host, share

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { StoreLabels } from '../../src/metrics.js';
-import { api, auth, useHarness } from '../helpers/harness.js';
-import { find, scrape, total } from '../helpers/metrics.js';
-import { hostA, hostB, loginIn, registerIn, twoStores } from '../helpers/stores.js';
-import { addEndpoint, sendWebhooks, startWithWebhooks, useReceivers } from '../helpers/webhook-endpoints.js';
+import { StoreLabels } from '../../../src/metrics.js';
+import { api, auth, useHarness } from '../../helpers/harness.js';
+import { find, scrape, total } from '../../helpers/metrics.js';
+import { hostA, hostB, loginIn, registerIn, twoStores } from '../../helpers/stores.js';
+import { addEndpoint, sendWebhooks, startWithWebhooks, useReceivers } from '../../helpers/webhook-endpoints.js';
 
 /**
  * The `store` label of the request, login, message and webhook metrics, bounded by

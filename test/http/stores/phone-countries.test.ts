@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore, type StoreChanges } from '../../src/store/store.js';
-import { auth, registration, useHarness, type TestApp } from '../helpers/harness.js';
-import { assertFieldError } from '../helpers/assertions.js';
+import { updateStore, type StoreChanges } from '../../../src/store/store.js';
+import { auth, registration, useHarness, type TestApp } from '../../helpers/harness.js';
+import { assertFieldError } from '../../helpers/assertions.js';
 
 const phoneStore = { STORE_IDENTITY_MODE: 'phone', STORE_VERIFICATION_REQUIRED: 'false' };
 // +447911… is Guernsey's (GG) by the numbering plan, not Great Britain's.

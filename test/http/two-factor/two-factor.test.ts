@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { updateStore, type TwoFactorMode } from '../../src/store/store.js';
-import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../helpers/harness.js';
-import { count, cookieValue, resetWithCode, sessionCookie, withSession, works } from '../helpers/customers.js';
-import { stepOf, totpAt } from '../helpers/totp.js';
-import { adminAppOf, adminCaller } from '../helpers/admin.js';
+import { updateStore, type TwoFactorMode } from '../../../src/store/store.js';
+import { auth, useHarness, registeredCustomer, type Reply, type TestApp } from '../../helpers/harness.js';
+import { count, cookieValue, resetWithCode, sessionCookie, withSession, works } from '../../helpers/customers.js';
+import { stepOf, totpAt } from '../../helpers/totp.js';
+import { adminAppOf, adminCaller } from '../../helpers/admin.js';
 
 const pendingCookie = 'storefront_two_factor';
 
