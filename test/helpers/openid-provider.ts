@@ -95,7 +95,11 @@ export async function startOpenIdProvider(options: OpenIdProviderOptions): Promi
     }
     return originalIssue.apply(this, args);
   };
+  // Every answer closes its connection: a provider restarted on the same port (a key rotation, a
+  // forger under the same issuer) must not be called over a kept-alive socket its predecessor
+  // closed, which fails the call before it reaches either.
   const server: Server = provider.listen(chosen);
+  server.prependListener('request', (_request, response) => response.setHeader('connection', 'close'));
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
