@@ -187,6 +187,9 @@ export interface JanitorDeps extends PruneDeps {
   passFailed?: () => void;
 }
 
+/** After a failed pass the next comes this long after it, doubling with each failure in a row. */
+const janitorRetryMs = 5_000;
+
 /** Runs `prune` in the background every `intervalSeconds`, the first time right after start. */
 export class Janitor {
   private readonly loop: PeriodicTask;
@@ -215,6 +218,9 @@ export class Janitor {
       },
       {
         intervalMs: intervalSeconds * 1000,
+        // A pass that failed (a connection slow to open while the host is busy) is tried again in
+        // seconds, not minutes: a deleted store's erasure should not wait out the interval.
+        retryMs: janitorRetryMs,
         logger: deps.logger,
         failureMessage: 'janitor pass failed; will try again',
         failed: deps.passFailed,

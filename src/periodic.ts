@@ -8,6 +8,12 @@ export interface PeriodicOptions {
   failureMessage: string;
   /** Told each pass that threw (for metrics). */
   failed?: () => void;
+  /**
+   * After a pass that threw, the next one starts this long after it, doubling with each failure in
+   * a row up to `intervalMs`: a loop with a long interval (the janitor's five minutes) does not sit
+   * a whole interval out after a passing fault, such as a connection slow to open at start.
+   */
+  retryMs?: number;
 }
 
 /**
@@ -20,6 +26,8 @@ export class PeriodicTask {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
+  /** Passes in a row that threw. */
+  private failures = 0;
   private waiters: Array<() => void> = [];
 
   constructor(
@@ -65,17 +73,27 @@ export class PeriodicTask {
     }
     const { logger, failureMessage, failed } = this.options;
     this.running = this.pass(() => this.stopped)
-      .catch((error: unknown) => {
-        logger.warn({ err: error }, failureMessage);
-        failed?.();
-      })
+      .then(
+        () => void (this.failures = 0),
+        (error: unknown) => {
+          this.failures += 1;
+          logger.warn({ err: error }, failureMessage);
+          failed?.();
+        },
+      )
       .finally(() => {
         this.running = undefined;
         for (const resolve of this.waiters.splice(0)) resolve();
         if (this.stopped) return;
-        const delayMs = this.again ? 0 : this.options.intervalMs;
+        const delayMs = this.again ? 0 : this.nextDelayMs();
         this.again = false;
         this.schedule(delayMs);
       });
+  }
+
+  private nextDelayMs(): number {
+    const { intervalMs, retryMs } = this.options;
+    if (this.failures === 0 || retryMs === undefined) return intervalMs;
+    return Math.min(intervalMs, retryMs * 2 ** Math.min(this.failures - 1, 30));
   }
 }

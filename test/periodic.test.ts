@@ -101,6 +101,39 @@ describe('a periodic task', () => {
     }
   });
 
+  test('after a pass that throws, the next comes after the retry delay, doubling, and a success restores the interval', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const { logger } = capturingLogger();
+    let passes = 0;
+    const task = new PeriodicTask(
+      async () => {
+        passes += 1;
+        if (passes <= 2) throw new Error('connection slow to open');
+      },
+      { intervalMs: hourMs, retryMs: 1_000, logger, failureMessage: 'failed' },
+    );
+    /** Moves the clock on by `ms` and lets a pass that came due end; the passes so far. */
+    const after = async (ms: number) => {
+      const before = passes;
+      const ended = task.nextPass();
+      t.mock.timers.tick(ms);
+      if (passes > before) await ended;
+      return passes;
+    };
+    try {
+      task.start();
+      assert.equal(await after(0), 1);
+      assert.equal(await after(999), 1);
+      assert.equal(await after(1), 2, 'the first failure is tried again after the retry delay');
+      assert.equal(await after(1_999), 2);
+      assert.equal(await after(1), 3, 'the second failure in a row waits twice as long');
+      assert.equal(await after(hourMs - 1), 3, 'after a success the interval applies again');
+      assert.equal(await after(1), 4);
+    } finally {
+      await task.stop();
+    }
+  });
+
   test('stop tells the running pass, waits for it to end, and no pass runs after it', async () => {
     const { logger } = capturingLogger();
     const { started, pass, passStarted } = gatedPasses();

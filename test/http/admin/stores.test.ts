@@ -697,7 +697,12 @@ describe('a store deleted through the admin API of a running service', () => {
         while (erased === undefined) {
           erased = second.logs.find((line) => line['msg'] === 'janitor erased deleted stores')?.['erased'] as
             Record<string, number> | undefined;
-          assert.ok(Date.now() < deadline, 'the janitor of the next start erased nothing in 30 s');
+          assert.ok(
+            Date.now() < deadline,
+            `the janitor of the next start erased nothing in 30 s; its warnings: ${JSON.stringify(
+              second.logs.filter((line) => Number(line['level']) >= 40),
+            )}`,
+          );
           if (erased === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
         }
         assert.equal(erased['customers'], 1);
