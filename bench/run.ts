@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { embeddedBackend, productionBackend, scaledBackend, type Backend, type Mode } from './backends.js';
-import { idleSeconds, progress, type BenchContext, type Row } from './context.js';
+import { idleSeconds, progress, row, type BenchContext, type Row } from './context.js';
 import { figureFrameworkOverhead } from './figures/01-framework-overhead.js';
 import { figureLogin } from './figures/02-login.js';
 import { figureRegister } from './figures/03-register.js';
@@ -66,6 +66,19 @@ function applyServiceErrors(rows: Row[], kinds: Record<string, number>): void {
     row.goal = { ...row.goal, met: false };
     row.notes.push(`SERVICE ERRORS: ${text}`);
   }
+}
+
+/** A figure that threw: reported as failed, with its error, where its rows would be. */
+function failedFigureRow(id: string, error: unknown): Row {
+  const message = error instanceof Error ? error.message : String(error);
+  return row(
+    id,
+    `figure ${id} failed: ${message.slice(0, 300)}`,
+    '',
+    Number.NaN,
+    { text: 'runs to its end', met: false },
+    'n/a',
+  );
 }
 
 const figureOrder = ['1', '4', '3', '2', '8', '12', '5', '9', '10', '11', '13', '14', '15', '16', '17'] as const;
@@ -181,7 +194,15 @@ async function runMode(mode: Mode): Promise<ModeResult> {
       if (!selected.has(id) || !modeFigures[mode].includes(id)) continue;
       progress(context, `figure ${id}: starting (load average ${loadAverageText()})`);
       const measured = measureHost();
-      const figureRows = [await figures[id][0](context)].flat();
+      let figureRows: Row[];
+      try {
+        figureRows = [await figures[id][0](context)].flat();
+      } catch (error) {
+        // A figure that fails costs its own row, not the hour of figures measured before it.
+        progress(context, `figure ${id}: FAILED: ${error instanceof Error ? error.stack : String(error)}`);
+        figureRows = [failedFigureRow(id, error)];
+        process.exitCode = 1;
+      }
       applyServiceErrors(figureRows, context.serviceLogs[id] ?? {});
       rows.push(...figureRows);
       const use = (context.hostUse[id] = measured());
