@@ -301,6 +301,31 @@ describe('createArgon2Hasher lanes', () => {
     ]);
   });
 
+  test('a question to the old system waits for its argon2 check, not also for the floor its own past questions set', async () => {
+    // No hashing here: every check answers at once, so only a floor can hold a verification.
+    const pool = {
+      hash: () => Promise.reject(new Error('nothing is hashed here')),
+      check: async () => ({ matches: false, ms: 1 }),
+    };
+    const store = createArgon2Hasher(testArgon2, { pool }).lane('store-1');
+    const settledWithin = (promise: Promise<unknown>, ms: number) =>
+      Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+    // A first question takes 1.5 s: the store's floor is now that.
+    const slow = () => new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1_500));
+    assert.equal(await store.verifyElsewhere(slow, 'zq7vbnmk'), false);
+    // An unknown identity is held to it, as it should be...
+    assert.equal(await settledWithin(store.verifyDummy('zq7vbnmk'), 500), false);
+    // ...and a question answered at once is not: it waited for the longest of its own answer, its
+    // check and a past answer, longer than an unknown identity's two.
+    assert.equal(
+      await settledWithin(
+        store.verifyElsewhere(async () => false, 'zq7vbnmk'),
+        500,
+      ),
+      true,
+    );
+  });
+
   test('one store’s twenty logins ahead put only one of them before another store’s', async () => {
     const pool = new HashPool(1);
     try {

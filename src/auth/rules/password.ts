@@ -145,9 +145,9 @@ export function createArgon2Hasher(
   const needsRehash = (passwordHash: string) => !passwordHash.startsWith(`$argon2id$v=19$${phcParameters}$`);
   const floors = new CheckFloors();
   const inLane = (lane: string): PasswordHasher => {
-    const verifyPassword = async (passwordHash: string, password: string) => {
+    const verifyPassword = async (passwordHash: string, password: string, held = true) => {
       const legacy = needsRehash(passwordHash);
-      const floorMs = floors.floorMs(lane, legacy);
+      const floorMs = held ? floors.floorMs(lane, legacy) : 0;
       // A quicker legacy check holds its thread as long as an argon2 check would, precisely; an
       // argon2 check held to a slower legacy one's time waits on a timer, so the thread it would
       // otherwise hold (every store's) goes on hashing.
@@ -172,6 +172,9 @@ export function createArgon2Hasher(
       },
       // Beside one argon2 check of the dummy hash, as an unknown identity does: the answer comes no
       // sooner than that check would, dispatch to the thread included, whatever the network's pace.
+      // That check is not held to the store's floor: an unknown identity waits for the longer of
+      // its check and one recent question, and so does this, its own question being that one. Held,
+      // it waited for the longest of three, later whenever the old system answers about as slowly.
       async verifyElsewhere(check, password) {
         const asked = async () => {
           const started = performance.now();
@@ -179,7 +182,7 @@ export function createArgon2Hasher(
           if (answer !== undefined) floors.record(lane, true, performance.now() - started);
           return answer === true;
         };
-        const [matches] = await Promise.all([gate.run(lane, asked), verifyPassword(dummyHash, password)]);
+        const [matches] = await Promise.all([gate.run(lane, asked), verifyPassword(dummyHash, password, false)]);
         return matches;
       },
       needsRehash,
