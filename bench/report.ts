@@ -146,14 +146,34 @@ function range(values: number[], digits = 0): string {
   return low === high ? low : `${low}–${high}`;
 }
 
-/** Figure 10's facts: a table per mode, and the same in a paragraph, which README.md and docs quote by hand. */
+/** The sizing figures README.md's guides quote (test/docs/sizing-figures.test.ts holds them to the results). */
+export function sizingFigures(sizings: SizingFacts[], production: SizingFacts | undefined) {
+  return {
+    loginsPerCore: range(sizings.map((facts) => facts.loginsPerCore)),
+    loginsPerSecond: range(sizings.map((facts) => facts.loginsPerSecond)),
+    checksPerCore: range(sizings.map((facts) => facts.sessionReadsPerCore)),
+    ...(production !== undefined && {
+      production: {
+        loginTransactions: format(production.perLogin.transactions, 1),
+        loginCommands: format(production.perLogin.redisCommands ?? Number.NaN, 1),
+        checkTransactions: format(production.perSessionRead.transactions, 1),
+        checkCommands: format(production.perSessionRead.redisCommands ?? Number.NaN, 1),
+      },
+    }),
+  };
+}
+
+/** Figure 10's facts: a table per mode, and the same in a paragraph, which the guides quote. */
 function sizingSection(sizings: { mode: Mode; facts: SizingFacts }[], cores: string): string {
-  const all = sizings.map((sizing) => sizing.facts);
   const production = sizings.find((sizing) => sizing.mode === 'production')?.facts;
+  const figures = sizingFigures(
+    sizings.map((sizing) => sizing.facts),
+    production,
+  );
   const operations =
-    production === undefined
+    figures.production === undefined
       ? ''
-      : ` In production a login asks PostgreSQL for ${format(production.perLogin.transactions, 1)} transactions and Redis for ${format(production.perLogin.redisCommands ?? Number.NaN, 1)} commands, a session check for ${format(production.perSessionRead.transactions, 1)} and ${format(production.perSessionRead.redisCommands ?? Number.NaN, 1)}.`;
+      : ` In production a login asks PostgreSQL for ${figures.production.loginTransactions} transactions and Redis for ${figures.production.loginCommands} commands, a session check for ${figures.production.checkTransactions} and ${figures.production.checkCommands}.`;
   return [
     '## Sizing',
     '',
@@ -166,7 +186,7 @@ function sizingSection(sizings: { mode: Mode; facts: SizingFacts }[], cores: str
         `| ${modeNames[mode]} | ${format(facts.loginsPerCore, 1)} (${format(facts.loginsPerSecond, 1)}/s measured) | ${format(facts.sessionReadsPerCore)} (${format(facts.sessionReadsPerSecond)}/s measured) | ${perRequest(facts.perLogin)} | ${perRequest(facts.perSessionRead)} |`,
     ),
     '',
-    `In brief: hashing sets the pace, at about ${range(all.map((facts) => facts.loginsPerCore))} logins a second per core of the service's CPU (${range(all.map((facts) => facts.loginsPerSecond))} measured on the whole machine), and ${range(all.map((facts) => facts.sessionReadsPerCore))} session checks a second per core.${operations} README.md and docs/running-at-scale.md quote these figures: after a run, update them by hand.`,
+    `In brief: hashing sets the pace, at about ${figures.loginsPerCore} logins a second per core of the service's CPU (${figures.loginsPerSecond} measured on the whole machine), and ${figures.checksPerCore} session checks a second per core.${operations} docs/guides/production.md and docs/running-at-scale.md quote these figures, and a test holds them to bench/results.json: after a run, update them by hand.`,
   ].join('\n');
 }
 
