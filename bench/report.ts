@@ -146,7 +146,7 @@ function range(values: number[], digits = 0): string {
   return low === high ? low : `${low}–${high}`;
 }
 
-/** The sizing figures README.md's guides quote (test/docs/sizing-figures.test.ts holds them to the results). */
+/** The sizing figures the guides quote by hand; test/docs/sizing-figures.test.ts holds the guides to them. */
 export function sizingFigures(sizings: SizingFacts[], production: SizingFacts | undefined) {
   return {
     loginsPerCore: range(sizings.map((facts) => facts.loginsPerCore)),
